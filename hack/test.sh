@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install everything mcm needs into .venv and run the whole check: ruff, mypy, import layers, tests.
+# Works on a fresh machine with only python3 and pip. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[dev]'
+export PATH="$PWD/.venv/bin:$PATH"
+
+echo "== ruff"
+ruff check .
+ruff format --check .
+echo "== mypy"
+mypy
+echo "== import layers"
+lint-imports
+echo "== pytest"
+pytest -n 2 "$@"
