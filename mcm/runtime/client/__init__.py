@@ -1,0 +1,1 @@
+"""Kubernetes REST client layer: config, typed errors, list/watch contract, per-resource clients."""
