@@ -1,0 +1,1 @@
+"""Generated code of the driver sidecar protocol; see hack/gen-proto.sh."""
