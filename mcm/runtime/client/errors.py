@@ -13,6 +13,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Conflict",
+    "ConnectionFailed",
     "Forbidden",
     "Gone",
     "InternalError",
@@ -27,6 +28,8 @@ __all__ = [
     "error_from_status",
     "is_already_exists",
     "is_conflict",
+    "is_connection_failed",
+    "is_connection_refused",
     "is_forbidden",
     "is_gone",
     "is_invalid",
@@ -36,6 +39,7 @@ __all__ = [
     "is_timeout",
     "is_too_many_requests",
     "is_unauthorized",
+    "suggests_client_delay",
 ]
 
 
@@ -181,6 +185,39 @@ def error_from_status(status: dict[str, Any] | None, code: int, retry_after: flo
     if isinstance(reason, str) and reason:
         err.reason = reason
     return err
+
+
+class ConnectionFailed(Exception):
+    """No HTTP answer: the server could not be reached, or the connection broke mid-response.
+
+    ``refused`` is True when the TCP connection was refused (client-go's ``IsConnectionRefused``:
+    the reflector backs off and re-watches instead of relisting). A watch stream that breaks
+    after it started raises this with ``refused=False``.
+    """
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+def suggests_client_delay(exc: BaseException | None) -> float | None:
+    """Seconds the server asked the client to wait (Retry-After or ``details.retryAfterSeconds``)."""
+    if not isinstance(exc, ApiError):
+        return None
+    if exc.retry_after is not None:
+        return exc.retry_after
+    seconds = exc.details.get("retryAfterSeconds")
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    return None
+
+
+def is_connection_failed(exc: BaseException | None) -> bool:
+    return isinstance(exc, ConnectionFailed)
+
+
+def is_connection_refused(exc: BaseException | None) -> bool:
+    return isinstance(exc, ConnectionFailed) and exc.refused
 
 
 def _is(exc: BaseException | None, cls: type[ApiError]) -> bool:

@@ -1,0 +1,108 @@
+"""A client for one cluster: one ``ApiClient`` (one connection pool), one rate limiter.
+
+:meth:`ClusterClient.resource` hands out a :class:`RESTClient` per resource, all sharing the
+cluster's transport, so the QPS/burst budget is per cluster client as in client-go (where each
+client built from a rest config has its own token bucket). :meth:`ClusterClient.with_user_agent`
+gives a sibling client with its own user agent and its own bucket over the same pool, like
+building a second clientset from the same config.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from mcm.runtime.client.ratelimit import RateLimiter, new_rate_limiter
+from mcm.runtime.client.resources import Resource
+from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Transport, default_user_agent
+from mcm.runtime.clock import REAL_CLOCK, Clock
+
+__all__ = ["DEFAULT_BURST", "DEFAULT_QPS", "ClusterClient"]
+
+DEFAULT_QPS = 20.0
+"""MCM's ``--kube-api-qps`` default."""
+DEFAULT_BURST = 30
+"""MCM's ``--kube-api-burst`` default."""
+
+
+class ClusterClient:
+    """Everything needed to talk to one cluster."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        namespace: str | None = None,
+        user_agent: str | None = None,
+        clock: Clock = REAL_CLOCK,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        rate_limiter: RateLimiter | None = None,
+    ) -> None:
+        self.api_client = api_client
+        self.qps = qps
+        self.burst = burst
+        self.namespace = namespace
+        """The default namespace of the kubeconfig context (or the pod's, in-cluster), if any."""
+        self.clock = clock
+        self.rate_limiter = rate_limiter or new_rate_limiter(qps, burst, clock=clock)
+        self.transport = Transport(
+            api_client,
+            rate_limiter=self.rate_limiter,
+            user_agent=user_agent or default_user_agent(),
+            clock=clock,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+        self._clients: dict[Resource, RESTClient] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def host(self) -> str:
+        """The server URL, e.g. ``http://127.0.0.1:41237``."""
+        return self.transport.host
+
+    @property
+    def user_agent(self) -> str:
+        return self.transport.user_agent
+
+    def resource(self, resource: Resource) -> RESTClient:
+        """The REST client for ``resource`` (one per resource, created on first use)."""
+        with self._lock:
+            client = self._clients.get(resource)
+            if client is None:
+                client = self._clients[resource] = RESTClient(self.transport, resource)
+            return client
+
+    def with_user_agent(self, suffix: str) -> ClusterClient:
+        """A client over the same connection pool with user agent ``…/<suffix>`` and its own bucket."""
+        return ClusterClient(
+            self.api_client,
+            qps=self.qps,
+            burst=self.burst,
+            namespace=self.namespace,
+            user_agent=default_user_agent(suffix),
+            clock=self.clock,
+            max_retries=self.transport.max_retries,
+            timeout=self.transport.timeout,
+        )
+
+    def get_json(self, path: str, query: dict[str, str] | None = None) -> Any:
+        """GET any path (``/version``, ``/apis``) and return the decoded JSON."""
+        return self.transport.request("GET", path, query=query)
+
+    def get_bytes(self, path: str, query: dict[str, str] | None = None) -> bytes:
+        """GET any path (``/healthz``) and return the raw body."""
+        return self.transport.request_bytes("GET", path, query=query)
+
+    def close(self) -> None:
+        """Close the pooled connections (the ApiClient is shared with siblings; close once)."""
+        self.api_client.rest_client.close()
+
+    def __repr__(self) -> str:
+        return f"ClusterClient(host={self.host!r}, qps={self.qps}, burst={self.burst})"

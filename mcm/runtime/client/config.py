@@ -1,0 +1,144 @@
+"""Build a :class:`ClusterClient` from a kubeconfig file or the pod's service account.
+
+Guarantees:
+
+- Each call builds its own ``kubernetes`` ``Configuration`` and ``ApiClient``; the package's
+  process-wide default configuration is never read or written, so a control and a target
+  cluster can be used side by side.
+- ``kubeconfig`` is a path (several joined by ``:`` are merged, as with ``$KUBECONFIG``), or
+  ``None``, ``""`` or ``"inClusterConfig"`` for the in-cluster service account
+  (``KUBERNETES_SERVICE_HOST``/``_PORT``, token and CA under :data:`SERVICE_ACCOUNT_DIR`; the
+  token is re-read every minute so rotated tokens are used).
+- Whatever the kubeconfig can express (tokens, client certificates, CA data, insecure TLS,
+  exec plugins) is handled by the ``kubernetes`` package's loaders; failures raise
+  :class:`ConfigError` with the reason.
+- TCP keep-alive is on (client-go's probe timing), and the pool keeps enough connections for
+  the informers' long-running watches.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.config import list_kube_config_contexts, load_kube_config
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
+
+from mcm.runtime.client.cluster import DEFAULT_BURST, DEFAULT_QPS, ClusterClient
+from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
+from mcm.runtime.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "IN_CLUSTER_CONFIG",
+    "SERVICE_ACCOUNT_DIR",
+    "ConfigError",
+    "load_config",
+    "new_configuration",
+]
+
+IN_CLUSTER_CONFIG = "inClusterConfig"
+"""The kubeconfig value that selects the in-cluster service account (MCM's flag convention)."""
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+"""Where the pod's service account token, CA and namespace are mounted."""
+
+CONNECTION_POOL_SIZE = 64
+"""Connections kept per host: every informer holds one for its watch."""
+
+
+class ConfigError(Exception):
+    """The kubeconfig or in-cluster configuration cannot be used."""
+
+
+def _is_in_cluster(kubeconfig: str | None) -> bool:
+    return not kubeconfig or kubeconfig == IN_CLUSTER_CONFIG
+
+
+def _in_cluster_configuration(configuration: Configuration) -> str | None:
+    loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
+        token_filename=os.path.join(SERVICE_ACCOUNT_DIR, "token"),
+        cert_filename=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
+    )
+    try:
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError) as exc:
+        raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    try:
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _context_namespace(kubeconfig: str, context: str | None) -> str | None:
+    contexts: list[dict[str, Any]]
+    contexts, current = list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    wanted = context or (current or {}).get("name")
+    for entry in contexts or []:
+        if entry.get("name") == wanted:
+            ns = (entry.get("context") or {}).get("namespace")
+            return ns if isinstance(ns, str) and ns else None
+    return None
+
+
+def _kubeconfig_configuration(
+    configuration: Configuration, kubeconfig: str, context: str | None
+) -> str | None:
+    if not all(os.path.exists(p) for p in kubeconfig.split(os.pathsep) if p):
+        raise ConfigError(f"kubeconfig {kubeconfig!r} does not exist")
+    try:
+        load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+        )
+        return _context_namespace(kubeconfig, context)
+    except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
+
+
+def new_configuration(
+    kubeconfig: str | None, *, context: str | None = None
+) -> tuple[Configuration, str | None]:
+    """A fresh ``Configuration`` for ``kubeconfig`` and the default namespace it names (if any)."""
+    configuration = Configuration()
+    if _is_in_cluster(kubeconfig):
+        namespace = _in_cluster_configuration(configuration)
+    else:
+        assert kubeconfig is not None
+        namespace = _kubeconfig_configuration(configuration, kubeconfig, context)
+    configuration.keep_alive = True
+    configuration.connection_pool_maxsize = max(
+        configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
+    )
+    return configuration, namespace
+
+
+def load_config(
+    kubeconfig: str | None,
+    *,
+    qps: float = DEFAULT_QPS,
+    burst: int = DEFAULT_BURST,
+    context: str | None = None,
+    user_agent_suffix: str | None = None,
+    clock: Clock = REAL_CLOCK,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> ClusterClient:
+    """A :class:`ClusterClient` with its own ``ApiClient`` for the cluster ``kubeconfig`` names.
+
+    ``qps``/``burst`` set the client's token bucket (``qps`` 0 → 5, ``burst`` 0 → 10, negative
+    ``qps`` → unthrottled, as client-go). ``timeout`` bounds the wait for each non-watch answer.
+    """
+    configuration, namespace = new_configuration(kubeconfig, context=context)
+    api_client = ApiClient(configuration=configuration)
+    return ClusterClient(
+        api_client,
+        qps=qps,
+        burst=burst,
+        namespace=namespace,
+        user_agent=default_user_agent(user_agent_suffix),
+        clock=clock,
+        max_retries=max_retries,
+        timeout=timeout,
+    )

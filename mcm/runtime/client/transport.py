@@ -1,0 +1,293 @@
+"""HTTP to one cluster: throttling, authentication, retries after Retry-After, error mapping.
+
+The transport sends raw JSON over the connection pool of the cluster's ``kubernetes``
+``ApiClient`` (``_preload_content=False`` semantics: no typed models anywhere) and answers with
+decoded dicts or, for watches, the open response.
+
+Guarantees:
+
+- Every request first takes a token from the cluster's rate limiter, retries included.
+- Authentication comes from the ApiClient's configuration on every request, so rotating
+  in-cluster tokens and exec-plugin credentials are picked up (the client's refresh hook runs).
+- A 429 or 5xx answer with a ``Retry-After`` header is retried after that many seconds (on the
+  injected clock) up to ``max_retries`` times, like client-go; any other failure raises the typed
+  :class:`~mcm.runtime.client.errors.ApiError` built from the ``Status`` body.
+- No HTTP answer at all raises :class:`~mcm.runtime.client.errors.ConnectionFailed`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import structlog
+import urllib3
+from kubernetes.client import ApiClient
+from urllib3.util.retry import Retry
+
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, error_from_status
+from mcm.runtime.client.ratelimit import RateLimiter
+from mcm.runtime.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "CONTENT_TYPE_JSON",
+    "CONTENT_TYPE_JSON_PATCH",
+    "CONTENT_TYPE_MERGE_PATCH",
+    "CONTENT_TYPE_STRATEGIC_MERGE_PATCH",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "Transport",
+    "default_user_agent",
+    "parse_retry_after",
+]
+
+log = structlog.get_logger(__name__)
+
+CONTENT_TYPE_JSON = "application/json"
+CONTENT_TYPE_MERGE_PATCH = "application/merge-patch+json"
+CONTENT_TYPE_STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+CONTENT_TYPE_JSON_PATCH = "application/json-patch+json"
+
+DEFAULT_MAX_RETRIES = 10
+"""client-go's ``maxRetries`` for answers carrying Retry-After."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a plain request may wait for the server to answer (connect, then each read).
+
+client-go has no default; a bounded wait keeps a dead connection from hanging a worker.
+"""
+
+_MAX_ERROR_TEXT = 1024
+
+# Stale pooled connections: retry a GET once on a read error; never retry writes, statuses or
+# redirects here (Retry-After handling is ours).
+_URLLIB3_RETRIES = Retry(
+    total=1,
+    connect=0,
+    read=1,
+    status=0,
+    redirect=0,
+    other=0,
+    allowed_methods=frozenset({"GET"}),
+    raise_on_status=False,
+)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mcm")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def default_user_agent(suffix: str | None = None) -> str:
+    """``mcm/<version> (<os>/<arch>) kubernetes/python``, plus ``/<suffix>`` like client-go."""
+    agent = f"mcm/{_version()} ({platform.system().lower()}/{platform.machine().lower()}) kubernetes/python"
+    return f"{agent}/{suffix}" if suffix else agent
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds of an integer ``Retry-After`` header (client-go ignores the HTTP-date form)."""
+    if not value:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds > 0 else None
+
+
+def _retryable_status(code: int) -> bool:
+    return code == 429 or 500 <= code <= 599
+
+
+def _is_refused(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        if isinstance(current, urllib3.exceptions.MaxRetryError) and current.reason is not None:
+            current = current.reason
+            continue
+        current = current.__cause__ or current.__context__
+    return "Connection refused" in str(exc)
+
+
+def connection_failed(exc: BaseException, what: str) -> ConnectionFailed:
+    """Wrap a transport exception into :class:`ConnectionFailed`, noting a refused connection."""
+    refused = _is_refused(exc)
+    detail = "connection refused" if refused else f"{type(exc).__name__}: {exc}"
+    failure = ConnectionFailed(f"{what}: {detail}", refused=refused)
+    failure.__cause__ = exc
+    return failure
+
+
+def _status_from_body(data: bytes, code: int, reason_phrase: str | None) -> dict[str, Any] | None:
+    """The ``Status`` the server sent, or a synthetic one carrying the body text."""
+    try:
+        decoded = json.loads(data) if data else None
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+        return decoded
+    text = data.decode("utf-8", "replace").strip()[:_MAX_ERROR_TEXT] if data else ""
+    message = text or reason_phrase or f"the server answered HTTP {code}"
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "code": code}
+
+
+class Transport:
+    """Sends requests for one cluster over one ``ApiClient``'s pool."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        rate_limiter: RateLimiter,
+        user_agent: str | None = None,
+        clock: Clock = REAL_CLOCK,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.api_client = api_client
+        self.rate_limiter = rate_limiter
+        self.user_agent = user_agent or default_user_agent()
+        self.clock = clock
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._configuration = api_client.configuration
+        self._pool: urllib3.PoolManager = api_client.rest_client.pool_manager
+        self._base = str(self._configuration.host).rstrip("/")
+
+    @property
+    def host(self) -> str:
+        return self._base
+
+    def url(self, path: str, query: Mapping[str, str] | None = None) -> str:
+        url = self._base + path
+        return f"{url}?{urlencode(query)}" if query else url
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": CONTENT_TYPE_JSON, "User-Agent": self.user_agent}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        for setting in self._configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def _timeout(self, read: float | None) -> urllib3.Timeout:
+        connect = self.timeout if self.timeout is not None else None
+        return urllib3.Timeout(connect=connect, read=read)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = CONTENT_TYPE_JSON,
+    ) -> Any:
+        """Send one request and return the decoded JSON answer (2xx) or raise."""
+        data = self.request_bytes(method, path, query=query, body=body, content_type=content_type)
+        if not data:
+            return {}
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise ApiError({"message": f"undecodable response to {method} {path}: {exc}"}, code=500) from exc
+
+    def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = CONTENT_TYPE_JSON,
+    ) -> bytes:
+        """Send one request and return the raw body of a 2xx answer (e.g. ``/healthz``) or raise."""
+        response = self._send(method, path, query, body, content_type, read_timeout=self.timeout)
+        return bytes(response.data)
+
+    def stream(
+        self, path: str, *, query: Mapping[str, str] | None = None, read_timeout: float | None = None
+    ) -> urllib3.BaseHTTPResponse:
+        """Open a GET whose body is read incrementally (a watch). The caller closes it."""
+        return self._send("GET", path, query, None, None, read_timeout=read_timeout, preload=False)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        body: Any,
+        content_type: str | None,
+        *,
+        read_timeout: float | None,
+        preload: bool = True,
+    ) -> urllib3.BaseHTTPResponse:
+        url = self.url(path, query)
+        payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        headers = self._headers(content_type if payload is not None else None)
+        attempt = 0
+        while True:
+            self.rate_limiter.accept()
+            response = self._urlopen(
+                method, url, payload=payload, headers=headers, read_timeout=read_timeout, preload=preload
+            )
+            if 200 <= response.status < 300:
+                return response
+            error = self._error(response)
+            if not self._should_retry(error, attempt):
+                raise error
+            attempt += 1
+            assert error.retry_after is not None
+            log.debug(
+                "request_retry_after", method=method, path=path, code=error.code, seconds=error.retry_after
+            )
+            self.clock.sleep(error.retry_after)
+
+    def _should_retry(self, error: ApiError, attempt: int) -> bool:
+        return error.retry_after is not None and _retryable_status(error.code) and attempt < self.max_retries
+
+    def _urlopen(
+        self,
+        method: str,
+        url: str,
+        *,
+        payload: bytes | None,
+        headers: dict[str, str],
+        read_timeout: float | None,
+        preload: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        try:
+            return self._pool.request(
+                method,
+                url,
+                body=payload,
+                headers=headers,
+                timeout=self._timeout(read_timeout),
+                retries=_URLLIB3_RETRIES,
+                redirect=False,
+                preload_content=preload,
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise connection_failed(exc, f"{method} {url}") from exc
+
+    def _error(self, response: urllib3.BaseHTTPResponse) -> ApiError:
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError):
+            data = b""
+        finally:
+            response.release_conn()
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        status = _status_from_body(data, response.status, response.reason)
+        return error_from_status(status, response.status, retry_after)
