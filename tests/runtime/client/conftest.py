@@ -1,0 +1,31 @@
+"""Fixtures for client tests: a scripted stub server and a client pointing at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcm.runtime.client import ClusterClient, load_config
+from mcm.runtime.clock import FakeClock
+from tests.runtime.client.stub_server import StubServer
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def stub_client(stub: StubServer, tmp_path: Path, fake_clock: FakeClock) -> Iterator[ClusterClient]:
+    """A client for the stub with Retry-After retries off (tests that want them turn them on)."""
+    client = load_config(stub.write_kubeconfig(tmp_path / "kubeconfig"), clock=fake_clock, max_retries=0)
+    yield client
+    client.close()

@@ -1,0 +1,71 @@
+"""Token bucket: burst, refill, reservation on credit, blocking on the injected clock."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mcm.runtime.client.ratelimit import NoRateLimiter, TokenBucketRateLimiter, new_rate_limiter
+from mcm.runtime.clock import FakeClock
+
+
+def test_bucket_starts_full_and_then_refuses() -> None:
+    limiter = TokenBucketRateLimiter(2.0, 3, clock=FakeClock())
+    assert [limiter.try_accept() for _ in range(4)] == [True, True, True, False]
+
+
+def test_bucket_refills_at_qps_up_to_burst() -> None:
+    clock = FakeClock()
+    limiter = TokenBucketRateLimiter(2.0, 3, clock=clock)
+    for _ in range(3):
+        assert limiter.try_accept()
+    clock.step(0.5)
+    assert limiter.try_accept()
+    assert not limiter.try_accept()
+    clock.step(100)
+    assert limiter.tokens() == pytest.approx(3.0)
+
+
+def test_reservations_go_negative_and_space_callers_one_over_qps() -> None:
+    limiter = TokenBucketRateLimiter(10.0, 2, clock=FakeClock())
+    delays = [limiter.reserve() for _ in range(5)]
+    assert delays == pytest.approx([0.0, 0.0, 0.1, 0.2, 0.3])
+    assert limiter.tokens() == pytest.approx(-3.0)
+
+
+def test_accept_blocks_until_the_clock_reaches_the_reservation() -> None:
+    clock = FakeClock()
+    limiter = TokenBucketRateLimiter(4.0, 1, clock=clock)
+    limiter.accept()
+    done = threading.Event()
+
+    def second() -> None:
+        limiter.accept()
+        done.set()
+
+    thread = threading.Thread(target=second, daemon=True)
+    thread.start()
+    clock.block_until_waiters(1)
+    clock.step(0.2)
+    assert not done.wait(0.05)
+    clock.step(0.05)
+    assert done.wait(5)
+    thread.join(5)
+
+
+def test_invalid_parameters_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        TokenBucketRateLimiter(0, 1)
+    with pytest.raises(ValueError):
+        TokenBucketRateLimiter(1.0, 0)
+
+
+def test_client_go_defaults_and_unthrottled() -> None:
+    limiter = new_rate_limiter(0, 0, clock=FakeClock())
+    assert isinstance(limiter, TokenBucketRateLimiter)
+    assert (limiter.qps, limiter.burst) == (5.0, 10)
+    assert isinstance(new_rate_limiter(-1, 0), NoRateLimiter)
+    parity = new_rate_limiter(20.0, 30, clock=FakeClock())
+    assert isinstance(parity, TokenBucketRateLimiter)
+    assert (parity.qps, parity.burst) == (20.0, 30)
