@@ -1,0 +1,140 @@
+"""The informer controller loop: a reflector feeds a DeltaFIFO, one loop pops and processes it.
+
+Guarantees:
+
+- Deltas of one key are processed oldest first, one key at a time, in FIFO order.
+- :func:`process_deltas` updates the store *before* calling the handler: ``Added``, ``Updated``,
+  ``Replaced`` and ``Sync`` become ``on_update(old, new)`` if the key is cached and
+  ``on_add(obj, is_in_initial_list)`` otherwise; ``Deleted`` removes the key and calls
+  ``on_delete`` with the object or tombstone.
+- ``run(stop)`` returns after ``stop`` is set, the queue is closed and the reflector has ended.
+- An exception from ``process`` is reported with ``handle_error``; with ``retry_on_error`` the
+  deltas go back into the queue unless the key was queued again meanwhile.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from mcm.runtime.cache.delta_fifo import DeltaFIFO, Deltas, DeltaType, FIFOClosedError, RequeueError
+from mcm.runtime.cache.handlers import ResourceEventHandler
+from mcm.runtime.cache.reflector import Reflector, WatchErrorHandler, default_watch_error_handler
+from mcm.runtime.cache.store import Indexer
+from mcm.runtime.client.types import ListerWatcher
+from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.errors import handle_error
+from mcm.runtime.wait import until
+
+__all__ = ["Config", "Controller", "process_deltas"]
+
+log = structlog.get_logger(__name__)
+
+ProcessFunc = Callable[[Deltas, bool], None]
+
+
+@dataclass
+class Config:
+    """Everything a :class:`Controller` needs."""
+
+    queue: DeltaFIFO
+    lister_watcher: ListerWatcher
+    process: ProcessFunc
+    """Called with each popped delta list and whether it belongs to the initial list."""
+    name: str = "controller"
+    object_description: str = "objects"
+    expected_kind: str | None = None
+    full_resync_period: float = 0.0
+    should_resync: Callable[[], bool] | None = None
+    retry_on_error: bool = False
+    watch_error_handler: WatchErrorHandler = default_watch_error_handler
+    watch_list_page_size: int = 0
+    clock: Clock = REAL_CLOCK
+    rng: random.Random = field(default_factory=random.Random)
+
+
+class Controller:
+    """Runs a reflector into the queue and the process loop out of it."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._reflector: Reflector | None = None
+        self._lock = threading.Lock()
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set."""
+        cfg = self.config
+        threading.Thread(
+            target=_close_on, args=(stop, cfg.queue), name=f"{cfg.name}-closer", daemon=True
+        ).start()
+        reflector = Reflector(
+            cfg.lister_watcher,
+            cfg.queue,
+            name=cfg.name,
+            type_description=cfg.object_description,
+            expected_kind=cfg.expected_kind,
+            resync_period=cfg.full_resync_period,
+            should_resync=cfg.should_resync,
+            watch_list_page_size=cfg.watch_list_page_size,
+            clock=cfg.clock,
+            rng=cfg.rng,
+            watch_error_handler=cfg.watch_error_handler,
+        )
+        with self._lock:
+            self._reflector = reflector
+        reflector_thread = threading.Thread(
+            target=reflector.run, args=(stop,), name=f"{cfg.name}-reflector", daemon=True
+        )
+        reflector_thread.start()
+        until(self._process_loop, 1.0, stop, clock=cfg.clock)
+        reflector_thread.join()
+
+    def has_synced(self) -> bool:
+        return self.config.queue.has_synced()
+
+    def last_sync_resource_version(self) -> str:
+        with self._lock:
+            return self._reflector.last_sync_resource_version() if self._reflector else ""
+
+    def _process_loop(self) -> None:
+        while True:
+            try:
+                self.config.queue.pop(self._process)
+            except FIFOClosedError:
+                return
+
+    def _process(self, deltas: Deltas, is_in_initial_list: bool) -> None:
+        try:
+            self.config.process(deltas, is_in_initial_list)
+        except Exception as exc:
+            handle_error(exc, controller=self.config.name, msg="failed to process deltas")
+            if self.config.retry_on_error:
+                raise RequeueError() from exc
+
+
+def _close_on(stop: threading.Event, queue: DeltaFIFO) -> None:
+    stop.wait()
+    queue.close()
+
+
+def process_deltas(
+    handler: ResourceEventHandler, store: Indexer, deltas: Deltas, is_in_initial_list: bool
+) -> None:
+    """Apply ``deltas`` to ``store`` oldest first, calling ``handler`` after each store change."""
+    for delta in deltas:
+        obj = delta.object
+        if delta.type is DeltaType.DELETED:
+            store.delete(obj)
+            handler.on_delete(obj)
+            continue
+        old = store.get(obj)
+        if old is not None:
+            store.update(obj)
+            handler.on_update(old, obj)
+        else:
+            store.add(obj)
+            handler.on_add(obj, is_in_initial_list)

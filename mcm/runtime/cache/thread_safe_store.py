@@ -1,0 +1,161 @@
+"""A key → object map with secondary indices, safe for concurrent use (``cache.ThreadSafeStore``).
+
+Guarantees:
+
+- Every operation is atomic with respect to the others (one lock guards items and indices).
+- Indices are kept in step with the items on every add, update, delete and replace; a value
+  whose key set becomes empty is removed from its index, so high-cardinality values do not leak.
+- Reads return the stored instances, not copies. They are shared with every handler and lister
+  and must not be mutated (copy before changing); the indices would silently go stale.
+- Iteration order of ``list``/``list_keys`` is unspecified; ``index_keys`` is sorted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mcm.runtime.cache.index import IndexerError, Indexers, IndexFunc
+
+__all__ = ["ThreadSafeStore"]
+
+
+class ThreadSafeStore:
+    """Objects by key plus the indices computed by its index functions."""
+
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[str, Any] = {}
+        self._indexers: Indexers = dict(indexers or {})
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+
+    # -- writes ---------------------------------------------------------------------------------
+    def add(self, key: str, obj: Any) -> None:
+        """Store ``obj`` under ``key`` (replacing any previous object) and update the indices."""
+        with self._lock:
+            old = self._items.get(key)
+            self._items[key] = obj
+            self._update_indices(old, obj, key)
+
+    update = add
+
+    def delete(self, key: str) -> None:
+        """Remove ``key`` and its index entries; a missing key is a no-op."""
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._update_indices(old, None, key)
+
+    def replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
+        """Swap in ``items`` and rebuild every index from scratch."""
+        del resource_version  # kept for the store interface; the store does not track it
+        with self._lock:
+            self._items = dict(items)
+            self._indices = {name: {} for name in self._indexers}
+            for key, obj in self._items.items():
+                self._update_indices(None, obj, key)
+
+    def resync(self) -> None:
+        """Nothing to do: the store holds no pending work."""
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Register more index functions; only allowed while the store is empty."""
+        with self._lock:
+            if self._items:
+                raise IndexerError("cannot add indexers to running index")
+            conflicts = sorted(set(indexers) & set(self._indexers))
+            if conflicts:
+                raise IndexerError(f"indexer conflict: {conflicts}")
+            for name, func in indexers.items():
+                self._indexers[name] = func
+                self._indices[name] = {}
+
+    # -- reads ----------------------------------------------------------------------------------
+    def get(self, key: str) -> Any | None:
+        """The object stored under ``key``, or ``None``."""
+        return self._items.get(key)  # a single dict read is atomic under the GIL
+
+    def list(self) -> builtins.list[Any]:
+        with self._lock:
+            return list(self._items.values())
+
+    def list_keys(self) -> builtins.list[str]:
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get_indexers(self) -> Indexers:
+        with self._lock:
+            return dict(self._indexers)
+
+    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+        """Objects sharing at least one indexed value with ``obj``."""
+        with self._lock:
+            func, index = self._index_named(index_name)
+            keys: set[str] = set()
+            for value in func(obj):
+                keys |= index.get(value, set())
+            return [self._items[k] for k in keys]
+
+    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
+        """Objects whose values for ``index_name`` include ``value``."""
+        with self._lock:
+            _, index = self._index_named(index_name)
+            return [self._items[k] for k in index.get(value, ())]
+
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
+        """Sorted store keys whose values for ``index_name`` include ``value``."""
+        with self._lock:
+            _, index = self._index_named(index_name)
+            return sorted(index.get(value, ()))
+
+    def list_index_func_values(self, index_name: str) -> builtins.list[str]:
+        """Every value currently present in ``index_name``."""
+        with self._lock:
+            return list(self._indices.get(index_name, {}))
+
+    # -- internals (lock held) ------------------------------------------------------------------
+    def _index_named(self, index_name: str) -> tuple[IndexFunc, dict[str, set[str]]]:
+        func = self._indexers.get(index_name)
+        if func is None:
+            raise IndexerError(f"Index with name {index_name} does not exist")
+        return func, self._indices[index_name]
+
+    def _update_indices(self, old: Any | None, new: Any | None, key: str) -> None:
+        for name, func in self._indexers.items():
+            old_values = _values(func, old, key, name)
+            new_values = _values(func, new, key, name)
+            if len(old_values) == 1 and len(new_values) == 1 and old_values[0] == new_values[0]:
+                continue
+            index = self._indices[name]
+            _remove_key(index, old_values, key)
+            for value in new_values:
+                index.setdefault(value, set()).add(key)
+
+
+def _values(func: IndexFunc, obj: Any | None, key: str, name: str) -> builtins.list[str]:
+    if obj is None:
+        return []
+    try:
+        return func(obj)
+    except Exception as exc:
+        raise RuntimeError(
+            f"unable to calculate an index entry for key {key!r} on index {name!r}: {exc}"
+        ) from exc
+
+
+def _remove_key(index: dict[str, set[str]], values: Iterable[str], key: str) -> None:
+    for value in values:
+        keys = index.get(value)
+        if keys is None:
+            continue
+        keys.discard(key)
+        if not keys:
+            del index[value]
