@@ -29,7 +29,11 @@ __all__ = ["MachineError", "Status", "status_from_error"]
 
 
 class MachineError(Exception):
-    """A driver failure with a machine code. Raising it with ``Code.OK`` is allowed (upstream too)."""
+    """A driver failure with a machine code.
+
+    ``code`` must be in the table (0-17; ``ValueError`` otherwise). ``Code.OK`` is accepted, as
+    upstream does, though a driver has no reason to raise it.
+    """
 
     def __init__(self, code: Code | int, message: str, *, last_known_state: str = "") -> None:
         self.code = _as_code(code)
@@ -62,8 +66,8 @@ def status_from_error(exc: BaseException | None) -> tuple[Status | None, bool]:
 
 
 def _as_code(value: Code | int) -> Code:
-    """The :class:`Code` for ``value``; a number outside the table becomes ``Unknown``."""
+    """The :class:`Code` for ``value``; a number outside the table is a ``ValueError``."""
     try:
         return Code(value)
     except ValueError:
-        return Code.Unknown
+        raise ValueError(f"{value!r} is not a machine code (0-17)") from None

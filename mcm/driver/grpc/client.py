@@ -1,0 +1,159 @@
+"""``GrpcDriver``: the :class:`~mcm.driver.driver.Driver` contract served by a sidecar over gRPC.
+
+Guarantees:
+
+- Every call has a deadline: the smaller of the driver's ``timeout`` and the time left in the
+  call's :class:`~mcm.driver.context.CallContext`. A context that has already expired or been
+  cancelled fails at once (``DeadlineExceeded`` / ``Canceled``) without touching the network.
+- Calls never wait for a sidecar that is not there: a missing or dead sidecar fails the call
+  promptly with ``Unavailable`` and a message naming the endpoint, which the controller retries
+  soon. The channel reconnects by itself (backoff capped at a few seconds) once it is back.
+- Errors come back exactly as the driver raised them (code, message, ``last_known_state``); see
+  :mod:`mcm.driver.grpc.status` for the encoding.
+- Keepalive pings detect a silently dropped TCP connection while no call is running.
+
+Endpoints: ``unix:/absolute/path`` (or ``unix:///absolute/path``) and ``host:port``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+
+from mcm.driver.codes import Code
+from mcm.driver.context import CallContext
+from mcm.driver.driver import (
+    CreateMachineRequest,
+    CreateMachineResponse,
+    DeleteMachineRequest,
+    DeleteMachineResponse,
+    Driver,
+    GetMachineStatusRequest,
+    GetMachineStatusResponse,
+    GetVolumeIDsRequest,
+    GetVolumeIDsResponse,
+    InitializeMachineRequest,
+    InitializeMachineResponse,
+    ListMachinesRequest,
+    ListMachinesResponse,
+)
+from mcm.driver.errors import MachineError
+from mcm.driver.grpc.rpcs import (
+    ALL_RPCS,
+    CREATE_MACHINE,
+    DELETE_MACHINE,
+    GET_MACHINE_STATUS,
+    GET_VOLUME_IDS,
+    INITIALIZE_MACHINE,
+    LIST_MACHINES,
+    Rpc,
+)
+from mcm.driver.grpc.status import error_from_rpc
+
+__all__ = ["DEFAULT_TIMEOUT", "GrpcDriver"]
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TIMEOUT = 300.0
+"""Default per-call deadline in seconds (cloud calls such as VM creation can take minutes)."""
+
+CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 3_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+)
+"""Client channel settings; the server in :mod:`mcm.driver.grpc.server` accepts these pings."""
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+class GrpcDriver(Driver):
+    """A driver whose calls go to a sidecar at ``endpoint``; close it when done."""
+
+    def __init__(self, endpoint: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+        self._stubs: dict[str, grpc.UnaryUnaryMultiCallable[Any, Any]] = {
+            rpc.name: self._channel.unary_unary(
+                rpc.path,
+                request_serializer=rpc.pb_request.SerializeToString,
+                response_deserializer=rpc.pb_response.FromString,
+            )
+            for rpc in ALL_RPCS
+        }
+
+    def __enter__(self) -> GrpcDriver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel; later calls fail."""
+        self._channel.close()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until the sidecar accepts connections or ``timeout`` seconds pass."""
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            return False
+        return True
+
+    def create_machine(self, ctx: CallContext, request: CreateMachineRequest) -> CreateMachineResponse:
+        return self._invoke(CREATE_MACHINE, ctx, request)
+
+    def initialize_machine(
+        self, ctx: CallContext, request: InitializeMachineRequest
+    ) -> InitializeMachineResponse:
+        return self._invoke(INITIALIZE_MACHINE, ctx, request)
+
+    def delete_machine(self, ctx: CallContext, request: DeleteMachineRequest) -> DeleteMachineResponse:
+        return self._invoke(DELETE_MACHINE, ctx, request)
+
+    def get_machine_status(
+        self, ctx: CallContext, request: GetMachineStatusRequest
+    ) -> GetMachineStatusResponse:
+        return self._invoke(GET_MACHINE_STATUS, ctx, request)
+
+    def list_machines(self, ctx: CallContext, request: ListMachinesRequest) -> ListMachinesResponse:
+        return self._invoke(LIST_MACHINES, ctx, request)
+
+    def get_volume_ids(self, ctx: CallContext, request: GetVolumeIDsRequest) -> GetVolumeIDsResponse:
+        return self._invoke(GET_VOLUME_IDS, ctx, request)
+
+    def _invoke(self, rpc: Rpc[Req, Resp, Any, Any], ctx: CallContext, request: Req) -> Resp:
+        """Send one call and convert the answer (or the failure) back to contract types."""
+        timeout = self._deadline_for(ctx, rpc.name)
+        message = rpc.encode_request(request)
+        try:
+            reply = self._stubs[rpc.name](message, timeout=timeout)
+        except grpc.RpcError as exc:
+            error = error_from_rpc(exc, endpoint=self.endpoint, method=rpc.name, timeout=timeout)
+            log.debug("driver_call_failed", method=rpc.name, endpoint=self.endpoint, error=str(error))
+            raise error from None
+        except ValueError as exc:  # the channel was closed
+            raise MachineError(Code.Unavailable, f"driver client for {self.endpoint} is closed") from exc
+        return rpc.decode_response(reply)
+
+    def _deadline_for(self, ctx: CallContext, method: str) -> float:
+        """Seconds this call may take; raises when the context is already done."""
+        if ctx.cancelled.is_set():
+            raise MachineError(Code.Canceled, f"{method} call was cancelled before it was sent")
+        remaining = ctx.remaining()
+        if remaining is None:
+            return self.timeout
+        if remaining <= 0:
+            raise MachineError(Code.DeadlineExceeded, f"{method} call deadline passed before it was sent")
+        return min(self.timeout, remaining)
