@@ -1,0 +1,281 @@
+"""The election algorithm on a FakeClock over an in-memory lock (client-go's leaderelection_test)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from mcm.runtime.clock import FakeClock
+from mcm.runtime.leaderelection import (
+    HealthzAdaptor,
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElectionRecord,
+    LeaderElector,
+    PrometheusLeaderMetrics,
+)
+from tests.runtime.leaderelection.fakes import FakeLock, LockStore
+
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+WAIT = 5.0  # real seconds a test waits for a thread that should react at once
+
+
+class Candidate:
+    """One elector in a thread, recording what its callbacks saw."""
+
+    def __init__(self, store: LockStore, identity: str, clock: FakeClock, **settings: object) -> None:
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+        self.lead_stop: threading.Event | None = None
+        self.leaders: list[str] = []
+        self.leader_reported = threading.Event()
+        self.stop = threading.Event()
+        self.lock = FakeLock(store, identity)
+        metrics = options_metrics(settings)
+        options: dict[str, object] = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+        options.update(settings)
+        config = LeaderElectionConfig(
+            lock=self.lock,
+            callbacks=LeaderCallbacks(self._on_started, self.stopped.set, self._on_new_leader),
+            name="test",
+            **options,  # type: ignore[arg-type]
+        )
+        self.elector = LeaderElector(config, clock=clock, metrics=metrics, rand=lambda: 0.0)
+        self.thread = threading.Thread(target=self.elector.run, args=(self.stop,), daemon=True)
+
+    def _on_started(self, stop: threading.Event) -> None:
+        self.lead_stop = stop
+        self.started.set()
+
+    def _on_new_leader(self, identity: str) -> None:
+        self.leaders.append(identity)
+        self.leader_reported.set()
+
+    def start(self) -> Candidate:
+        self.thread.start()
+        return self
+
+    def leading(self) -> bool:
+        return self.started.is_set() and self.lead_stop is not None and not self.lead_stop.is_set()
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+
+
+def options_metrics(settings: dict[str, object]) -> PrometheusLeaderMetrics | None:
+    metrics = settings.pop("metrics", None)
+    assert metrics is None or isinstance(metrics, PrometheusLeaderMetrics)
+    return metrics
+
+
+def held_by(identity: str, renew_time: dt.datetime = T0, transitions: int = 3) -> LeaderElectionRecord:
+    return LeaderElectionRecord(identity, 15, renew_time, renew_time, transitions)
+
+
+def advance(clock: FakeClock, seconds: float, waiters: int) -> None:
+    """Step the clock, then wait (bounded, real time) until the electors are parked again."""
+    clock.step(seconds)
+    clock.block_until_waiters(waiters, timeout=WAIT)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def store() -> LockStore:
+    return LockStore()
+
+
+def test_acquires_a_missing_lock_by_creating_it(clock: FakeClock, store: LockStore) -> None:
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    assert store.record == LeaderElectionRecord("a", 15, T0, T0, 0)
+    assert cand.elector.is_leader()
+    assert cand.elector.get_leader() == "a"
+    cand.shutdown()
+    assert cand.lead_stop is not None and cand.lead_stop.is_set()
+    assert cand.stopped.is_set()
+    assert store.events == ["a became leader", "a stopped leading"]
+
+
+def test_an_empty_holder_is_taken_at_once(clock: FakeClock, store: LockStore) -> None:
+    store.put(LeaderElectionRecord("", 1, T0, T0, 4))
+    cand = Candidate(store, "b", clock).start()
+    assert cand.started.wait(WAIT)
+    assert store.record is not None
+    assert store.record.holder_identity == "b"
+    assert store.record.leader_transitions == 5
+    cand.shutdown()
+
+
+@pytest.mark.parametrize(
+    "remote_renew_time",
+    [dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2100, 1, 1, tzinfo=dt.UTC)],
+    ids=["remote-clock-behind", "remote-clock-ahead"],
+)
+def test_takes_over_after_lease_duration_on_its_own_clock(
+    clock: FakeClock, store: LockStore, remote_renew_time: dt.datetime
+) -> None:
+    store.put(held_by("other", remote_renew_time))
+    cand = Candidate(store, "b", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)
+    for _ in range(7):  # attempts at t = 2 .. 14: observed at t = 0, still within 15 s
+        advance(clock, 2.0, 1)
+        assert not cand.started.is_set()
+    clock.step(2.0)  # t = 16
+    assert cand.started.wait(WAIT)
+    assert store.record is not None
+    assert store.record.holder_identity == "b"
+    assert store.record.leader_transitions == 4
+    assert store.record.acquire_time == T0 + dt.timedelta(seconds=16)
+    assert cand.leader_reported.wait(WAIT)
+    assert cand.leaders[0] == "other"
+    cand.shutdown()
+
+
+def test_a_changed_record_restarts_the_wait(clock: FakeClock, store: LockStore) -> None:
+    store.put(held_by("other"))
+    cand = Candidate(store, "b", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)
+    for _ in range(4):
+        advance(clock, 2.0, 1)
+    store.put(held_by("other", T0 + dt.timedelta(seconds=9)))  # the holder renews at t = 9
+    for _ in range(8):  # seen at t = 10; attempts up to t = 24 must not take over
+        advance(clock, 2.0, 1)
+        assert not cand.started.is_set()
+    clock.step(2.0)  # t = 26 > 10 + 15
+    assert cand.started.wait(WAIT)
+    cand.shutdown()
+
+
+def test_renewals_keep_acquire_time_and_transitions(clock: FakeClock, store: LockStore) -> None:
+    store.put(LeaderElectionRecord("", 1, T0, T0, 7))
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    for _ in range(3):
+        advance(clock, 2.0, 2)
+    first, *renewals = store.writes
+    assert first.leader_transitions == 8
+    assert len(renewals) == 4  # the first renewal round starts right after acquiring
+    for n, record in enumerate(renewals):
+        assert record.holder_identity == "a"
+        assert record.acquire_time == first.acquire_time
+        assert record.renew_time == T0 + dt.timedelta(seconds=2 * n)
+        assert record.leader_transitions == 8
+    cand.shutdown()
+
+
+def test_a_restarted_leader_with_the_same_identity_renews_at_once(clock: FakeClock, store: LockStore) -> None:
+    store.put(held_by("a"))
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    assert store.record is not None
+    assert store.record.leader_transitions == 3
+    assert store.record.acquire_time == T0
+    cand.shutdown()
+
+
+def test_stops_leading_at_the_renew_deadline_when_renewals_fail(clock: FakeClock, store: LockStore) -> None:
+    registry = CollectorRegistry()
+    cand = Candidate(store, "a", clock, metrics=PrometheusLeaderMetrics(registry)).start()
+    assert cand.started.wait(WAIT)
+    assert registry.get_sample_value("leader_election_master_status", {"name": "test"}) == 1
+    clock.block_until_waiters(2, timeout=WAIT)
+    store.fail = True
+    for _ in range(5):  # the round starting at t = 2 has its deadline at t = 12
+        advance(clock, 2.0, 2)
+        assert cand.leading()
+    clock.step(2.0)
+    assert cand.stopped.wait(WAIT)
+    assert cand.lead_stop is not None and cand.lead_stop.is_set()
+    assert registry.get_sample_value("leader_election_master_status", {"name": "test"}) == 0
+    assert cand.elector.is_leader()  # client-go's IsLeader: the last observed holder
+    cand.thread.join(WAIT)
+
+
+def test_a_hanging_request_does_not_delay_stepping_down(clock: FakeClock, store: LockStore) -> None:
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    store.hang = threading.Event()
+    clock.step(2.0)  # the renewer now blocks in its request; only the deadline watchdog waits
+    assert store.hanging.wait(WAIT)
+    for _ in range(4):
+        advance(clock, 2.0, 1)
+    assert cand.leading()
+    clock.step(2.0)  # t = 12
+    assert cand.lead_stop is not None and cand.lead_stop.wait(WAIT)
+    assert not cand.stopped.is_set()  # still waiting for the hanging renewer to return
+    store.fail = True
+    store.hang.set()
+    assert cand.stopped.wait(WAIT)
+
+
+def test_release_on_cancel_frees_the_lock_for_the_next_candidate(clock: FakeClock, store: LockStore) -> None:
+    first = Candidate(store, "a", clock, release_on_cancel=True).start()
+    assert first.started.wait(WAIT)
+    first.shutdown()
+    assert store.record == LeaderElectionRecord("", 1, T0, T0, 0)
+    assert not first.elector.is_leader()
+    second = Candidate(store, "b", clock).start()
+    assert second.started.wait(WAIT)  # no clock step: the first attempt takes it
+    assert store.record is not None
+    assert store.record.leader_transitions == 1
+    second.shutdown()
+
+
+def test_without_release_the_lock_stays_held(clock: FakeClock, store: LockStore) -> None:
+    first = Candidate(store, "a", clock).start()
+    assert first.started.wait(WAIT)
+    first.shutdown()
+    assert store.record is not None
+    assert store.record.holder_identity == "a"
+
+
+def test_on_stopped_leading_runs_when_never_leading(clock: FakeClock, store: LockStore) -> None:
+    store.put(held_by("other"))
+    cand = Candidate(store, "b", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)
+    cand.shutdown()
+    assert cand.stopped.is_set()
+    assert not cand.started.is_set()
+
+
+def test_two_racing_candidates_never_lead_together(clock: FakeClock, store: LockStore) -> None:
+    cands = [Candidate(store, name, clock) for name in ("a", "b", "c")]
+    for cand in cands:
+        cand.start()
+    clock.block_until_waiters(4, timeout=WAIT)  # one leader (2 waiters) + two candidates
+    for _ in range(20):
+        assert sum(c.leading() for c in cands) == 1
+        advance(clock, 2.0, 4)
+    leader = next(c for c in cands if c.leading())
+    assert store.record is not None
+    assert store.record.holder_identity == leader.lock.identity()
+    assert store.record.leader_transitions == 0
+    for cand in cands:
+        cand.shutdown()
+
+
+def test_health_check_fails_when_the_leader_stopped_renewing(clock: FakeClock, store: LockStore) -> None:
+    adaptor = HealthzAdaptor(timeout=5.0)
+    assert adaptor.check() is None
+    cand = Candidate(store, "a", clock, watchdog=adaptor).start()
+    assert cand.started.wait(WAIT)
+    assert adaptor.name() == "leaderElection"
+    assert adaptor.check() is None
+    cand.shutdown()  # no release: we stay the observed holder without renewing
+    clock.step(20.0)
+    assert adaptor.check() is None
+    clock.step(0.5)
+    err = adaptor.check()
+    assert err is not None
+    assert str(err) == "failed election to renew leadership on lease test"
