@@ -20,11 +20,13 @@ __all__ = [
     "Invalid",
     "MethodNotAllowed",
     "NotFound",
+    "RequestEntityTooLarge",
     "ServerTimeout",
     "ServiceUnavailable",
     "Timeout",
     "TooManyRequests",
     "Unauthorized",
+    "UnsupportedMediaType",
     "error_from_status",
     "is_already_exists",
     "is_conflict",
@@ -109,6 +111,16 @@ class Gone(ApiError):
     code, reason = 410, "Gone"
 
 
+class RequestEntityTooLarge(ApiError):
+    code, reason = 413, "RequestEntityTooLarge"
+
+
+class UnsupportedMediaType(ApiError):
+    """415: e.g. a strategic merge patch sent to a custom resource."""
+
+    code, reason = 415, "UnsupportedMediaType"
+
+
 class Invalid(ApiError):
     code, reason = 422, "Invalid"
 
@@ -150,6 +162,8 @@ _BY_REASON: dict[str, type[ApiError]] = {
         AlreadyExists,
         Conflict,
         Invalid,
+        RequestEntityTooLarge,
+        UnsupportedMediaType,
         TooManyRequests,
         InternalError,
         ServiceUnavailable,
@@ -167,6 +181,8 @@ _BY_CODE: dict[int, type[ApiError]] = {
     405: MethodNotAllowed,
     409: Conflict,
     410: Gone,
+    413: RequestEntityTooLarge,
+    415: UnsupportedMediaType,
     422: Invalid,
     429: TooManyRequests,
     500: InternalError,
