@@ -245,7 +245,7 @@ class ClassResolution:
 
 
 def resolve_machine_class(
-    machine: Machine,
+    machine: Machine | Mapping[str, Any],
     namespace: str,
     *,
     get_class: ClassGetter,
@@ -258,9 +258,14 @@ def resolve_machine_class(
     Secrets' data is merged (``secretRef`` first, ``credentialsSecretRef`` over it; a missing
     Secret counts as absent, a failing lookup is an error, Long); the class must carry the MCM
     finalizer (Short, ``class_needs_finalizer``); its node template must be valid (Short).
+    Paths of class and Secret errors are relative to the MachineClass (``secretRef.name``).
     """
-    kind = machine.spec.class_.kind
-    name = machine.spec.class_.name or ""
+    machine_errors: list[FieldError] = []
+    typed = _as_model(Machine, machine, machine_errors)
+    if typed is None:
+        return ClassResolution(None, None, c.LONG_RETRY, tuple(machine_errors))
+    kind = typed.spec.class_.kind
+    name = typed.spec.class_.name or ""
     if kind != c.MACHINE_CLASS_KIND:
         detail = f'supported values: "{c.MACHINE_CLASS_KIND}"'
         return _failed(FieldError(ErrorType.NOT_SUPPORTED, "spec.class.kind", detail, kind), c.LONG_RETRY)
