@@ -7,11 +7,16 @@ item (an item of ``None`` waits on ``reply.hold`` before continuing, to keep a s
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -57,7 +62,8 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class StubServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, ca_pem: bytes | None = None) -> None:
+        self._ca_pem = ca_pem
         self.requests: list[Request] = []
         self.handler: Callable[[Request], Reply] = lambda r: Reply(404, status_body(404, "NotFound", "nope"))
         stub = self
@@ -104,13 +110,17 @@ class StubServer:
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
+        self._scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self._scheme}://{host}:{port}"
 
     def __enter__(self) -> StubServer:
         self._thread.start()
@@ -125,7 +135,7 @@ class StubServer:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "stub", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "stub", "cluster": self._cluster()}],
             "users": [{"name": "stub", "user": user}],
             "contexts": [
                 {"name": "stub", "context": {"cluster": "stub", "user": "stub", "namespace": "ns1"}}
@@ -135,6 +145,68 @@ class StubServer:
         with open(path, "w") as f:
             json.dump(config, f)
         return str(path)
+
+    def _cluster(self) -> dict[str, str]:
+        cluster = {"server": self.url}
+        if self._ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self._ca_pem).decode()
+        return cluster
+
+
+def make_tls(directory: Path) -> tuple[ssl.SSLContext, bytes] | None:
+    """A server context whose certificate (127.0.0.1, localhost) is signed by a fresh CA.
+
+    Returns None when the ``openssl`` command is not available.
+    """
+    if shutil.which("openssl") is None:
+        return None
+    ext = directory / "ext.cnf"
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
+    )
+    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    commands = [
+        [
+            "req",
+            "-x509",
+            *curve,
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=stub-ca",
+            "-days",
+            "1",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        ["req", *curve, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"],
+        [
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "1",
+            "-extfile",
+            str(ext),
+        ],
+    ]
+    for command in commands:
+        subprocess.run(["openssl", *command], cwd=directory, check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(directory / "server.crt", directory / "server.key")
+    return context, (directory / "ca.crt").read_bytes()
 
 
 def _chunks(reply: Reply) -> Iterator[bytes]:
