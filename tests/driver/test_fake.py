@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_list_shows_vms_of_the_class_and_classless_vms() -> None:
 
 
 def test_get_volume_ids_returns_csi_handles_only() -> None:
-    specs = [
+    specs: list[dict[str, Any]] = [
         {"csi": {"driver": "disk.csi", "volumeHandle": "vol-1"}},
         {"hostPath": {"path": "/tmp"}},
         {"csi": {"driver": "disk.csi"}},
