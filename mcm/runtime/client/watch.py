@@ -192,5 +192,6 @@ class HTTPWatchStream:
             self._closed = True
         try:
             self._response.close()
-        except (OSError, urllib3.exceptions.HTTPError):
+            self._response.release_conn()  # the pool reconnects this slot on its next use
+        except (OSError, RuntimeError, urllib3.exceptions.HTTPError):
             pass
