@@ -102,7 +102,7 @@ class ClusterClient:
 
     def close(self) -> None:
         """Close the pooled connections (the ApiClient is shared with siblings; close once)."""
-        self.api_client.close()
+        self.api_client.close()  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:
         return f"ClusterClient(host={self.host!r}, qps={self.qps}, burst={self.burst})"
