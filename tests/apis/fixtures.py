@@ -150,7 +150,7 @@ MACHINE_SET: dict[str, Any] = {
     "status": {
         "availableReplicas": 2,
         "fullyLabeledReplicas": 2,
-        "lastOperation": {"lastUpdateTime": None},
+        "lastOperation": {},
         "machineSetCondition": [
             {"lastTransitionTime": "2024-05-01T10:00:00Z", "status": "False", "type": "ReplicaFailure"}
         ],

@@ -12,6 +12,8 @@ from mcm.apis.machine.resources import MACHINE_RESOURCES
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass, MachineDeployment, MachineSet, Model
 from mcm.apis.machine.v1alpha1.meta import ListMeta, ObjectMeta
 from mcm.apis.machine.v1alpha1.model import Codec, ListCodec, MapCodec, ModelCodec, model_fields
+from mcm.emulator.schema import prune, validate
+from tests.apis.fixtures import MACHINE, MACHINE_CLASS, MACHINE_DEPLOYMENT, MACHINE_SET
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
 
@@ -188,3 +190,19 @@ def test_opaque_parts_preserve_unknown_fields_and_required_lists_are_upstream_s(
         assert template["properties"]["metadata"]["x-kubernetes-preserve-unknown-fields"] is True
     assert _schema("machinedeployments")["properties"]["spec"]["required"] == ["template"]
     assert "node" not in _schema("machines")["properties"]["status"]["properties"]
+
+
+@pytest.mark.parametrize("plural", list(KINDS))
+def test_upstream_shaped_objects_pass_the_structural_schema_unchanged(plural: str) -> None:
+    """What upstream MCM writes survives our CRDs: nothing pruned, nothing rejected."""
+    obj = {
+        "machines": MACHINE,
+        "machineclasses": MACHINE_CLASS,
+        "machinesets": MACHINE_SET,
+        "machinedeployments": MACHINE_DEPLOYMENT,
+    }[plural]
+    schema = _schema(plural)
+    pruned, dropped = prune(obj, schema)
+    assert dropped == []
+    assert pruned == obj
+    assert validate(pruned, schema) == []
