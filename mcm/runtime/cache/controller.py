@@ -117,7 +117,8 @@ class Controller:
 
 
 def _close_on(stop: threading.Event, queue: DeltaFIFO) -> None:
-    stop.wait()
+    while not stop.is_set():  # FakeClock.wait wakes other waiters of the same event spuriously
+        stop.wait()
     queue.close()
 
 

@@ -188,7 +188,8 @@ class Reflector:
         threading.Thread(target=self._abort_on, args=(stop,), name=f"{self.name}-stop", daemon=True).start()
 
     def _abort_on(self, stop: threading.Event) -> None:
-        stop.wait()
+        while not stop.is_set():  # FakeClock.wait wakes other waiters of the same event spuriously
+            stop.wait()
         with self._lock:
             watch, cancel = self._watch, self._cancel
         if cancel is not None:
