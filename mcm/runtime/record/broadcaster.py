@@ -1,0 +1,222 @@
+"""The event broadcaster: fans recorded events out to sinks and loggers (``record.EventBroadcaster``).
+
+Guarantees:
+
+- Recording never blocks the caller. Events go into one bounded incoming queue
+  (:data:`MAX_QUEUED_EVENTS`, 1000); when it is full the recorder drops the event and logs it.
+- A distributor thread hands each event to every watcher's own bounded queue (1000). A full
+  watcher queue drops the event for that watcher only, so a slow or failing sink never stalls
+  the recorder's callers nor the other watchers (``DropIfChannelFull``).
+- Each watcher (sink writer, logger, custom function) runs in its own thread. A sink gets its
+  own :class:`EventCorrelator`.
+- :meth:`EventBroadcaster.shutdown` stops accepting events, delivers what was already queued to
+  the watchers' queues, closes them, and cancels the sinks' retry sleeps.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import random
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import structlog
+
+from mcm.runtime.client.cluster import ClusterClient
+from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.errors import handle_crash
+from mcm.runtime.record.correlator import CorrelatorOptions, EventCorrelator
+from mcm.runtime.record.recorder import EventRecorder
+from mcm.runtime.record.sink import DEFAULT_SLEEP_DURATION, EventSink, EventSinkImpl, SinkWriter
+
+__all__ = ["MAX_QUEUED_EVENTS", "EventBroadcaster", "EventWatcher"]
+
+log = structlog.get_logger(__name__)
+
+MAX_QUEUED_EVENTS = 1000
+
+Event = dict[str, Any]
+T = TypeVar("T")
+
+
+class _Channel(Generic[T]):
+    """A bounded FIFO that refuses instead of blocking when full; ``take`` ends after ``close``."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._items: collections.deque[T] = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def offer(self, item: T) -> bool:
+        with self._cond:
+            if self._closed or len(self._items) >= self._capacity:
+                return False
+            self._items.append(item)
+            self._cond.notify()
+            return True
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def take(self) -> tuple[T, bool]:
+        """The next item and True, or (None-ish, False) once closed and drained."""
+        with self._cond:
+            while not self._items and not self._closed:
+                self._cond.wait()
+            if self._items:
+                return self._items.popleft(), True
+            return None, False  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+
+class EventWatcher:
+    """One consumer of the broadcast, running ``handler`` for each event in its own thread."""
+
+    def __init__(self, handler: Callable[[Event], None], on_stop: Callable[[EventWatcher], None]) -> None:
+        self._handler = handler
+        self._on_stop = on_stop
+        self.channel: _Channel[Event] = _Channel(MAX_QUEUED_EVENTS)
+        self._thread = threading.Thread(target=self._run, name="event-watcher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            event, ok = self.channel.take()
+            if not ok:
+                return
+            with handle_crash():
+                self._handler(event)
+
+    def stop(self) -> None:
+        """Detach from the broadcaster; events already queued for this watcher are still handled."""
+        self._on_stop(self)
+        self.channel.close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait (real time) for the watcher thread to finish after :meth:`stop`; True if it did."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class EventBroadcaster:
+    """Receives events from recorders and sends them to sinks and loggers.
+
+    ``sleep_duration`` is the pause between sink retries; ``correlator_options`` tune every sink's
+    correlator. Time (timestamps, spam filter, retry sleeps) comes from ``clock``.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = REAL_CLOCK,
+        sleep_duration: float = DEFAULT_SLEEP_DURATION,
+        correlator_options: CorrelatorOptions | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self._clock = clock
+        self._sleep_duration = sleep_duration
+        self._correlator_options = correlator_options
+        self._rand = rand
+        self._incoming: _Channel[Event] = _Channel(MAX_QUEUED_EVENTS)
+        self._watchers: list[EventWatcher] = []
+        self._mutex = threading.Lock()
+        self._cancel = threading.Event()
+        self._distributor = threading.Thread(target=self._distribute, name="event-broadcaster", daemon=True)
+        self._distributor.start()
+
+    # -- producers -----------------------------------------------------------------------------
+    def new_recorder(self, component: str, host: str = "") -> EventRecorder:
+        """A recorder whose events carry ``source {component, host}``."""
+        return EventRecorder(self.action_or_drop, component, host, clock=self._clock)
+
+    def action_or_drop(self, event: Event) -> bool:
+        """Queue ``event`` without blocking; False if the queue is full or shut down."""
+        return self._incoming.offer(event)
+
+    # -- consumers -----------------------------------------------------------------------------
+    def start_event_watcher(self, handler: Callable[[Event], None]) -> EventWatcher:
+        """Run ``handler(event)`` for every event from now on, in a thread of its own."""
+        watcher = EventWatcher(handler, self._detach)
+        with self._mutex:
+            self._watchers.append(watcher)
+        return watcher
+
+    def start_recording_to_sink(self, sink: EventSink | ClusterClient | RESTClient) -> EventWatcher:
+        """Write events to ``sink`` (or to the core/v1 Events of a client, any namespace)."""
+        target: EventSink = EventSinkImpl(sink) if isinstance(sink, ClusterClient | RESTClient) else sink
+        writer = SinkWriter(
+            target,
+            EventCorrelator(self._correlator_options, clock=self._clock),
+            self._cancel,
+            sleep_duration=self._sleep_duration,
+            clock=self._clock,
+            rand=self._rand,
+        )
+        return self.start_event_watcher(writer.record)
+
+    def start_logging(self, logf: Callable[[str], None]) -> EventWatcher:
+        """Pass a one-line description of each event to ``logf`` (``StartLogging``)."""
+
+        def log_line(event: Event) -> None:
+            ref = event.get("involvedObject") or {}
+            kind, namespace, name = (ref.get(key, "") for key in ("kind", "namespace", "name"))
+            logf(
+                f"Event(v1.ObjectReference{{Kind:{kind!r}, Namespace:{namespace!r}, Name:{name!r}}}): "
+                f"type: {event.get('type')!r} reason: {event.get('reason')!r} {event.get('message', '')}"
+            )
+
+        return self.start_event_watcher(log_line)
+
+    def start_structured_logging(self, verbosity: int = 0) -> EventWatcher:
+        """Log each event as key-value pairs (``StartStructuredLogging``); ``verbosity`` > 0 is debug."""
+        emit = log.info if verbosity <= 0 else log.debug
+
+        def log_event(event: Event) -> None:
+            ref = event.get("involvedObject") or {}
+            emit(
+                "event_occurred",
+                object=f"{ref.get('namespace', '')}/{ref.get('name', '')}".lstrip("/"),
+                field_path=ref.get("fieldPath", ""),
+                kind=ref.get("kind", ""),
+                api_version=ref.get("apiVersion", ""),
+                type=event.get("type"),
+                reason=event.get("reason"),
+                message=event.get("message"),
+            )
+
+        return self.start_event_watcher(log_event)
+
+    def _detach(self, watcher: EventWatcher) -> None:
+        with self._mutex:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+    # -- distribution --------------------------------------------------------------------------
+    def _distribute(self) -> None:
+        while True:
+            event, ok = self._incoming.take()
+            if not ok:
+                break
+            with self._mutex:
+                watchers = list(self._watchers)
+            for watcher in watchers:
+                watcher.channel.offer(copy.deepcopy(event))  # a full watcher misses this one
+        with self._mutex:
+            watchers, self._watchers = self._watchers, []
+        for watcher in watchers:
+            watcher.channel.close()
+
+    def shutdown(self) -> None:
+        """Stop accepting events, flush the queue to the watchers, cancel sink retry sleeps."""
+        self._incoming.close()
+        self._distributor.join()
+        self._cancel.set()
