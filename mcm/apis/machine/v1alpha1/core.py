@@ -37,7 +37,7 @@ class Taint(Model):
 class NodeSpec(Model):
     """``corev1.NodeSpec`` as it appears in a machine's node template (only taints are synced)."""
 
-    config_source: dict[str, Any] | None = json_field("configSource", OPAQUE)
+    config_source: Any = json_field("configSource", OPAQUE)
     external_id: str | None = json_field("externalID", STR)
     pod_cidr: str | None = json_field("podCIDR", STR)
     pod_cidrs: list[str] | None = json_field("podCIDRs", list_of(STR))

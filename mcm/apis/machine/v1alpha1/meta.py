@@ -59,7 +59,7 @@ class ObjectMeta(Model):
     owner_references: list[OwnerReference] | None = json_field(
         "ownerReferences", list_of(object_of(OwnerReference))
     )
-    managed_fields: list[Any] | None = json_field("managedFields", OPAQUE)
+    managed_fields: list[Any] | None = json_field("managedFields", list_of(OPAQUE))
 
     def label(self, key: str) -> str | None:
         """The value of label ``key``, or ``None``."""
