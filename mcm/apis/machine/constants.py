@@ -11,6 +11,9 @@ node name, ``{err}`` error text, ``{duration}`` a Go duration string (``20m0s``)
 the rendered node conditions. Render with ``TEMPLATE.format(...)``.
 
 Retry periods are seconds (``float``), ready for the work queue's ``add_after``.
+
+A few HEAD texts are known only as a change to a v0.47.0 text (the spec says what HEAD changed,
+not the full string); they are built from that change and marked *derived* below.
 """
 
 from __future__ import annotations
@@ -266,6 +269,7 @@ DESC_DRAIN_FAILED_FORCED: Final = (
     "Drain failed due to - {err}. However, since it's a force deletion shall continue deletion of VM. "
     + MARKER_DELETE_VOLUME_ATTACHMENTS
 )
+"""Derived: the v0.47.0 text with the HEAD next step (volume attachments after a forced drain)."""
 DESC_DRAIN_FAILED: Final = "Drain failed due to - {err}. Will retry in next sync. " + MARKER_INITIATE_DRAIN
 DESC_VM_DELETED: Final = "VM deletion was successful. " + MARKER_INITIATE_NODE_DELETION
 DESC_VM_DELETE_NOT_FOUND: Final = "VM not found. Continuing deletion flow. " + MARKER_INITIATE_NODE_DELETION
@@ -303,14 +307,16 @@ DESC_INITIALIZE_FAILED: Final = "Provider error: {err}. " + MARKER_INSTANCE_INIT
 DESC_OLD_NODE_OBJECT: Final = "VM using old node obj"
 DESC_JOINED: Final = "Machine {machine} successfully joined the cluster"
 DESC_JOINED_IN: Final = "Machine {machine} successfully joined the cluster in {duration}"
-"""HEAD form of the join description (with the join duration)."""
+"""Derived: HEAD appends the join duration to the join description."""
 DESC_REJOINED: Final = "Machine {machine} successfully re-joined the cluster"
 DESC_UNHEALTHY: Final = (
     "Machine {machine} is unhealthy - changing MachinePhase to Unknown. Node conditions: {conditions}"
 )
+"""Derived: HEAD says ``MachinePhase`` where v0.47.0 said ``MachineState``."""
 DESC_NODE_MISSING: Final = (
     "Node object went missing. Machine {machine} is unhealthy - changing MachinePhase to Unknown"
 )
+"""Derived: HEAD says ``MachinePhase`` where v0.47.0 said ``MachineState``."""
 DESC_CREATION_TIMEOUT: Final = "Machine {machine} failed to join the cluster in {duration} minutes."
 DESC_HEALTH_TIMEOUT: Final = (
     "Machine {machine} health checks failing since last {duration} minutes. "
