@@ -1,0 +1,490 @@
+"""The transport-independent API: ``Api.handle(Request) -> Response | WatchStart``.
+
+Guarantees:
+
+- Every outcome is a :class:`Response` (JSON, one buffer, ``Content-Length`` known) or a
+  registered watch; handler code never writes to sockets.
+- Any :class:`~mcm.emulator.errors.ApiStatusError` becomes its Status response; any other
+  exception becomes a 500 ``InternalError`` and leaves the store untouched (writes are
+  compare-and-swap commits, so a failure before the commit changes nothing).
+- Bodies: JSON, or YAML on POST/PUT; undecodable bodies are 400.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from mcm.emulator import errors, patch
+from mcm.emulator.discovery import Discovery
+from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.listing import (
+    WatchStart,
+    encode_list,
+    list_objects,
+    parse_list_options,
+    parse_rv,
+    start_watch,
+    wait_fresh,
+)
+from mcm.emulator.registry import ResourceType
+from mcm.emulator.routing import RequestInfo, parse_bool
+from mcm.emulator.storage import Storage, WriteResult
+from mcm.emulator.store import Stored, encode
+from mcm.emulator.watch import WatchHub
+
+__all__ = ["Api", "Request", "Response"]
+
+Obj = dict[str, Any]
+MAX_BODY = 3 * 1024 * 1024
+EvictFn = Callable[[Storage, str, str, Obj], Obj]
+
+
+@dataclass
+class Request:
+    """One decoded HTTP request."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes = b""
+    info: RequestInfo | None = None
+
+
+@dataclass
+class Response:
+    """One complete (non-streaming) response."""
+
+    code: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+def status_response(err: ApiStatusError) -> Response:
+    """The response for an API error."""
+    return Response(err.code, encode(err.status), headers=list(err.headers.items()))
+
+
+def _warnings(result: WriteResult) -> list[tuple[str, str]]:
+    return [("Warning", "299 - " + json.dumps(w)) for w in result.warnings]
+
+
+class Api:
+    """Routes resolved requests to discovery, storage, list and watch."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        discovery: Discovery,
+        hub: WatchHub,
+        *,
+        server_address: Callable[[], str],
+        freshness_timeout: float = 3.0,
+        evict: EvictFn | None = None,
+    ) -> None:
+        self.storage = storage
+        self.registry = storage.registry
+        self.discovery = discovery
+        self.hub = hub
+        self.server_address = server_address
+        self.freshness_timeout = freshness_timeout
+        self.evict = evict
+
+    # ------------------------------------------------------------------ entry
+
+    def handle(self, req: Request, info: RequestInfo) -> Response | WatchStart:
+        """Answer one request."""
+        try:
+            if not _accepts_json(req.headers.get("Accept", "")):
+                raise errors.not_acceptable()
+            if info.kind == "resource":
+                return self._resource(req, info)
+            return self._non_resource(req, info)
+        except ApiStatusError as err:
+            return status_response(err)
+        except RecursionError:
+            return status_response(errors.bad_request("the request body is nested too deeply"))
+
+    def _non_resource(self, req: Request, info: RequestInfo) -> Response:
+        if req.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed(req.method)
+        kind = info.kind
+        if kind == "version":
+            return Response(200, self.discovery.version())
+        if kind == "api":
+            return Response(200, self.discovery.api_versions(self.server_address()))
+        if kind == "apis":
+            return Response(200, self.discovery.group_list())
+        if kind == "group":
+            return _found(self.discovery.group(info.group))
+        if kind == "resourcelist":
+            if info.group == "" and not req.path.startswith("/api/"):
+                raise errors.resource_not_found()
+            return _found(self.discovery.resource_list(info.group, info.version))
+        if kind == "openapi":
+            parts = [p for p in req.path.split("/") if p]
+            if len(parts) < 2 or parts[1] != "v3":
+                raise errors.resource_not_found()
+            return _found(self.discovery.openapi("/".join(parts[2:])))
+        if kind in ("healthz", "livez", "readyz"):
+            return health_response(kind, req.query, ok=True)
+        raise errors.resource_not_found()
+
+    # ------------------------------------------------------------------ resources
+
+    def _type(self, info: RequestInfo) -> ResourceType:
+        rt = self.registry.lookup(info.group, info.version, info.resource)
+        if rt is None or info.extra_parts or (info.namespace and not rt.namespaced):
+            raise errors.resource_not_found()
+        if info.bad_name:
+            raise errors.bad_request(
+                f'invalid resource name "{info.name}": may not be "." or ".." or contain "/" or "%"'
+            )
+        sub = info.subresource
+        allowed = {
+            "": True,
+            "status": rt.status,
+            "scale": rt.scale is not None,
+            "eviction": rt.eviction,
+            "finalize": rt.finalize,
+        }
+        if not allowed.get(sub, False):
+            raise errors.resource_not_found()
+        return rt
+
+    def _resource(self, req: Request, info: RequestInfo) -> Response | WatchStart:
+        rt = self._type(info)
+        verb = info.verb
+        namespace = info.namespace
+        if verb in ("list", "watch", "deletecollection", "create") and info.subresource:
+            raise errors.method_not_allowed(req.method)
+        if verb == "get":
+            return self._get(req, rt, info)
+        if verb == "list":
+            return self._list(req, rt, namespace or None)
+        if verb == "watch":
+            opts = parse_list_options(rt, req.query, watch=True)
+            return start_watch(
+                self.storage.store,
+                rt,
+                namespace or None,
+                opts,
+                min_request_timeout=self.hub.min_request_timeout,
+                max_queue=self.hub.max_queue,
+            )
+        if verb == "create":
+            if info.name and info.subresource == "eviction":
+                return self._evict(req, rt, info)
+            if info.name:
+                raise errors.method_not_allowed(req.method)
+            if rt.namespaced and not namespace:
+                raise errors.resource_not_found()
+            body = self._decode(req, rt)
+            result = self.storage.create(
+                rt, body, namespace, dry_run=_dry_run(req), field_validation=_fv(req)
+            )
+            return Response(201, self._encode_object(rt, result.obj), headers=_warnings(result))
+        if verb in ("update", "patch", "delete") and not info.name:
+            raise errors.method_not_allowed(req.method)
+        if verb == "update":
+            return self._update(req, rt, info)
+        if verb == "patch":
+            return self._patch(req, rt, info)
+        if verb == "delete":
+            if info.subresource:
+                raise errors.method_not_allowed(req.method)
+            options = self._delete_options(req)
+            body, _ = self.storage.delete(rt, namespace, info.name, options, dry_run=_dry_run(req))
+            return Response(200, encode(body))
+        if verb == "deletecollection":
+            return self._delete_collection(req, rt, namespace or None)
+        raise errors.method_not_allowed(req.method)
+
+    def _encode_object(self, rt: ResourceType, obj: Obj) -> bytes:
+        return encode(obj)
+
+    def _get(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        if info.subresource in ("eviction", "finalize"):
+            raise errors.method_not_allowed(req.method)
+        rv = req.query.get("resourceVersion", "")
+        if rv not in ("", "0"):
+            wait_fresh(self.storage.store, parse_rv(rv), self.freshness_timeout)
+        stored = self.storage.get_stored(rt, info.namespace, info.name)
+        if info.subresource == "scale":
+            return Response(200, encode(scale_of(rt, stored.obj)))
+        return Response(200, stored.full())
+
+    def _list(self, req: Request, rt: ResourceType, namespace: str | None) -> Response:
+        opts = parse_list_options(rt, req.query, watch=False)
+        items, rv, token, remaining = list_objects(
+            self.storage.store, rt, namespace, opts, self.freshness_timeout
+        )
+        return Response(200, encode_list(rt, items, rv, token, remaining))
+
+    def _update(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        if info.subresource == "eviction":
+            raise errors.method_not_allowed(req.method)
+        if info.subresource == "scale":
+            body = self._decode(req, rt, kind="Scale")
+            return self._write_scale(req, rt, info, lambda _current: body)
+        body = self._decode(req, rt)
+        result = self.storage.update(
+            rt,
+            body,
+            info.namespace,
+            info.name,
+            subresource=info.subresource,
+            dry_run=_dry_run(req),
+            field_validation=_fv(req),
+        )
+        return Response(201 if result.created else 200, encode(result.obj), headers=_warnings(result))
+
+    def _patch(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        if info.subresource in ("eviction", "finalize"):
+            raise errors.method_not_allowed(req.method)
+        content_type = req.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        apply = self._patch_function(rt, content_type, req.body)
+        if info.subresource == "scale":
+            return self._write_scale(req, rt, info, apply)
+        result = self.storage.guaranteed_update(
+            rt,
+            info.namespace,
+            info.name,
+            apply,
+            subresource=info.subresource,
+            dry_run=_dry_run(req),
+            field_validation=_fv(req),
+        )
+        return Response(200, encode(result.obj), headers=_warnings(result))
+
+    def _patch_function(self, rt: ResourceType, content_type: str, raw: bytes) -> Callable[[Obj], Obj]:
+        smp_allowed = rt.strategy.smp_allowed
+        if content_type not in (
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+        ) or (content_type == "application/strategic-merge-patch+json" and not smp_allowed):
+            raise errors.unsupported_media_type(content_type, smp_allowed)
+        try:
+            document = json.loads(raw or b"null")
+        except ValueError as exc:
+            raise errors.bad_request(f"error decoding patch: {exc}") from exc
+
+        def apply(current: Obj) -> Obj:
+            try:
+                if content_type == "application/json-patch+json":
+                    return patch.json_patch(current, document)
+                if content_type == "application/merge-patch+json":
+                    return patch.merge_patch(current, document)
+                return patch.strategic_merge_patch(current, document, rt.strategy.smp_lists)
+            except patch.PatchError as exc:
+                if exc.code == 422:
+                    raise ApiStatusError(errors.status_failure(422, "Invalid", exc.message)) from exc
+                raise errors.bad_request(exc.message) from exc
+
+        return apply
+
+    def _write_scale(
+        self, req: Request, rt: ResourceType, info: RequestInfo, change: Callable[[Obj], Obj]
+    ) -> Response:
+        assert rt.scale is not None
+        spec_path = [p for p in rt.scale.spec_path.split(".") if p]
+
+        def mutate(current: Obj) -> Obj:
+            scale = change(scale_of(rt, current))
+            if not isinstance(scale, dict):
+                raise errors.bad_request('Scale in version "v1" cannot be handled as a Scale')
+            replicas = (scale.get("spec") or {}).get("replicas", 0)
+            if not isinstance(replicas, int) or replicas < 0:
+                raise errors.invalid("Scale", "autoscaling", info.name, [])
+            want_rv = (scale.get("metadata") or {}).get("resourceVersion")
+            updated = _set_path(current, spec_path, replicas)
+            updated["metadata"] = {
+                **current["metadata"],
+                "resourceVersion": want_rv or current["metadata"].get("resourceVersion"),
+            }
+            return updated
+
+        result = self.storage.guaranteed_update(rt, info.namespace, info.name, mutate, dry_run=_dry_run(req))
+        return Response(200, encode(scale_of(rt, result.obj)))
+
+    def _evict(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        body = self._decode(req, rt, kind="Eviction")
+        if not isinstance(body, dict):
+            raise errors.bad_request("Eviction body must be an object")
+        if self.evict is None:
+            name = (body.get("metadata") or {}).get("name")
+            if name and name != info.name:
+                raise errors.bad_request("name in URL does not match name in Eviction object")
+            self.storage.delete(
+                rt, info.namespace, info.name, body.get("deleteOptions") or {}, dry_run=_dry_run(req)
+            )
+            result: Obj = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "code": 201,
+            }
+        else:
+            result = self.evict(self.storage, info.namespace, info.name, body)
+        return Response(201, encode(result))
+
+    def _delete_options(self, req: Request) -> Obj:
+        if req.body.strip():
+            decoded = self._decode_json(req.body, "DeleteOptions", "v1")
+            if not isinstance(decoded, dict):
+                raise errors.bad_request("DeleteOptions must be an object")
+            return decoded
+        options: Obj = {}
+        try:
+            if "gracePeriodSeconds" in req.query:
+                options["gracePeriodSeconds"] = int(req.query["gracePeriodSeconds"])
+            if "propagationPolicy" in req.query:
+                options["propagationPolicy"] = req.query["propagationPolicy"]
+            orphan = parse_bool(req.query.get("orphanDependents"))
+        except ValueError as exc:
+            raise errors.bad_request(str(exc)) from exc
+        if orphan is not None:
+            options["orphanDependents"] = orphan
+        return options
+
+    def _delete_collection(self, req: Request, rt: ResourceType, namespace: str | None) -> Response:
+        opts = parse_list_options(rt, req.query, watch=False)
+        options = self._delete_options(req)
+        with self.storage.store.lock:
+            items = self.storage.store.items(rt.storage_key, namespace)
+        affected: list[Stored] = []
+        for stored in items:
+            if not opts.predicate(stored.obj):
+                continue
+            meta = stored.obj["metadata"]
+            try:
+                obj, removed = self.storage.delete(
+                    rt, meta.get("namespace", ""), meta["name"], options, dry_run=_dry_run(req)
+                )
+            except ApiStatusError as err:
+                if err.code == 404:
+                    continue
+                raise
+            if obj.get("kind") == "Status":
+                obj = stored.obj
+            affected.append(Stored(obj, 0))
+            del removed
+        return Response(200, encode_list(rt, affected, self.storage.store.rv, "", None))
+
+    # ------------------------------------------------------------------ bodies
+
+    def _decode(self, req: Request, rt: ResourceType, kind: str | None = None) -> Obj:
+        kind = kind or rt.kind
+        content_type = req.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
+            try:
+                value = yaml.safe_load(req.body.decode("utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                ) from exc
+        elif content_type in ("application/json", "", "*/*"):
+            value = self._decode_json(req.body, kind, rt.version)
+        else:
+            raise errors.unsupported_media_type(content_type, False)
+        if not isinstance(value, dict):
+            raise errors.bad_request(
+                f'{kind} in version "{rt.version}" cannot be handled as a {kind}: '
+                "the body is not a JSON object"
+            )
+        return value
+
+    @staticmethod
+    def _decode_json(raw: bytes, kind: str, version: str) -> Any:
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise errors.bad_request(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: json parse error: {exc}'
+            ) from exc
+
+
+def _found(body: bytes | None) -> Response:
+    if body is None:
+        raise errors.resource_not_found()
+    return Response(200, body)
+
+
+def _dry_run(req: Request) -> bool:
+    return req.query.get("dryRun") == "All"
+
+
+def _fv(req: Request) -> str:
+    value = req.query.get("fieldValidation", "Warn")
+    return value if value in ("Ignore", "Warn", "Strict") else "Warn"
+
+
+def _accepts_json(accept: str) -> bool:
+    if not accept:
+        return True
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("application/json", "*/*", "application/*", "application/json-patch+json"):
+            return True
+    return False
+
+
+def health_response(kind: str, query: Mapping[str, str], *, ok: bool) -> Response:
+    """``/healthz``, ``/livez``, ``/readyz`` (plain text)."""
+    if "verbose" in query:
+        outcome = "passed" if ok else "failed"
+        text = f"[{'+' if ok else '-'}]ping {'ok' if ok else 'failed'}\n{kind} check {outcome}\n"
+    else:
+        text = "ok" if ok else f"[-]ping failed: reason withheld\n{kind} check failed"
+    return Response(200 if ok else 500, text.encode(), content_type="text/plain; charset=utf-8")
+
+
+def _get_path(obj: Obj, path: list[str]) -> Any:
+    value: Any = obj
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _set_path(obj: Obj, path: list[str], value: Any) -> Obj:
+    if not path:
+        return obj
+    head = path[0]
+    child = obj.get(head)
+    new_child = (
+        _set_path(child if isinstance(child, dict) else {}, path[1:], value) if len(path) > 1 else value
+    )
+    return {**obj, head: new_child}
+
+
+def scale_of(rt: ResourceType, obj: Obj) -> Obj:
+    """The ``autoscaling/v1`` Scale view of an object."""
+    assert rt.scale is not None
+    meta = obj["metadata"]
+    spec_replicas = _get_path(obj, [p for p in rt.scale.spec_path.split(".") if p]) or 0
+    status_replicas = _get_path(obj, [p for p in rt.scale.status_path.split(".") if p]) or 0
+    scale_meta = {
+        k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta
+    }
+    status: Obj = {"replicas": status_replicas}
+    if rt.scale.selector_path:
+        selector = _get_path(obj, [p for p in rt.scale.selector_path.split(".") if p])
+        if selector:
+            status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": spec_replicas},
+        "status": status,
+    }

@@ -1,0 +1,156 @@
+"""Kubeconfig files and TLS material for emulators (spec §4.3).
+
+Guarantees:
+
+- The kubeconfig has one cluster, user and context named after the emulator; both the
+  ``kubernetes`` client (``new_client_from_config``) and kubectl accept it.
+- Over ``http://`` the user is empty (kubectl never sends credentials there). Over ``https://``
+  the CA goes in ``certificate-authority-data`` and a token, when configured, in the user.
+- TLS material is made per run with the ``openssl`` CLI (the ``cryptography`` package is not a
+  dependency): an EC P-256 CA and a server certificate for ``IP:127.0.0.1`` and
+  ``DNS:localhost`` with ``extendedKeyUsage=serverAuth``.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import ssl
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["TlsMaterial", "make_tls_material", "tls_available", "write_kubeconfig"]
+
+
+@dataclass(frozen=True)
+class TlsMaterial:
+    """Paths of the generated CA and server key pair."""
+
+    directory: Path
+    ca_cert: Path
+    ca_key: Path
+    server_cert: Path
+    server_key: Path
+
+    def server_context(self) -> ssl.SSLContext:
+        """A server-side context without ALPN h2 (clients fall back to HTTP/1.1)."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(self.server_cert), str(self.server_key))
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
+    def ca_pem(self) -> bytes:
+        """The CA certificate in PEM."""
+        return self.ca_cert.read_bytes()
+
+
+def tls_available() -> bool:
+    """Whether TLS material can be made here (the ``openssl`` CLI is present)."""
+    return shutil.which("openssl") is not None
+
+
+def _run(args: list[str], cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=30)
+
+
+def make_tls_material(directory: str | Path | None = None) -> TlsMaterial:
+    """Create a CA and a server certificate in ``directory`` (a fresh temp dir by default)."""
+    if not tls_available():
+        raise RuntimeError("TLS needs the openssl command, which is not installed")
+    target = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="emulator-tls-"))
+    target.mkdir(parents=True, exist_ok=True)
+    ext = target / "server.ext"
+    ext.write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        encoding="utf-8",
+    )
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    _run(
+        [
+            "req",
+            "-x509",
+            *ec,
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=mcm-emulator-ca",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        target,
+    )
+    _run(
+        ["req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"], target
+    )
+    _run(
+        [
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+        target,
+    )
+    return TlsMaterial(
+        target, target / "ca.crt", target / "ca.key", target / "server.crt", target / "server.key"
+    )
+
+
+def kubeconfig_document(
+    name: str,
+    url: str,
+    *,
+    ca_pem: bytes | None = None,
+    token: str | None = None,
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    """The kubeconfig as a dict."""
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    user: dict[str, Any] = {"token": token} if token and url.startswith("https://") else {}
+    context: dict[str, Any] = {"cluster": name, "user": name}
+    if namespace:
+        context["namespace"] = namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": name, "user": user}],
+        "contexts": [{"name": name, "context": context}],
+        "current-context": name,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: str | Path, name: str, url: str, **options: Any) -> Path:
+    """Write the kubeconfig file and return its path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(
+        yaml.safe_dump(kubeconfig_document(name, url, **options), sort_keys=False), encoding="utf-8"
+    )
+    return target

@@ -1,0 +1,334 @@
+"""HTTP/1.1 transport: a tuned ``ThreadingHTTPServer`` with per-connection TLS and chunked watches.
+
+Guarantees (spec §1.5, §5.4):
+
+- Keep-alive HTTP/1.1 with ``TCP_NODELAY``; every non-streaming response is one ``sendall`` with
+  ``Content-Length``, ``Audit-Id`` and ``Cache-Control: no-cache, private``.
+- Watches: headers flushed at once, one chunk per event, the zero-length chunk at the end.
+- TLS handshakes run in the connection's worker thread, never in ``accept()``.
+- Every open connection is tracked, so :meth:`HttpServer.stop` and :meth:`HttpServer.reset_all`
+  end them all (watches included); ``start`` re-binds the same port (``SO_REUSEADDR``).
+- Bodies over 3 MiB are answered 413 without being read, and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from mcm.emulator import errors
+from mcm.emulator.handlers import MAX_BODY, Request, Response, status_response
+from mcm.emulator.listing import WatchStart
+
+__all__ = ["Completed", "HttpServer"]
+
+Handler = Callable[[Request], "Response | WatchStart"]
+WatchRunner = Callable[[Request, WatchStart, "_ChunkWriter"], str]
+
+
+class Completed:
+    """What the server reports after each request (for stats and the request log)."""
+
+    __slots__ = ("audit_id", "bytes_out", "code", "duration", "request")
+
+    def __init__(self, request: Request, audit_id: str, code: int, duration: float, bytes_out: int) -> None:
+        self.request = request
+        self.audit_id = audit_id
+        self.code = code
+        self.duration = duration
+        self.bytes_out = bytes_out
+
+
+class _Headers(Mapping[str, str]):
+    """Case-insensitive read-only view of the request headers."""
+
+    def __init__(self, message: Message) -> None:
+        self._message = message
+
+    def __getitem__(self, key: str) -> str:
+        value = self._message.get(key)
+        if value is None:
+            raise KeyError(key)
+        return str(value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._message.get(key)
+        return default if value is None else str(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._message.keys())
+
+    def __len__(self) -> int:
+        return len(self._message)
+
+
+class _ChunkWriter:
+    """Writes watch chunks to one connection."""
+
+    def __init__(self, handler: _RequestHandler) -> None:
+        self.handler = handler
+        self.bytes_out = 0
+
+    def write_chunk(self, data: bytes) -> None:
+        self.handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.bytes_out += len(data)
+
+    def abort(self) -> None:
+        _abort_socket(self.handler.connection)
+
+
+def _abort_socket(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def do_HEAD(self) -> None:
+        self._dispatch()
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch()
+
+    def _read_body(self) -> bytes | None:
+        length_text = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            return self._read_chunked()
+        if not length_text:
+            return b""
+        try:
+            length = int(length_text)
+        except ValueError:
+            self.close_connection = True
+            return b""
+        if length > MAX_BODY:
+            self.close_connection = True
+            return None
+        return self.rfile.read(length)
+
+    def _read_chunked(self) -> bytes | None:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(65537)
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                self.rfile.readline(65537)
+                return b"".join(parts)
+            total += size
+            if total > MAX_BODY:
+                self.close_connection = True
+                return None
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(65537)
+
+    def _dispatch(self) -> None:
+        start = time.perf_counter()
+        audit_id = str(uuid.uuid4())
+        split = urlsplit(self.path)
+        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        try:
+            body = self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            return
+        request = Request(self.command, split.path, query, _Headers(self.headers), body or b"")
+        if body is None:
+            result: Response | WatchStart = status_response(errors.entity_too_large(MAX_BODY))
+        else:
+            result = self.server.owner.handler(request)
+        if isinstance(result, Response):
+            sent = self._send(result, audit_id)
+            self.server.owner.completed(
+                Completed(request, audit_id, result.code, time.perf_counter() - start, sent)
+            )
+            return
+        self._stream(request, result, audit_id, start)
+
+    def _send(self, response: Response, audit_id: str) -> int:
+        head = [
+            f"HTTP/1.1 {response.code} {self.responses.get(response.code, ('',))[0]}",
+            f"Audit-Id: {audit_id}",
+            "Cache-Control: no-cache, private",
+            f"Content-Type: {response.content_type}",
+            f"Content-Length: {len(response.body)}",
+        ]
+        head += [f"{k}: {v}" for k, v in response.headers]
+        if self.close_connection or self.headers.get("Connection", "").lower() == "close":
+            head.append("Connection: close")
+            self.close_connection = True
+        payload = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+        if self.command != "HEAD":
+            payload += response.body
+        self.wfile.write(payload)
+        return len(response.body)
+
+    def _stream(self, request: Request, start_info: WatchStart, audit_id: str, start: float) -> None:
+        head = (
+            f"HTTP/1.1 200 OK\r\nAudit-Id: {audit_id}\r\nCache-Control: no-cache, private\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ).encode("latin-1")
+        writer = _ChunkWriter(self)
+        self.close_connection = True
+        try:
+            self.wfile.write(head)
+            reason = self.server.owner.run_watch(request, start_info, writer)
+            if reason != "reset":
+                self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = False
+        except OSError:
+            reason = "client"
+        self.server.owner.completed(
+            Completed(request, audit_id, 200, time.perf_counter() - start, writer.bytes_out)
+        )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], owner: HttpServer) -> None:
+        self.owner = owner
+        self.connections: set[socket.socket] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__(address, _RequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.conn_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        context = self.owner.ssl_context
+        if context is not None:
+            try:
+                request.settimeout(10)
+                tls = context.wrap_socket(request, server_side=True)
+                tls.settimeout(None)
+            except (OSError, ssl.SSLError):
+                return
+            with self.conn_lock:
+                self.connections.add(tls)
+            request = tls
+        _RequestHandler(request, client_address, self)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.conn_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        del request, client_address
+
+
+class HttpServer:
+    """Owns the listener; start/stop on a fixed port; calls ``handler`` per request."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        run_watch: WatchRunner,
+        completed: Callable[[Completed], None],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.handler = handler
+        self.run_watch = run_watch
+        self.completed = completed
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        """Whether the listener is bound."""
+        return self._server is not None
+
+    def start(self) -> None:
+        """Bind (the same port after the first start) and serve in a background thread."""
+        with self._lock:
+            if self._server is not None:
+                return
+            server = _Server((self.host, self.port), self)
+            self.port = server.server_address[1]
+            self._server = server
+            self._thread = threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"emulator-http-{self.port}",
+                daemon=True,
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Close the listener and every open connection."""
+        with self._lock:
+            server, thread = self._server, self._thread
+            self._server = self._thread = None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        self._close_connections(server, reset=False)
+        if thread is not None:
+            thread.join(timeout=2)
+
+    def reset_all(self) -> None:
+        """Abort every open connection with a TCP RST (listener stays)."""
+        server = self._server
+        if server is not None:
+            self._close_connections(server, reset=True)
+
+    @staticmethod
+    def _close_connections(server: _Server, *, reset: bool) -> None:
+        with server.conn_lock:
+            connections = list(server.connections)
+            server.connections.clear()
+        for conn in connections:
+            if reset:
+                _abort_socket(conn)
+                continue
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                conn.close()

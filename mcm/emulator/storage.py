@@ -1,0 +1,474 @@
+"""Storage: the generic REST semantics of every resource on top of :class:`VersionedStore`.
+
+This is the transactional API used by the HTTP handlers *and* the simulated controllers
+(``emulator.storage``). It applies spec §2.3 (create), §2.5 (update and status), §2.6 (patch) and
+§2.7 (delete, via :mod:`mcm.emulator.deletion`), using the per-kind ``Strategy``.
+
+Guarantees:
+
+- Methods raise :class:`~mcm.emulator.errors.ApiStatusError` with the real server's Status.
+- Candidates are computed from immutable stored versions outside the lock; the commit is a
+  compare-and-swap. Updates without a resourceVersion and patches retry up to 5 times when the
+  object changed meanwhile (guaranteed update); updates carrying a resourceVersion get 409.
+- No-op writes do not commit: the stored object is returned with its RV unchanged.
+- ``dry_run=True`` runs every check and returns the would-be result without committing.
+- Controllers may wrap several calls in ``with storage.transaction():`` to make them atomic.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import datetime as _dt
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcm.emulator import errors, objectmeta
+from mcm.emulator.errors import ApiStatusError, Raw
+from mcm.emulator.kinds import FieldError
+from mcm.emulator.registry import Registry, ResourceType
+from mcm.emulator.store import StaleObjectError, Stored, VersionedStore
+from mcm.emulator.timefmt import format_time
+
+__all__ = ["Storage", "WriteResult"]
+
+Obj = dict[str, Any]
+MAX_RETRIES = 5
+NAMESPACES = "namespaces"
+
+
+@dataclass
+class WriteResult:
+    """The outcome of a write: the object to answer with, whether it was created, warnings."""
+
+    obj: Obj
+    created: bool = False
+    warnings: builtins.list[str] = field(default_factory=list)
+    committed: bool = True
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.UTC)
+
+
+class Storage:
+    """Create/read/update/patch/delete with Kubernetes semantics for any registered type."""
+
+    def __init__(
+        self, store: VersionedStore, registry: Registry, *, now: Callable[[], _dt.datetime] = _utcnow
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.now = now
+        self.evictions_enabled = True
+
+    # ------------------------------------------------------------------ helpers
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the store lock so that several operations commit atomically."""
+        with self.store.lock:
+            yield
+
+    def type(self, group: str, resource: str) -> ResourceType:
+        """The served type of ``group``/``resource`` (e.g. ``("", "pods")``); 404 if not served."""
+        rt = self.registry.resource(group, resource)
+        if rt is None:
+            raise errors.resource_not_found()
+        return rt
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
+        """The stored object (read-only) or None."""
+        stored = self.store.get(rt.storage_key, namespace if rt.namespaced else "", name)
+        return None if stored is None else stored.obj
+
+    def get_stored(self, rt: ResourceType, namespace: str, name: str) -> Stored:
+        """The stored version, or 404."""
+        stored = self.store.get(rt.storage_key, namespace if rt.namespaced else "", name)
+        if stored is None:
+            raise errors.not_found(rt.group, rt.resource, name)
+        return stored
+
+    def list(self, rt: ResourceType, namespace: str | None = None) -> builtins.list[Obj]:
+        """Stored objects (read-only) in key order."""
+        return [s.obj for s in self.store.items(rt.storage_key, namespace if rt.namespaced else None)]
+
+    def _check_type_meta(self, rt: ResourceType, body: Obj) -> Obj:
+        api_version = body.get("apiVersion")
+        kind = body.get("kind")
+        if api_version not in (None, "", rt.group_version) or kind not in (None, "", rt.kind):
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"the object kind/apiVersion ({kind}/{api_version}) does not match "
+                f"{rt.kind}/{rt.group_version}"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                "metadata must be an object"
+            )
+        rest = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
+        return {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": dict(meta), **rest}
+
+    def _check_namespace(self, rt: ResourceType, body: Obj, namespace: str) -> Obj:
+        meta = body["metadata"]
+        if not rt.namespaced:
+            meta.pop("namespace", None)
+            return body
+        given = meta.get("namespace")
+        if given and given != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = namespace
+        return body
+
+    def _invalid(self, rt: ResourceType, name: str, errs: builtins.list[FieldError]) -> ApiStatusError:
+        return errors.invalid(rt.kind, rt.group, name, errs)
+
+    def _prepare(self, rt: ResourceType, obj: Obj, old: Obj | None) -> tuple[Obj, builtins.list[str]]:
+        """normalize, defaults; prune warnings for custom objects."""
+        strategy = rt.strategy
+        try:
+            candidate = strategy.normalize(obj)
+        except ValueError as exc:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+            ) from exc
+        candidate = strategy.defaults(candidate)
+        warnings: builtins.list[str] = []
+        if not rt.builtin:
+            warnings = [f'unknown field "{p}"' for p in objectmeta.removed_paths(obj, candidate)]
+        del old
+        return candidate, warnings
+
+    def _validate(self, rt: ResourceType, new: Obj, old: Obj | None) -> None:
+        errs = list(objectmeta.validate_metadata(new["metadata"]))
+        errs += rt.strategy.validate(new, old)
+        if errs:
+            raise self._invalid(rt, str(new["metadata"].get("name", "")), errs)
+
+    @staticmethod
+    def _apply_field_validation(
+        rt: ResourceType, warnings: builtins.list[str], mode: str
+    ) -> builtins.list[str]:
+        if mode == "Strict" and warnings:
+            text = "; ".join(f"strict decoding error: {w}" for w in warnings[:1])
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {text}'
+            )
+        return [] if mode == "Ignore" else warnings
+
+    # ------------------------------------------------------------------ create
+
+    def create(
+        self,
+        rt: ResourceType,
+        body: Obj,
+        namespace: str = "",
+        *,
+        dry_run: bool = False,
+        field_validation: str = "Warn",
+        bypass_strategy: bool = False,
+    ) -> WriteResult:
+        """Create an object (spec §2.3). Answer code 201 on success."""
+        if not isinstance(body, dict):
+            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}')
+        obj = self._check_type_meta(rt, objectmeta.drop_nulls(body))
+        meta = obj["metadata"]
+        if meta.get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        obj = self._check_namespace(rt, obj, namespace)
+        if rt.namespaced:
+            self._check_namespace_usable(
+                rt, namespace, str(meta.get("name") or meta.get("generateName") or "")
+            )
+        name = meta.get("name")
+        generate = meta.get("generateName")
+        if not name and not generate:
+            raise self._invalid(
+                rt,
+                "",
+                [FieldError("FieldValueRequired", "metadata.name", "name or generateName is required")],
+            )
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "resourceVersion"):
+            meta.pop(key, None)
+        meta["uid"] = objectmeta.new_uid()
+        meta["creationTimestamp"] = format_time(self.now())
+        if rt.strategy.tracks_generation != "none":
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        warnings: builtins.list[str] = []
+        if not bypass_strategy:
+            if rt.strategy.reset_status_on_create:
+                obj.pop("status", None)
+            obj, warnings = self._prepare(rt, obj, None)
+            warnings = self._apply_field_validation(rt, warnings, field_validation)
+        for attempt in range(MAX_RETRIES if generate and not name else 1):
+            candidate = obj
+            if not name:
+                candidate = {
+                    **obj,
+                    "metadata": {**obj["metadata"], "name": objectmeta.generate_name(str(generate))},
+                }
+            cname = str(candidate["metadata"]["name"])
+            name_errors = objectmeta.validate_name(cname, dns_label=rt.kind == "Namespace")
+            if name_errors:
+                raise self._invalid(rt, cname, name_errors)
+            if not bypass_strategy:
+                self._validate(rt, candidate, None)
+            if dry_run:
+                if self.get(rt, namespace, cname) is not None:
+                    raise errors.already_exists(rt.group, rt.resource, cname)
+                return WriteResult(candidate, True, warnings, committed=False)
+            try:
+                change = self.store.commit(rt.storage_key, "ADDED", candidate, None)
+            except StaleObjectError:
+                if attempt + 1 < MAX_RETRIES and generate and not name:
+                    continue
+                raise errors.already_exists(rt.group, rt.resource, cname) from None
+            return WriteResult(change.new.obj, True, warnings)
+        raise errors.already_exists(rt.group, rt.resource, str(generate))  # pragma: no cover
+
+    def _check_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
+        stored = self.store.get(NAMESPACES, "", namespace)
+        if stored is None:
+            raise errors.not_found("", "namespaces", namespace)
+        if (
+            stored.obj["metadata"].get("deletionTimestamp")
+            or (stored.obj.get("status") or {}).get("phase") == "Terminating"
+        ):
+            raise errors.namespace_terminating(rt.group, rt.resource, name, namespace)
+
+    # ------------------------------------------------------------------ update
+
+    def update(
+        self,
+        rt: ResourceType,
+        body: Obj,
+        namespace: str,
+        name: str,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_validation: str = "Warn",
+    ) -> WriteResult:
+        """PUT (spec §2.5): optimistic concurrency, status rules, generation, finalizer release."""
+        if not isinstance(body, dict):
+            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}')
+        obj = self._check_type_meta(rt, objectmeta.drop_nulls(body))
+        body_name = obj["metadata"].get("name")
+        if body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name or ''}) does not match the name on the URL ({name})"
+            )
+        obj = self._check_namespace(rt, obj, namespace)
+        body_rv = str(obj["metadata"].get("resourceVersion") or "")
+        for _ in range(MAX_RETRIES):
+            current = self.store.get(rt.storage_key, namespace if rt.namespaced else "", name)
+            if current is None:
+                if rt.strategy.create_on_update and not subresource:
+                    created = dict(obj)
+                    created["metadata"] = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+                    return self.create(
+                        rt, created, namespace, dry_run=dry_run, field_validation=field_validation
+                    )
+                raise errors.not_found(rt.group, rt.resource, name)
+            if body_rv and body_rv != str(current.rv):
+                raise errors.conflict(rt.group, rt.resource, name)
+            if not body_rv and not rt.strategy.unconditional_update:
+                raise self._invalid(
+                    rt,
+                    name,
+                    [
+                        FieldError(
+                            "FieldValueInvalid",
+                            "metadata.resourceVersion",
+                            "must be specified for an update",
+                            Raw("0x0"),
+                        )
+                    ],
+                )
+            try:
+                return self._write_update(
+                    rt,
+                    current,
+                    obj,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                )
+            except StaleObjectError:
+                if body_rv:
+                    raise errors.conflict(rt.group, rt.resource, name) from None
+        raise errors.conflict(rt.group, rt.resource, name)
+
+    def guaranteed_update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        mutate: Callable[[Obj], Obj],
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_validation: str = "Warn",
+    ) -> WriteResult:
+        """Read, ``mutate(current) -> new`` and write, retrying on concurrent changes (patch path).
+
+        A ``metadata.resourceVersion`` in the mutated object acts as a precondition (409).
+        """
+        for _ in range(MAX_RETRIES):
+            current = self.get_stored(rt, namespace, name)
+            new = mutate(current.obj)
+            if not isinstance(new, dict):
+                raise errors.bad_request("the patched object is not a JSON object")
+            new = self._check_type_meta(rt, objectmeta.drop_nulls(new))
+            new_meta = new["metadata"]
+            if new_meta.get("name") != name:
+                raise errors.bad_request(
+                    f"the name of the object ({new_meta.get('name') or ''}) does not match the name "
+                    f"on the URL ({name})"
+                )
+            if rt.namespaced and new_meta.get("namespace") not in (None, "", namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            new = self._check_namespace(rt, new, namespace)
+            patched_rv = str(new_meta.get("resourceVersion") or "")
+            if patched_rv and patched_rv != str(current.rv):
+                raise errors.conflict(rt.group, rt.resource, name)
+            try:
+                return self._write_update(
+                    rt,
+                    current,
+                    new,
+                    subresource=subresource,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                )
+            except StaleObjectError:
+                continue
+        raise errors.conflict(rt.group, rt.resource, name)
+
+    def _merge_for_subresource(self, rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+        if subresource == "status":
+            if rt.kind == "Node":
+                merged = dict(new)
+                if "spec" in old:
+                    merged["spec"] = old["spec"]
+                else:
+                    merged.pop("spec", None)
+                return merged
+            merged = {k: v for k, v in old.items() if k != "status"}
+            if "status" in new:
+                merged["status"] = new["status"]
+            return merged
+        if subresource == "finalize":
+            merged = dict(old)
+            merged["spec"] = {
+                **(old.get("spec") or {}),
+                "finalizers": (new.get("spec") or {}).get("finalizers") or [],
+            }
+            return merged
+        if rt.status:
+            merged = {k: v for k, v in new.items() if k != "status"}
+            if "status" in old:
+                merged["status"] = old["status"]
+            return merged
+        return new
+
+    def _write_update(
+        self,
+        rt: ResourceType,
+        current: Stored,
+        body: Obj,
+        *,
+        subresource: str,
+        dry_run: bool,
+        field_validation: str,
+    ) -> WriteResult:
+        old = current.obj
+        old_meta = old["metadata"]
+        uid = body["metadata"].get("uid")
+        if uid and uid != old_meta.get("uid"):
+            raise self._invalid(
+                rt,
+                old_meta["name"],
+                [FieldError("FieldValueInvalid", "metadata.uid", "field is immutable", uid)],
+            )
+        merged = self._merge_for_subresource(rt, old, body, subresource)
+        meta = dict(merged["metadata"])
+        for key in objectmeta.SYSTEM_FIELDS:
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        meta["resourceVersion"] = old_meta.get("resourceVersion")
+        merged["metadata"] = meta
+        candidate, warnings = self._prepare(rt, merged, old)
+        warnings = self._apply_field_validation(rt, warnings, field_validation)
+        self._validate(rt, candidate, old)
+        candidate = self._bump_generation(rt, old, candidate)
+        if candidate == old:
+            return WriteResult(old, False, warnings, committed=False)
+        if self._finalizers_released(candidate):
+            return self._release(rt, current, candidate, warnings, dry_run)
+        if dry_run:
+            return WriteResult(candidate, False, warnings, committed=False)
+        change = self.store.commit(rt.storage_key, "MODIFIED", candidate, current)
+        return WriteResult(change.new.obj, False, warnings)
+
+    @staticmethod
+    def _bump_generation(rt: ResourceType, old: Obj, new: Obj) -> Obj:
+        policy = rt.strategy.tracks_generation
+        if policy == "none":
+            return new
+        if policy == "spec":
+            changed = old.get("spec") != new.get("spec")
+        else:
+            skip = {"metadata", "status"} if rt.status else {"metadata"}
+            keys = (set(old) | set(new)) - skip
+            changed = any(old.get(k) != new.get(k) for k in keys)
+        if not changed:
+            return new
+        generation = int(old["metadata"].get("generation") or 0) + 1
+        return {**new, "metadata": {**new["metadata"], "generation": generation}}
+
+    @staticmethod
+    def _finalizers_released(obj: Obj) -> bool:
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+            return False
+        if obj.get("kind") == "Namespace":
+            return False
+        return not meta.get("deletionGracePeriodSeconds")
+
+    def _release(
+        self, rt: ResourceType, current: Stored, candidate: Obj, warnings: builtins.list[str], dry_run: bool
+    ) -> WriteResult:
+        if dry_run:
+            return WriteResult(candidate, False, warnings, committed=False)
+        change = self.store.commit(rt.storage_key, "DELETED", candidate, current)
+        return WriteResult(change.new.obj, False, warnings)
+
+    # ------------------------------------------------------------------ delete
+
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        options: Obj | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """DELETE (spec §2.7/§2.8). Returns ``(response body, removed)``."""
+        from mcm.emulator import deletion
+
+        return deletion.delete(self, rt, namespace, name, options or {}, dry_run=dry_run)

@@ -1,0 +1,254 @@
+"""Watchers: per-connection event queues with selector transitions, bookmarks and timeouts.
+
+Guarantees (spec §2.10):
+
+- A watcher receives the changes of one resource in RV order, each at most once. Filtering
+  happens when the store offers a change: only the new state matches -> ADDED, both -> MODIFIED,
+  only the old state -> DELETED (old object stamped with the change's RV), neither -> nothing.
+- ``offer`` never blocks: it appends to a bounded queue and notifies. On overflow the watcher is
+  closed cleanly with reason ``slow``; writers never wait for watchers.
+- :func:`serve_watch` writes one chunk per event (lines are cached per change and type), a
+  BOOKMARK every ``bookmark_interval`` and about 2 s before the deadline when bookmarks are
+  allowed, and ends at the deadline, on a drop, or when the client goes away.
+- ``close(mode="expire")`` sends the 410 ERROR event before ending; ``mode="reset"`` asks the
+  transport to abort the connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcm.emulator.errors import status_failure
+from mcm.emulator.store import Change, Stored, VersionedStore, encode
+
+__all__ = ["ChunkSink", "WatchHub", "Watcher", "error_line", "serve_watch"]
+
+Predicate = Callable[[dict[str, Any]], bool]
+
+
+def error_line(status: dict[str, Any]) -> bytes:
+    """A watch ERROR event line for a Status body."""
+    return b'{"type":"ERROR","object":' + encode(status) + b"}\n"
+
+
+def expired_status(requested: int, floor: int) -> dict[str, Any]:
+    """The 410 Status of a watch from a compacted RV."""
+    return status_failure(410, "Expired", f"too old resource version: {requested} ({floor})")
+
+
+class ChunkSink(Protocol):
+    """The transport side of a watch: writes chunks, can abort the connection."""
+
+    def write_chunk(self, data: bytes) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class Watcher:
+    """One watch: filter, bounded queue, close state."""
+
+    def __init__(
+        self,
+        resource: str,
+        kind: str,
+        api_version: str,
+        namespace: str | None,
+        predicate: Predicate,
+        *,
+        bookmarks: bool,
+        max_queue: int = 10_000,
+    ) -> None:
+        self.resource = resource
+        self.kind = kind
+        self.api_version = api_version
+        self.namespace = namespace
+        self.predicate = predicate
+        self.bookmarks = bookmarks
+        self.max_queue = max_queue
+        self.cond = threading.Condition(threading.Lock())
+        self.queue: deque[bytes] = deque()
+        self.closed: str | None = None
+        self.close_mode = "close"
+        self.bookmark_requested = False
+        self.last_rv = 0
+
+    def _matches(self, stored: Stored | None) -> bool:
+        if stored is None:
+            return False
+        if self.namespace is not None and stored.obj["metadata"].get("namespace", "") != self.namespace:
+            return False
+        return self.predicate(stored.obj)
+
+    def event_for(self, change: Change) -> bytes | None:
+        """The line this watcher should see for ``change``, or None."""
+        if change.type == "ADDED":
+            return change.line("ADDED") if self._matches(change.new) else None
+        if change.type == "DELETED":
+            return change.line("DELETED") if self._matches(change.old or change.new) else None
+        new_match = self._matches(change.new)
+        old_match = self._matches(change.old)
+        if new_match:
+            return change.line("MODIFIED" if old_match else "ADDED")
+        return change.line("DELETED") if old_match else None
+
+    def push(self, line: bytes) -> None:
+        """Queue a prepared line (initial events)."""
+        with self.cond:
+            self.queue.append(line)
+            self.cond.notify()
+
+    def offer(self, change: Change) -> None:
+        """Called by the store under its lock; never blocks."""
+        line = self.event_for(change)
+        with self.cond:
+            self.last_rv = change.rv
+            if line is None or self.closed is not None:
+                return
+            if len(self.queue) >= self.max_queue:
+                self.closed = "slow"
+                self.queue.clear()
+            else:
+                self.queue.append(line)
+            self.cond.notify()
+
+    def close(self, reason: str, mode: str = "close") -> None:
+        """End this watch (``mode``: close, reset, expire)."""
+        with self.cond:
+            if self.closed is None:
+                self.closed = reason
+                self.close_mode = mode
+            self.cond.notify()
+
+    def request_bookmark(self) -> None:
+        """Ask for a bookmark at the next opportunity."""
+        with self.cond:
+            self.bookmark_requested = True
+            self.cond.notify()
+
+    def bookmark_line(self, rv: int) -> bytes:
+        """A BOOKMARK line for ``rv``."""
+        obj = {"kind": self.kind, "apiVersion": self.api_version, "metadata": {"resourceVersion": str(rv)}}
+        return b'{"type":"BOOKMARK","object":' + encode(obj) + b"}\n"
+
+
+class WatchHub:
+    """Bookkeeping across watches: drops, forced bookmarks, counters, watch delay."""
+
+    def __init__(self, store: VersionedStore) -> None:
+        self.store = store
+        self.lock = threading.Lock()
+        self.bookmark_interval = 60.0
+        self.min_request_timeout = 1800.0
+        self.max_queue = 10_000
+        self.delay = 0.0
+        self.events_sent = 0
+        self.bookmarks_sent = 0
+        self.ended: dict[str, int] = {}
+
+    def drop(self, mode: str = "close", resource: str | None = None) -> int:
+        """End every open watch (of ``resource`` if given); return how many."""
+        if mode not in ("close", "reset", "expire"):
+            raise ValueError(f"unknown drop mode {mode!r}")
+        watchers = self.store.watchers(resource)
+        for watcher in watchers:
+            watcher.close("drop", mode)
+        return len(watchers)
+
+    def bookmark_now(self) -> None:
+        """Emit a BOOKMARK to every bookmark-enabled watch."""
+        for watcher in self.store.watchers():
+            if isinstance(watcher, Watcher) and watcher.bookmarks:
+                watcher.request_bookmark()
+
+    def open_watches(self) -> dict[str, int]:
+        """Open watches per resource."""
+        counts: dict[str, int] = {}
+        for watcher in self.store.watchers():
+            if isinstance(watcher, Watcher):
+                counts[watcher.resource] = counts.get(watcher.resource, 0) + 1
+        return counts
+
+    def count_end(self, reason: str) -> None:
+        """Record why a watch ended."""
+        with self.lock:
+            self.ended[reason] = self.ended.get(reason, 0) + 1
+
+
+def serve_watch(hub: WatchHub, watcher: Watcher, sink: ChunkSink, timeout: float) -> str:
+    """Stream ``watcher``'s events to ``sink`` until timeout, close or client loss; return the reason."""
+    start = time.monotonic()
+    deadline = start + timeout
+    next_bookmark = start + hub.bookmark_interval
+    final_bookmark_sent = timeout <= 2.0
+    reason = "timeout"
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            wake = min(deadline, next_bookmark) if watcher.bookmarks else deadline
+            if watcher.bookmarks and not final_bookmark_sent:
+                wake = min(wake, deadline - 2.0)
+            lines, closed, mode, want_bookmark = _take(watcher, max(0.0, wake - now))
+            if lines:
+                if hub.delay > 0:
+                    time.sleep(hub.delay)
+                for line in lines:
+                    sink.write_chunk(line)
+                with hub.lock:
+                    hub.events_sent += len(lines)
+            if closed is not None:
+                reason = closed
+                with contextlib.suppress(OSError):
+                    _finish_closed(watcher, sink, mode)
+                break
+            now = time.monotonic()
+            due_final = watcher.bookmarks and not final_bookmark_sent and now >= deadline - 2.0
+            if watcher.bookmarks and (want_bookmark or now >= next_bookmark or due_final):
+                if due_final:
+                    final_bookmark_sent = True
+                if _send_bookmark(hub, watcher, sink):
+                    next_bookmark = time.monotonic() + hub.bookmark_interval
+    except OSError:
+        reason = "client"
+    finally:
+        hub.store.remove_watcher(watcher.resource, watcher)
+        hub.count_end(reason)
+    return reason
+
+
+def _take(watcher: Watcher, wait: float) -> tuple[list[bytes], str | None, str, bool]:
+    with watcher.cond:
+        if not watcher.queue and watcher.closed is None and not watcher.bookmark_requested:
+            watcher.cond.wait(wait)
+        lines = list(watcher.queue)
+        watcher.queue.clear()
+        want = watcher.bookmark_requested
+        watcher.bookmark_requested = False
+        return lines, watcher.closed, watcher.close_mode, want
+
+
+def _finish_closed(watcher: Watcher, sink: ChunkSink, mode: str) -> None:
+    if mode == "reset":
+        sink.abort()
+        return
+    if mode == "expire":
+        status = expired_status(watcher.last_rv, watcher.last_rv)
+        status["message"] = "too old resource version: watch expired by fault injection"
+        sink.write_chunk(error_line(status))
+
+
+def _send_bookmark(hub: WatchHub, watcher: Watcher, sink: ChunkSink) -> bool:
+    with hub.store.lock, watcher.cond:
+        if watcher.queue:
+            return False
+        rv = hub.store.rv
+    sink.write_chunk(watcher.bookmark_line(rv))
+    with hub.lock:
+        hub.bookmarks_sent += 1
+    return True
