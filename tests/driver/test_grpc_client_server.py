@@ -7,6 +7,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -31,7 +32,7 @@ from mcm.driver import (
 )
 from mcm.driver.fake import DriverRequest, DriverResponse
 from mcm.driver.grpc import DriverServer, GrpcDriver, UndecodableDriverError, serve
-from mcm.driver.grpc.rpcs import CREATE_MACHINE
+from mcm.driver.grpc.rpcs import CREATE_MACHINE, SERVICE_NAME
 from mcm.driver.proto.mcm.driver.v1 import driver_pb2 as pb
 from mcm.testing.driver_conformance import sample_machine_class
 
@@ -266,3 +267,17 @@ def test_server_logs_never_contain_secret_data(fake: FakeDriver, client: GrpcDri
             client.delete_machine(ctx(), DeleteMachineRequest(machine(), CLASS, secret))
     assert {entry["event"] for entry in logs} >= {"driver_call_raised", "driver_call_failed"}
     assert "bootstrap-token" not in repr(logs)
+
+
+def test_sidecar_without_a_method_answers_unimplemented() -> None:
+    old = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    old.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, {}),))
+    port = old.add_insecure_port("127.0.0.1:0")
+    old.start()
+    try:
+        with GrpcDriver(f"127.0.0.1:{port}", timeout=10) as drv:
+            with pytest.raises(MachineError) as raised:
+                drv.initialize_machine(ctx(), InitializeMachineRequest(machine(), CLASS, SECRET))
+        assert raised.value.code == Code.Unimplemented
+    finally:
+        old.stop(None).wait()
