@@ -229,6 +229,7 @@ class FieldSpec:
 
 
 _FIELD_TABLES: dict[type[Model], tuple[FieldSpec, ...]] = {}
+_KEY_TABLES: dict[type[Model], dict[str, FieldSpec]] = {}
 
 
 def model_fields(cls: type[Model]) -> tuple[FieldSpec, ...]:
@@ -241,6 +242,14 @@ def model_fields(cls: type[Model]) -> tuple[FieldSpec, ...]:
             if "json" in f.metadata
         )
         _FIELD_TABLES[cls] = table
+    return table
+
+
+def _fields_by_key(cls: type[Model]) -> dict[str, FieldSpec]:
+    table = _KEY_TABLES.get(cls)
+    if table is None:
+        table = {spec.json: spec for spec in model_fields(cls)}
+        _KEY_TABLES[cls] = table
     return table
 
 
@@ -264,7 +273,7 @@ class Model:
             return obj
         if not isinstance(data, Mapping):
             raise TypeError(f"{cls.__name__}.from_dict expects a mapping, got {type(data).__name__}")
-        by_key = {spec.json: spec for spec in model_fields(cls)}
+        by_key = _fields_by_key(cls)
         for key, raw in data.items():
             spec = by_key.get(key)
             if spec is None or raw is None:
