@@ -32,7 +32,9 @@ from mcm.driver import (
 )
 from mcm.driver.fake import DriverRequest, DriverResponse
 from mcm.driver.grpc import DriverServer, GrpcDriver, UndecodableDriverError, serve
+from mcm.driver.grpc.client import CHANNEL_OPTIONS
 from mcm.driver.grpc.rpcs import CREATE_MACHINE, SERVICE_NAME
+from mcm.driver.grpc.server import SERVER_OPTIONS
 from mcm.driver.proto.mcm.driver.v1 import driver_pb2 as pb
 from mcm.testing.driver_conformance import sample_machine_class
 
@@ -281,3 +283,12 @@ def test_sidecar_without_a_method_answers_unimplemented() -> None:
         assert raised.value.code == Code.Unimplemented
     finally:
         old.stop(None).wait()
+
+
+def test_client_keepalive_pings_are_within_what_the_server_accepts() -> None:
+    client_opts, server_opts = dict(CHANNEL_OPTIONS), dict(SERVER_OPTIONS)
+    assert client_opts["grpc.keepalive_permit_without_calls"] == 1
+    assert server_opts["grpc.keepalive_permit_without_calls"] == 1
+    assert (
+        client_opts["grpc.keepalive_time_ms"] >= server_opts["grpc.http2.min_ping_interval_without_data_ms"]
+    )
