@@ -1,0 +1,156 @@
+"""The controller worker: takes keys off a rate-limiting queue and reconciles them.
+
+The loop of sample-controller and MCM's ``pkg/util/worker`` (seeds 000/002). Guarantees:
+
+- :func:`process_next_work_item` handles exactly one item and returns ``False`` only when the
+  queue has shut down and is empty; it calls ``done`` for every item it took, whatever happens.
+- A reconcile that returns normally → ``forget`` (when ``forget_after_success``), so the item's
+  back-off starts over.
+- A reconcile that raises an ``Exception`` → reported through
+  :func:`~mcm.runtime.errors.handle_error`; re-added rate-limited while ``num_requeues`` is below
+  ``max_retries``, otherwise forgotten (dropped until something adds it again).
+- A key that is not a ``str`` is forgotten and reported, never reconciled.
+- A reconcile exception never ends the worker thread; :func:`start_workers` also restarts the
+  loop after 1 s if anything else escapes it (``wait.until`` with ``handle_crash``).
+
+Stopping: set ``stop`` **and** shut the queue down. Workers blocked in ``get`` return only when
+the queue shuts down; they then poll ``stop`` once a second until it is set.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import TypeVar, cast
+
+from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.errors import handle_error
+from mcm.runtime.wait import until
+from mcm.runtime.workqueue.rate_limiting_queue import RateLimitingQueue
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "WORKER_RESTART_PERIOD",
+    "Reconciler",
+    "process_next_work_item",
+    "run_worker",
+    "start_workers",
+]
+
+T = TypeVar("T", bound=Hashable)
+
+Reconciler = Callable[[str], object]
+"""Reconciles one key (``"namespace/name"``); raising means "retry later". Its return value is ignored."""
+
+DEFAULT_MAX_RETRIES = 15
+"""MCM's limit of rate-limited retries per key."""
+
+WORKER_RESTART_PERIOD = 1.0
+"""Seconds before a worker loop that returned is started again (``wait.Until(worker, 1s)``)."""
+
+
+def process_next_work_item(
+    queue: RateLimitingQueue[T],
+    reconcile: Reconciler,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    forget_after_success: bool = True,
+    *,
+    name: str = "",
+) -> bool:
+    """Take one item from ``queue`` and reconcile it. ``False`` means the queue shut down."""
+    taken, shutdown = queue.get()
+    if shutdown:
+        return False
+    item = cast(T, taken)  # not shut down: a real item (even if someone queued None)
+    try:
+        if isinstance(item, str):
+            _reconcile(
+                queue,
+                item,
+                reconcile,
+                max_retries=max_retries,
+                forget_after_success=forget_after_success,
+                name=name,
+            )
+        else:
+            queue.forget(item)
+            handle_error(TypeError(f"expected string in workqueue but got {item!r}"), worker=name)
+    finally:
+        queue.done(item)
+    return True
+
+
+def _reconcile(
+    queue: RateLimitingQueue[T],
+    item: T,
+    reconcile: Reconciler,
+    *,
+    max_retries: int,
+    forget_after_success: bool,
+    name: str,
+) -> None:
+    """Run ``reconcile`` for ``item`` (a ``str``) and apply the retry policy."""
+    try:
+        reconcile(str(item))
+    except Exception as err:
+        _retry_or_drop(queue, item, err, max_retries, name)
+        return
+    if forget_after_success:
+        queue.forget(item)
+
+
+def _retry_or_drop(queue: RateLimitingQueue[T], item: T, err: Exception, max_retries: int, name: str) -> None:
+    requeues = queue.num_requeues(item)
+    if requeues < max_retries:
+        queue.add_rate_limited(item)
+        handle_error(err, worker=name, key=item, requeues=requeues, outcome="requeued")
+        return
+    queue.forget(item)
+    handle_error(err, worker=name, key=item, requeues=requeues, outcome="dropped")
+
+
+def run_worker(
+    queue: RateLimitingQueue[T],
+    reconcile: Reconciler,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    forget_after_success: bool = True,
+    *,
+    name: str = "",
+) -> None:
+    """Process items until the queue shuts down."""
+    while process_next_work_item(queue, reconcile, max_retries, forget_after_success, name=name):
+        pass
+
+
+def start_workers(  # noqa: PLR0917 - mirrors MCM's createWorker parameters
+    queue: RateLimitingQueue[T],
+    name: str,
+    count: int,
+    reconcile: Reconciler,
+    max_retries: int,
+    stop: threading.Event,
+    *,
+    forget_after_success: bool = True,
+    clock: Clock = REAL_CLOCK,
+) -> list[threading.Thread]:
+    """Start ``count`` daemon worker threads on ``queue``; join the returned threads to wait.
+
+    Each runs :func:`run_worker` under ``wait.until(…, 1 s, stop)``.
+    """
+
+    def work() -> None:
+        run_worker(queue, reconcile, max_retries, forget_after_success, name=name)
+
+    threads = [
+        threading.Thread(
+            target=until,
+            args=(work, WORKER_RESTART_PERIOD, stop),
+            kwargs={"clock": clock},
+            name=f"worker-{name}-{index}",
+            daemon=True,
+        )
+        for index in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads

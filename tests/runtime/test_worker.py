@@ -1,0 +1,198 @@
+"""The controller worker: forget on success, bounded rate-limited retries, bad keys, survival."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+
+import pytest
+
+from mcm.runtime import errors
+from mcm.runtime.clock import FakeClock
+from mcm.runtime.worker import process_next_work_item, start_workers
+from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
+
+TIMEOUT = 5.0
+
+
+def eventually(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.001)
+
+
+class Reported:
+    """Captures handle_error calls (and skips its 1 ms throttle)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[BaseException, dict[str, object]]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, err: BaseException, context: Mapping[str, object]) -> None:
+        with self.lock:
+            self.calls.append((err, dict(context)))
+
+    def outcomes(self) -> list[object]:
+        return [ctx.get("outcome") for _, ctx in self.calls]
+
+
+@pytest.fixture
+def reported(monkeypatch: pytest.MonkeyPatch) -> Reported:
+    recorder = Reported()
+    monkeypatch.setattr(errors, "ERROR_HANDLERS", [recorder])
+    return recorder
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def q(clock: FakeClock) -> Iterator[RateLimitingQueue[str]]:
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(1.0, 100.0), clock=clock
+    )
+    yield queue
+    queue.shut_down()
+
+
+def failing(calls: list[str]) -> Callable[[str], None]:
+    def reconcile(key: str) -> None:
+        calls.append(key)
+        raise RuntimeError(f"cannot sync {key}")
+
+    return reconcile
+
+
+def deliver(q: RateLimitingQueue[str], clock: FakeClock, seconds: float) -> None:
+    clock.block_until_waiters()
+    clock.step(seconds)
+    eventually(lambda: q.len() == 1)
+
+
+def test_success_forgets_and_marks_done(q: RateLimitingQueue[str], reported: Reported) -> None:
+    q.add_rate_limited("ns/a")  # pretend earlier failures
+    q.add("ns/a")
+    assert q.num_requeues("ns/a") == 1
+    seen: list[str] = []
+    assert process_next_work_item(q, seen.append, 15, True)
+    assert seen == ["ns/a"]
+    assert q.num_requeues("ns/a") == 0
+    q.add("ns/a")  # done was called: the key can be taken again at once
+    assert q.len() == 1
+    assert reported.calls == []
+
+
+def test_success_without_forget_keeps_the_back_off(q: RateLimitingQueue[str]) -> None:
+    q.add_rate_limited("ns/a")
+    q.add("ns/a")
+    assert process_next_work_item(q, lambda key: None, 15, False)
+    assert q.num_requeues("ns/a") == 1
+
+
+def test_errors_requeue_rate_limited_until_max_retries_then_drop(
+    q: RateLimitingQueue[str], clock: FakeClock, reported: Reported
+) -> None:
+    calls: list[str] = []
+    reconcile = failing(calls)
+    q.add("ns/m")
+    assert process_next_work_item(q, reconcile, 2, True, name="machine")
+    assert q.num_requeues("ns/m") == 1
+    assert q.len() == 0 and q.waiting_len() == 1
+
+    deliver(q, clock, 1.0)  # first retry after base = 1 s
+    assert process_next_work_item(q, reconcile, 2, True, name="machine")
+    assert q.num_requeues("ns/m") == 2
+
+    deliver(q, clock, 2.0)  # second retry after 2 s
+    assert process_next_work_item(q, reconcile, 2, True, name="machine")
+    assert q.num_requeues("ns/m") == 0  # dropped and forgotten
+    assert q.len() == 0 and q.waiting_len() == 0
+
+    assert calls == ["ns/m"] * 3
+    assert reported.outcomes() == ["requeued", "requeued", "dropped"]
+    err, context = reported.calls[-1]
+    assert str(err) == "cannot sync ns/m"
+    assert context["worker"] == "machine"
+    assert context["key"] == "ns/m"
+
+
+def test_non_string_key_is_forgotten_and_reported(clock: FakeClock, reported: Reported) -> None:
+    q: RateLimitingQueue[object] = RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(1.0, 100.0), clock=clock
+    )  # type: ignore[type-var]
+    q.add_rate_limited(42)
+    q.add(42)
+    seen: list[str] = []
+    assert process_next_work_item(q, seen.append)  # type: ignore[arg-type]
+    assert seen == []
+    assert q.num_requeues(42) == 0
+    assert isinstance(reported.calls[0][0], TypeError)
+    q.add(42)
+    assert q.len() == 1  # done was called
+    q.shut_down()
+
+
+def test_shutdown_returns_false(q: RateLimitingQueue[str]) -> None:
+    q.add("ns/last")
+    q.shut_down()
+    seen: list[str] = []
+    assert process_next_work_item(q, seen.append)
+    assert not process_next_work_item(q, seen.append)
+    assert seen == ["ns/last"]
+
+
+def test_done_is_called_even_when_a_base_exception_escapes(q: RateLimitingQueue[str]) -> None:
+    class Abort(BaseException):
+        pass
+
+    def abort(key: str) -> None:
+        raise Abort
+
+    q.add("ns/a")
+    with pytest.raises(Abort):
+        process_next_work_item(q, abort)
+    q.add("ns/a")
+    assert q.len() == 1
+
+
+def test_workers_survive_reconcile_exceptions_and_never_share_a_key(reported: Reported) -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0, 0.0))
+    stop = threading.Event()
+    active: set[str] = set()
+    overlaps: list[str] = []
+    done_keys: list[str] = []
+    lock = threading.Lock()
+
+    def reconcile(key: str) -> None:
+        with lock:
+            if key in active:
+                overlaps.append(key)
+            active.add(key)
+        try:
+            time.sleep(0)
+            if key.startswith("bad"):
+                raise ValueError(key)
+        finally:
+            with lock:
+                active.discard(key)
+                done_keys.append(key)
+
+    threads = start_workers(q, "test", 4, reconcile, 3, stop)
+    for i in range(50):
+        q.add(f"bad/{i % 5}")
+        q.add(f"good/{i}")
+    eventually(lambda: sum(k.startswith("good") for k in done_keys) >= 50)
+    eventually(lambda: q.len() == 0 and q.waiting_len() == 0 and not active)
+    assert all(t.is_alive() for t in threads)  # exceptions never ended a worker
+    stop.set()
+    q.shut_down()
+    for thread in threads:
+        thread.join(TIMEOUT)
+        assert not thread.is_alive()
+    assert overlaps == []
+    assert "dropped" in reported.outcomes()
+    assert {k for k in done_keys if k.startswith("good")} == {f"good/{i}" for i in range(50)}
