@@ -162,6 +162,8 @@ class Api:
         rt = self._type(info)
         verb = info.verb
         namespace = info.namespace
+        if verb == "create" and info.name and info.subresource == "eviction":
+            return self._evict(req, rt, info)
         if verb in ("list", "watch", "deletecollection", "create") and info.subresource:
             raise errors.method_not_allowed(req.method)
         if verb == "get":
