@@ -1,0 +1,57 @@
+"""A tiny elector process for the two-process test.
+
+Usage: ``python elector_script.py KUBECONFIG IDENTITY``. Prints ``READY``, then ``STARTED <id>
+<wall time>`` when it starts leading and ``LOST <id> <wall time>`` when its leading stop event is
+set; SIGTERM stops it. Durations: lease 1 s, renew deadline 0.5 s, retry 0.1 s.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+
+import structlog
+
+from mcm.runtime.client.config import load_config
+from mcm.runtime.leaderelection import (
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaseLock,
+    lease_request_timeout,
+    run_or_die,
+)
+
+LEASE, RENEW, RETRY = 1.0, 0.5, 0.1
+
+
+def say(*words: object) -> None:
+    print(*words, flush=True)
+
+
+def main(kubeconfig: str, identity: str) -> None:
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    client = load_config(kubeconfig, qps=-1, timeout=lease_request_timeout(RENEW))
+
+    def lead(stop: threading.Event) -> None:
+        say("STARTED", identity, f"{time.time():.6f}")
+        stop.wait()
+        say("LOST", identity, f"{time.time():.6f}")
+
+    config = LeaderElectionConfig(
+        lock=LeaseLock(client, "default", "two-processes", identity),
+        callbacks=LeaderCallbacks(lead, lambda: say("STOPPED", identity)),
+        lease_duration=LEASE,
+        renew_deadline=RENEW,
+        retry_period=RETRY,
+        name="two-processes",
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    say("READY", identity)
+    run_or_die(config, stop)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
