@@ -38,6 +38,7 @@ VMs it created when it ends, also when it fails.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -87,6 +88,11 @@ class ConformanceCase:
     secret_data: Mapping[str, bytes] = field(repr=False)
     timeout: float = 300.0
     """Deadline of each driver call, in seconds."""
+    settle_timeout: float = 0.0
+    """How long a create or delete may take to show in ``get_machine_status`` and
+    ``list_machines`` (eventually consistent cloud APIs); 0 means at once."""
+    poll_interval: float = 2.0
+    """Pause between two looks while waiting for the cloud to settle."""
 
 
 def sample_machine_class(name: str = "conformance-class") -> MachineClass:
@@ -180,6 +186,24 @@ class ConformanceHarness:
                 raise
         return created
 
+    def eventually(self, check: Callable[[], None]) -> None:
+        """Run ``check`` until it passes, for up to the case's ``settle_timeout``."""
+        deadline = time.monotonic() + self.case.settle_timeout
+        while True:
+            try:
+                check()
+                return
+            except (AssertionError, pytest.fail.Exception):
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(self.case.poll_interval)  # waiting for a real cloud, not for a test thread
+
+    def not_found(self, machine: Machine) -> None:
+        """Assert that ``get_machine_status`` raises ``NotFound`` for ``machine``."""
+        with pytest.raises(MachineError) as raised:
+            self.status(machine)
+        assert raised.value.code == Code.NotFound, f"expected NotFound, got {raised.value}"
+
     def call(self, invoke: Callable[[CallContext], T]) -> T:
         """Run one driver call with the case's deadline; any non-MachineError fails the test."""
         ctx = CallContext.with_timeout(self.case.timeout)
@@ -228,27 +252,38 @@ class DriverConformanceSuite:
         first = conformance.create(machine)
         second = conformance.create(machine)
         assert second.provider_id == first.provider_id, "a second create made another VM"
-        listed = conformance.list_vms().machine_list
-        names = [name for name in listed.values() if name == machine.metadata.name]
-        assert len(names) == 1, f"list_machines shows {len(names)} VMs for one machine: {listed}"
+
+        def one_vm_listed() -> None:
+            listed = conformance.list_vms().machine_list
+            names = [name for name in listed.values() if name == machine.metadata.name]
+            assert len(names) == 1, f"list_machines shows {len(names)} VMs for one machine: {listed}"
+
+        conformance.eventually(one_vm_listed)
 
     def test_status_finds_created_vm_by_provider_id(self, conformance: ConformanceHarness) -> None:
         machine = conformance.new_machine()
         created = conformance.create_ready(machine)
-        status = conformance.status(conformance.with_provider_id(machine, created.provider_id))
-        assert status.provider_id == created.provider_id
-        assert status.node_name == created.node_name
+        known = conformance.with_provider_id(machine, created.provider_id)
+
+        def found() -> None:
+            status = conformance.status(known)
+            assert status.provider_id == created.provider_id
+            assert status.node_name == created.node_name
+
+        conformance.eventually(found)
 
     def test_status_finds_created_vm_by_machine_name(self, conformance: ConformanceHarness) -> None:
         machine = conformance.new_machine()
         created = conformance.create_ready(machine)
-        status = conformance.status(machine)  # no spec.providerID, as before adoption
-        assert status.provider_id == created.provider_id
+
+        def found() -> None:
+            status = conformance.status(machine)  # no spec.providerID, as before adoption
+            assert status.provider_id == created.provider_id
+
+        conformance.eventually(found)
 
     def test_status_of_unknown_machine_is_not_found(self, conformance: ConformanceHarness) -> None:
-        with pytest.raises(MachineError) as raised:
-            conformance.status(conformance.new_machine())
-        assert raised.value.code == Code.NotFound, f"expected NotFound, got {raised.value}"
+        conformance.not_found(conformance.new_machine())
 
     def test_delete_of_missing_vm_succeeds(self, conformance: ConformanceHarness) -> None:
         conformance.delete(conformance.new_machine())
@@ -258,18 +293,24 @@ class DriverConformanceSuite:
         created = conformance.create_ready(machine)
         known = conformance.with_provider_id(machine, created.provider_id)
         conformance.delete(known)
-        with pytest.raises(MachineError) as raised:
-            conformance.status(known)
-        assert raised.value.code == Code.NotFound, f"expected NotFound after delete, got {raised.value}"
-        assert created.provider_id not in conformance.list_vms().machine_list
+        conformance.eventually(lambda: conformance.not_found(known))
+
+        def not_listed() -> None:
+            assert created.provider_id not in conformance.list_vms().machine_list
+
+        conformance.eventually(not_listed)
         conformance.delete(known)  # deleting again still succeeds
 
     def test_list_machines_shows_created_vms_by_provider_id(self, conformance: ConformanceHarness) -> None:
         machines = [conformance.new_machine(), conformance.new_machine()]
         created = {conformance.create(m).provider_id: m.metadata.name for m in machines}
-        listed = conformance.list_vms().machine_list
-        for provider_id, name in created.items():
-            assert listed.get(provider_id) == name, f"{provider_id} → {name} missing from {listed}"
+
+        def all_listed() -> None:
+            listed = conformance.list_vms().machine_list
+            for provider_id, name in created.items():
+                assert listed.get(provider_id) == name, f"{provider_id} → {name} missing from {listed}"
+
+        conformance.eventually(all_listed)
 
     def test_initialize_machine_works_or_is_unimplemented(self, conformance: ConformanceHarness) -> None:
         machine = conformance.new_machine()
@@ -281,7 +322,11 @@ class DriverConformanceSuite:
             assert exc.code == Code.Unimplemented, f"initialize_machine failed: {exc}"
         else:
             assert initialized.provider_id == created.provider_id
-        assert conformance.status(known).provider_id == created.provider_id
+
+        def found() -> None:
+            assert conformance.status(known).provider_id == created.provider_id
+
+        conformance.eventually(found)
 
     def test_get_volume_ids_of_no_volumes_is_empty(self, conformance: ConformanceHarness) -> None:
         try:

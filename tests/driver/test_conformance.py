@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +11,7 @@ from mcm.driver import FakeDriver
 from mcm.driver.grpc import GrpcDriver, serve
 from mcm.testing.driver_conformance import (
     ConformanceCase,
+    ConformanceHarness,
     DriverConformanceSuite,
     sample_machine,
     sample_machine_class,
@@ -38,3 +40,32 @@ class TestGrpcServedFakeDriverConformance(DriverConformanceSuite):
         with serve(FakeDriver(initialization=True), "127.0.0.1:0") as server:
             with GrpcDriver(server.endpoint, timeout=10.0) as client:
                 yield _case(client)
+
+
+def test_harness_waits_for_a_settling_cloud_and_then_gives_up() -> None:
+    case = replace(_case(FakeDriver()), settle_timeout=5.0, poll_interval=0.001)
+    attempts: list[int] = []
+
+    def settles_on_third_look() -> None:
+        attempts.append(1)
+        assert len(attempts) >= 3, "not yet"
+
+    ConformanceHarness(case).eventually(settles_on_third_look)
+    assert len(attempts) == 3
+
+    def never() -> None:
+        raise AssertionError("still not there")
+
+    impatient = ConformanceHarness(replace(case, settle_timeout=0.0))
+    with pytest.raises(AssertionError, match="still not there"):
+        impatient.eventually(never)
+
+
+def test_harness_fails_on_exceptions_that_are_not_machine_errors() -> None:
+    harness = ConformanceHarness(_case(FakeDriver()))
+
+    def boom(ctx: object) -> None:
+        raise KeyError("vm")
+
+    with pytest.raises(pytest.fail.Exception, match="drivers must raise MachineError"):
+        harness.call(boom)
