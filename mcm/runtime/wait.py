@@ -119,14 +119,13 @@ class ExponentialBackoffManager:
     The port of ``NewExponentialBackoffManager(initial, max, reset, factor, jitter, clock)``.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the Go constructor's parameter order
         self,
         initial: float,
         max: float,
         reset: float,
         factor: float,
         jitter: float,
-        *,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self._initial = initial

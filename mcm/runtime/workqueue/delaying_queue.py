@@ -77,6 +77,8 @@ class DelayingQueue(Queue[T]):
         ready_at = self._monotonic() + delay
         self._waiting_lock.acquire()
         try:
+            if self._loop_stopped:  # shut down since the check above
+                return
             current = self._waiting.get(item)
             if current is not None and current[0] <= ready_at:
                 return
