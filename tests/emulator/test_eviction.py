@@ -13,6 +13,7 @@ from kubernetes import client
 from mcm.emulator.controllers import Controllers
 from mcm.emulator.emulator import Emulator
 from mcm.runtime.clock import FakeClock
+from tests.conftest import MCM_CRDS_DIR
 from tests.emulator.ctl import api_client, create, eviction, node, pdb, pod
 from tests.emulator.raw import Raw
 
@@ -107,36 +108,41 @@ def test_pdb_status_follows_pod_changes(emu: Emulator) -> None:
 
 
 def test_pdb_status_max_unavailable_percent_with_custom_owner(emu: Emulator) -> None:
-    owner = (
-        create(
-            emu,
-            ("machine.sapcloud.io", "machinesets"),
-            {
-                "apiVersion": "machine.sapcloud.io/v1alpha1",
-                "kind": "MachineSet",
-                "metadata": {"name": "ms"},
-                "spec": {"replicas": 4},
-            },
-            NS,
-        )
-        if emu.registry.resource("machine.sapcloud.io", "machinesets")
-        else None
-    )
-    uid = owner["metadata"]["uid"] if owner else "owner-uid"
+    emu.install_crds(sorted(MCM_CRDS_DIR.glob("*.yaml")))
+    machine_set = {
+        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "kind": "MachineSet",
+        "metadata": {"name": "ms"},
+        "spec": {"replicas": 4},
+    }
+    owner = create(emu, ("machine.sapcloud.io", "machinesets"), machine_set, NS)
     ref = {
         "apiVersion": "machine.sapcloud.io/v1alpha1",
         "kind": "MachineSet",
         "name": "ms",
-        "uid": uid,
+        "uid": owner["metadata"]["uid"],
         "controller": True,
     }
     run_pods(emu, 3, {"app": "a"}, owner=ref)
     create(emu, PDBS, pdb("b", {"app": "a"}, maxUnavailable="50%"), NS)
     status = pdb_status(emu)
-    expected = 4 if owner else 3
-    assert status["expectedPods"] == expected
-    assert status["desiredHealthy"] == expected - (expected + 1) // 2
-    assert status["disruptionsAllowed"] == 3 - status["desiredHealthy"]
+    assert (status["expectedPods"], status["desiredHealthy"], status["disruptionsAllowed"]) == (4, 2, 1)
+
+
+def test_pdb_status_percent_counts_pods_per_unknown_controller(emu: Emulator) -> None:
+    ref = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "rs",
+        "uid": "no-such-uid",
+        "controller": True,
+    }
+    run_pods(emu, 3, {"app": "a"}, owner=ref)
+    create(emu, "pods", pod("orphan", "n1", {"app": "a"}), NS)
+    create(emu, PDBS, pdb("b", {"app": "a"}, minAvailable="50%"), NS)
+    status = pdb_status(emu)
+    assert (status["expectedPods"], status["desiredHealthy"], status["currentHealthy"]) == (3, 2, 4)
+    assert status["disruptionsAllowed"] == 2
 
 
 def test_eviction_decrements_budget_and_records_disrupted_pod(emu: Emulator, raw: Raw) -> None:
