@@ -1,20 +1,15 @@
-"""A FakeDriver sidecar in its own process, for the end-to-end tests.
+"""The scripted FakeDriver the end-to-end tests serve in a separate process.
 
-Usage: ``python sidecar_process.py ENDPOINT``. Prints ``READY <endpoint>`` once serving and
-``HANG`` when a call for machine ``hang`` starts; serves until stdin closes. Scripted machines:
-``code-<n>`` fails ``get_machine_status`` with machine code ``n``; ``broken`` raises a plain
-exception; ``hang`` blocks until the call is cancelled.
+Run as ``python -m mcm.driver.grpc --driver tests.driver.sidecar_process:scripted_driver``.
+Scripted machines: ``code-<n>`` fails ``get_machine_status`` with machine code ``n``; ``broken``
+raises a plain exception; ``hang`` prints ``HANG`` on stdout and blocks until the call is
+cancelled.
 """
 
 from __future__ import annotations
 
-import sys
-
-import structlog
-
 from mcm.driver import CallContext, Code, FakeDriver, GetMachineStatusResponse, MachineError
 from mcm.driver.fake import DriverRequest, DriverResponse
-from mcm.driver.grpc import serve
 
 
 def hang(ctx: CallContext, request: DriverRequest) -> DriverResponse:
@@ -31,15 +26,3 @@ def scripted_driver() -> FakeDriver:
     fake.always("get_machine_status", RuntimeError("driver bug"), machine="broken")
     fake.always("get_machine_status", hang, machine="hang")
     return fake
-
-
-def main() -> None:
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-    server = serve(scripted_driver(), sys.argv[1])
-    print(f"READY {server.endpoint}", flush=True)
-    sys.stdin.read()
-    server.stop(None)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""End to end: GrpcDriver against a FakeDriver sidecar running in a separate process."""
+"""End to end: GrpcDriver against a FakeDriver sidecar process (``python -m mcm.driver.grpc``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,14 @@ from mcm.driver import (
 from mcm.driver.grpc import GrpcDriver, UndecodableDriverError
 from mcm.testing.driver_conformance import sample_machine, sample_machine_class
 
-SCRIPT = Path(__file__).with_name("sidecar_process.py")
+REPO = Path(__file__).resolve().parents[2]
+SIDECAR = [
+    sys.executable,
+    "-m",
+    "mcm.driver.grpc",
+    "--driver",
+    "tests.driver.sidecar_process:scripted_driver",
+]
 CLASS = sample_machine_class("small")
 SECRET = {"userData": b"#!/bin/sh"}
 
@@ -62,8 +69,8 @@ def _pump(stream: object, lines: queue.Queue[str]) -> None:
 def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
     with (tmp_path / "sidecar.log").open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, str(SCRIPT), "127.0.0.1:0"],
-            stdin=subprocess.PIPE,
+            [*SIDECAR, "--endpoint", "127.0.0.1:0", "--grace", "1"],
+            cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -72,7 +79,7 @@ def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
         threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
         side = Sidecar(process, "", lines)
         try:
-            side.endpoint = side.expect("READY").split(" ", 1)[1]
+            side.endpoint = side.expect("serving ").split(" ", 1)[1]
             yield side
         finally:
             if process.poll() is None:
@@ -164,3 +171,30 @@ def test_sidecar_killed_during_a_call_fails_the_call_quickly(sidecar: Sidecar, c
     assert isinstance(error, MachineError)
     assert error.code == Code.Unavailable
     assert time.monotonic() - start < 5
+
+
+def test_sigterm_stops_the_sidecar_cleanly(sidecar: Sidecar, client: GrpcDriver) -> None:
+    client.list_machines(ctx(), ListMachinesRequest(CLASS, SECRET))
+    sidecar.process.terminate()
+    assert sidecar.process.wait(timeout=10) == 0
+
+
+def test_bad_driver_spec_exits_with_a_clear_error() -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcm.driver.grpc",
+            "--driver",
+            "mcm.driver:CallContext",
+            "--endpoint",
+            "127.0.0.1:0",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "not a mcm.driver.Driver" in result.stderr
