@@ -77,10 +77,23 @@ def format_time(when: _dt.datetime) -> str:
     return when.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_name_lock = threading.Lock()
+_last_name_nanos = 0
+
+
 def event_name(involved_name: str, when: _dt.datetime) -> str:
-    """``<involvedObject.name>.<hex UnixNano>`` as client-go names events."""
+    """``<involvedObject.name>.<hex UnixNano>`` as client-go names events.
+
+    Python times have microsecond precision (and a fake clock may not move at all), so the
+    nanoseconds are bumped to stay strictly increasing within the process: two events never
+    share a name, which the server would refuse with AlreadyExists.
+    """
+    global _last_name_nanos
     delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     nanos = (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    with _name_lock:
+        nanos = max(nanos, _last_name_nanos + 1)
+        _last_name_nanos = nanos
     return f"{involved_name}.{nanos:x}"
 
 

@@ -165,3 +165,11 @@ def test_the_input_event_is_not_modified(clock: FakeClock) -> None:
     event = make_event()
     correlator.correlate(event)
     assert event == make_event()
+
+
+def test_event_names_are_unique_even_when_the_clock_stands_still() -> None:
+    from mcm.runtime.record.correlator import event_name
+
+    names = {event_name("m1", T0) for _ in range(100)}
+    assert len(names) == 100
+    assert all(n.startswith("m1.") for n in names)
