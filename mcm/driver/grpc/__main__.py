@@ -37,7 +37,9 @@ def load_driver(spec: str) -> Driver:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m mcm.driver.grpc", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mcm.driver.grpc", description="Serve a Python driver as a gRPC sidecar."
+    )
     parser.add_argument("--driver", required=True, help="MODULE:FACTORY returning the Driver to serve")
     parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help="unix:/path or host:port")
     parser.add_argument("--max-workers", type=int, default=16, help="calls served at the same time")
