@@ -13,7 +13,7 @@ import structlog
 from mcm.runtime import errors, wait
 from mcm.runtime.clock import FakeClock
 
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 
 
 class Background:

@@ -13,7 +13,7 @@ from mcm.runtime.clock import FakeClock
 from mcm.runtime.worker import process_next_work_item, start_workers
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:

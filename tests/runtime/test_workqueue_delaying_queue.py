@@ -15,7 +15,7 @@ import pytest
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.workqueue import DelayingQueue
 
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from mcm.runtime.workqueue import Queue
 
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
@@ -178,7 +178,7 @@ def test_shut_down_wakes_blocked_getters() -> None:
     q: Queue[str] = Queue()
     results: list[tuple[str | None, bool]] = []
     threads = [start(lambda: results.append(q.get())) for _ in range(3)]
-    time.sleep(0.01)  # let them block; correctness does not depend on it
+    eventually(lambda: q._getters == 3)  # all three are blocked in get()
     q.shut_down()
     for thread in threads:
         thread.join(TIMEOUT)

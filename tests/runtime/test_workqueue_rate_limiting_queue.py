@@ -10,7 +10,7 @@ import pytest
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
-TIMEOUT = 5.0
+TIMEOUT = 10.0
 MS = 0.001
 
 
