@@ -19,7 +19,12 @@ Implementation: one daemon thread per queue owns nothing but the timing. ``add_a
 new entry becomes the head. An entry replaced by an earlier one stays in the heap as a stale
 tuple and is skipped when popped. The loop waits on the clock (``clock.wait_condition``) until
 the head is due, at most :data:`MAX_WAIT` seconds (client-go's heartbeat), then adds every due
-item to the queue under one lock acquisition.
+item to the queue under one lock acquisition. Unlike client-go there is no 1000-entry hand-off
+channel, so ``add_after`` never blocks on a busy loop.
+
+Threads: the waiting loop is one daemon thread per queue, parked on the clock (with a
+``FakeClock`` it counts as one waiter; a named queue's metrics updater is a second one). Shut
+the queue down to end it.
 """
 
 from __future__ import annotations
