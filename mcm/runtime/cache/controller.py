@@ -23,12 +23,17 @@ import structlog
 
 from mcm.runtime.cache.delta_fifo import DeltaFIFO, Deltas, DeltaType, FIFOClosedError, RequeueError
 from mcm.runtime.cache.handlers import ResourceEventHandler
-from mcm.runtime.cache.reflector import Reflector, WatchErrorHandler, default_watch_error_handler
+from mcm.runtime.cache.reflector import (
+    Reflector,
+    WatchErrorHandler,
+    default_watch_error_handler,
+    new_default_backoff_manager,
+)
 from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.types import ListerWatcher
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import handle_error
-from mcm.runtime.wait import until
+from mcm.runtime.wait import BackoffManager, until
 
 __all__ = ["Config", "Controller", "process_deltas"]
 
@@ -55,6 +60,8 @@ class Config:
     watch_list_page_size: int = 0
     clock: Clock = REAL_CLOCK
     rng: random.Random = field(default_factory=random.Random)
+    new_backoff_manager: Callable[[Clock], BackoffManager] = new_default_backoff_manager
+    """Builds the reflector's list/watch and watch-connection back-offs (0.8 s → 30 s by default)."""
 
 
 class Controller:
@@ -83,6 +90,8 @@ class Controller:
             clock=cfg.clock,
             rng=cfg.rng,
             watch_error_handler=cfg.watch_error_handler,
+            backoff_manager=cfg.new_backoff_manager(cfg.clock),
+            init_conn_backoff_manager=cfg.new_backoff_manager(cfg.clock),
         )
         with self._lock:
             self._reflector = reflector

@@ -16,14 +16,17 @@ Guarantees:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from mcm.runtime.cache.listers import Lister
+from mcm.runtime.cache.reflector import new_default_backoff_manager
 from mcm.runtime.cache.shared_informer import SharedIndexInformer, new_namespace_indexers, wait_for_cache_sync
 from mcm.runtime.client.listwatch import TweakListOptions, list_watch
 from mcm.runtime.client.resources import Resource
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.wait import BackoffManager
 
 __all__ = ["ResourceClientSource", "SharedInformerFactory"]
 
@@ -46,7 +49,9 @@ class SharedInformerFactory:
         *,
         custom_resync: dict[Resource, float] | None = None,
         clock: Clock = REAL_CLOCK,
+        new_backoff_manager: Callable[[Clock], BackoffManager] = new_default_backoff_manager,
     ) -> None:
+        self._new_backoff_manager = new_backoff_manager
         self._client = client
         self.namespace = namespace or None
         self.default_resync = resync
@@ -87,6 +92,7 @@ class SharedInformerFactory:
             object_description=resource.qualified_name,
             expected_kind=resource.kind,
             clock=self._clock,
+            new_backoff_manager=self._new_backoff_manager,
         )
 
     def start(self, stop: threading.Event) -> None:

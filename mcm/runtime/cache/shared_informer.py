@@ -44,11 +44,15 @@ from mcm.runtime.cache.processor_listener import (
     UpdateNotification,
     determine_resync_period,
 )
-from mcm.runtime.cache.reflector import WatchErrorHandler, default_watch_error_handler
+from mcm.runtime.cache.reflector import (
+    WatchErrorHandler,
+    default_watch_error_handler,
+    new_default_backoff_manager,
+)
 from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.types import ListerWatcher
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.wait import WaitTimeoutError, poll_immediate, poll_immediate_until
+from mcm.runtime.wait import BackoffManager, WaitTimeoutError, poll_immediate, poll_immediate_until
 
 __all__ = [
     "MINIMUM_RESYNC_PERIOD",
@@ -151,8 +155,10 @@ class SharedIndexInformer:
         expected_kind: str | None = None,
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
+        new_backoff_manager: Callable[[Clock], BackoffManager] = new_default_backoff_manager,
     ) -> None:
         self._lw = lister_watcher
+        self._new_backoff_manager = new_backoff_manager
         self._name = name
         self._object_description = object_description
         self._expected_kind = expected_kind
@@ -268,6 +274,7 @@ class SharedIndexInformer:
                     watch_error_handler=self._watch_error_handler,
                     clock=self._clock,
                     rng=self._rng,
+                    new_backoff_manager=self._new_backoff_manager,
                 )
             )
             self._started = True
