@@ -162,7 +162,9 @@ class LeaderElector:
         )
         renewer.start()
         self._watch_deadline(stop, lead_stop)
-        renewer.join()
+        # A request still hanging may keep the renewer a while; do not let it hold back
+        # on_stopped_leading for longer than a renew deadline (real time).
+        renewer.join(max(1.0, self._config.renew_deadline))
         self._metrics.leader_off(self._config.name)
         self._lock.record_event("stopped leading")
         if self._config.release_on_cancel:

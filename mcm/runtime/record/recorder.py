@@ -56,6 +56,8 @@ def object_reference(obj: Mapping[str, Any], *, kind: str = "", api_version: str
 
     ``kind``/``api_version`` fill in what the object lacks (objects from a list response).
     """
+    if not isinstance(obj, Mapping):
+        raise UnreferenceableObject(f"cannot reference a {type(obj).__name__}")
     metadata = obj.get("metadata")
     source = metadata if isinstance(metadata, dict) else obj  # a reference has no metadata
     ref = {

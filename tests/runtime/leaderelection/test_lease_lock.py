@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -11,6 +11,10 @@ from mcm.runtime.client.config import load_config
 from mcm.runtime.client.errors import AlreadyExists, Conflict, NotFound
 from mcm.runtime.client.resources import LEASES
 from mcm.runtime.leaderelection import LeaderElectionRecord, LeaseLock, LockNotInitialized
+from mcm.runtime.record import EventBroadcaster
+
+if TYPE_CHECKING:
+    from mcm.emulator import Emulator
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
@@ -72,3 +76,26 @@ def test_a_concurrent_writer_makes_update_conflict(kubeconfig: str) -> None:
         mine.update(LeaderElectionRecord("a", 15, T0, T0, 0))
     record, _ = mine.get()
     assert record.holder_identity == "b"
+
+
+def test_leader_election_events_land_on_the_lease(kubeconfig: str, emulator: Emulator) -> None:
+    client = load_config(kubeconfig, qps=-1)
+    broadcaster = EventBroadcaster()
+    broadcaster.start_recording_to_sink(client)
+    recorder = broadcaster.new_recorder("machine-controller", "host-1")
+    lock = LeaseLock(client, "default", "mcm", "me", event_recorder=recorder)
+    lock.create(LeaderElectionRecord("me", 15, T0, T0, 0))
+    lock.record_event("became leader")
+
+    def leader_event() -> bool:
+        return any(e.get("reason") == "LeaderElection" for e in emulator.list("events", "default"))
+
+    assert emulator.wait_for(leader_event, 10.0)
+    broadcaster.shutdown()
+    (event,) = [e for e in emulator.list("events", "default") if e.get("reason") == "LeaderElection"]
+    assert event["message"] == "me became leader"
+    assert event["type"] == "Normal"
+    assert event["involvedObject"]["kind"] == "Lease"
+    assert event["involvedObject"]["apiVersion"] == "coordination.k8s.io/v1"
+    assert event["involvedObject"]["name"] == "mcm"
+    assert event["involvedObject"]["uid"]

@@ -100,6 +100,7 @@ def test_bad_type_or_unreferenceable_object_is_dropped_with_a_log(broadcaster: E
     with capture_logs() as logs:
         recorder.event(MACHINE, "Info", "X", "y")
         recorder.event({"metadata": {"name": "no-kind"}}, "Normal", "X", "y")
+        recorder.event(None, "Normal", "X", "y")  # type: ignore[arg-type]
         recorder.event(MACHINE, "Normal", "Ok", "fine")
     assert [e["reason"] for e in got.wait_for(1)] == ["Ok"]
     names = [entry["event"] for entry in logs]
