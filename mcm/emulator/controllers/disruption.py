@@ -224,8 +224,10 @@ class DisruptionController:
             if change.type != "DELETED":
                 self._enqueue(namespace, name)
             return
+        pods = [change.new.obj] if change.old is None else [change.new.obj, change.old.obj]
         for stored in self.reactor.storage.store.items(PDBS, namespace):
-            self._enqueue(namespace, str(stored.obj["metadata"]["name"]))
+            if any(_matches(stored.obj, pod) for pod in pods):
+                self._enqueue(namespace, str(stored.obj["metadata"]["name"]))
 
     def _enqueue(self, namespace: str, name: str) -> None:
         key = ("pdb", namespace, name)

@@ -102,7 +102,7 @@ class KubeletSimulator:
             return
         if change.resource == PODS:
             self._consider(change.new.obj)
-        elif change.resource == NODES:
+        elif change.resource == NODES and _kubelet_came_up(change):
             node = change.key[1]
             for stored in self.reactor.storage.store.items(PODS):
                 if (stored.obj.get("spec") or {}).get("nodeName") == node:
@@ -187,6 +187,17 @@ class KubeletSimulator:
                 and (node is None or (s.obj.get("spec") or {}).get("nodeName") == node)
             ]
         return sum(self.finish(str(m.get("namespace", "")), str(m["name"])) for m in doomed)
+
+
+def _kubelet_down(obj: Obj) -> bool:
+    return KUBELET_DOWN_ANNOTATION in (obj["metadata"].get("annotations") or {})
+
+
+def _kubelet_came_up(change: Change) -> bool:
+    """A node appeared, or lost its kubelet-down annotation: its pods need another look."""
+    if change.old is None:
+        return not _kubelet_down(change.new.obj)
+    return _kubelet_down(change.old.obj) and not _kubelet_down(change.new.obj)
 
 
 def _terminated(obj: Obj) -> Obj:
