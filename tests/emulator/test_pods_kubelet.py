@@ -176,3 +176,48 @@ def test_real_emulator_default_kubelet_mode_removes_pod(tmp_path: Path) -> None:
         create(emu, "pods", pod("p", "n1"), NS)
         delete_pod(emu, "p")
         assert emu.wait_for(lambda: gone(emu, "p"), timeout=5)
+
+
+def test_attach_detach_simulator(emu: Emulator, clock: FakeClock) -> None:
+    from mcm.emulator.controllers.attachdetach import CsiVolume, attachment_name
+
+    ctl(emu).attachdetach.enabled = True
+    create(
+        emu,
+        "persistentvolumes",
+        {
+            "metadata": {"name": "pv1"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "csi": {"driver": "d.csi", "volumeHandle": "h1"},
+            },
+        },
+    )
+    create(
+        emu,
+        "persistentvolumeclaims",
+        {"metadata": {"name": "c1"}, "spec": {"volumeName": "pv1", "accessModes": ["ReadWriteOnce"]}},
+        NS,
+    )
+    body = pod("p", "n1")
+    body["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "c1"}}]
+    create(emu, "pods", body, NS)
+    unique = "kubernetes.io/csi/d.csi^h1"
+    node_status = emu.get("nodes", "", "n1")["status"]  # type: ignore[index]
+    assert node_status["volumesAttached"] == [{"name": unique, "devicePath": ""}]
+    assert node_status["volumesInUse"] == [unique]
+    name = attachment_name(CsiVolume("pv1", "d.csi", "h1"), "n1")
+    attachment = emu.get(("storage.k8s.io", "volumeattachments"), "", name)
+    assert attachment is not None
+    assert attachment["spec"] == {
+        "attacher": "d.csi",
+        "nodeName": "n1",
+        "source": {"persistentVolumeName": "pv1"},
+    }
+    assert attachment["status"]["attached"] is True
+    ctl(emu).kubelet.mode = "immediate"
+    delete_pod(emu, "p")
+    clock.step(1)
+    assert emu.wait_for(lambda: emu.get(("storage.k8s.io", "volumeattachments"), "", name) is None, timeout=5)
+    assert emu.get("nodes", "", "n1")["status"]["volumesAttached"] == []  # type: ignore[index]

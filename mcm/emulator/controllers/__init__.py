@@ -3,22 +3,24 @@
 Usage by the emulator (``start_controllers(emulator)`` does exactly this)::
 
     controllers = Controllers(storage, clock=clock)
-    controllers.start()        # creates the default namespaces, serves stored CRDs, starts timers
+    controllers.start()        # ensures the default namespaces, resumes pending work, starts timers
     ...
     controllers.stop()         # stops timers and unsubscribes (the store is left as it is)
 
 Each controller is an attribute with its switches: ``crds``, ``namespaces``, ``gc``, ``pdb``
 (``mode``, ``delay``, ``enabled``), ``kubelet`` (``mode``, ``max_grace``, ``time_scale``,
 ``run_pods``, ``set_terminal_phase``, ``finish()``, ``finish_all()``), ``podgc`` (``delay``,
-``enabled``), ``eventttl`` (``ttl``). Controllers react synchronously to every commit through
-the store's post-commit hook (see :mod:`mcm.emulator.controllers.base`); timed work runs on one
-scheduler thread driven by ``clock``.
+``enabled``), ``eventttl`` (``ttl``), ``attachdetach`` (``enabled``, ``detach_delay``).
+Controllers react synchronously to every commit through the store's post-commit hook (see
+:mod:`mcm.emulator.controllers.base`); timed work runs on one scheduler thread driven by
+``clock``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mcm.emulator.controllers.attachdetach import AttachDetach
 from mcm.emulator.controllers.base import Reactor, Scheduler
 from mcm.emulator.controllers.crd import CrdController
 from mcm.emulator.controllers.disruption import DisruptionController, evict
@@ -50,6 +52,7 @@ class Controllers:
         self.kubelet = KubeletSimulator(self.reactor, self.scheduler, clock)
         self.podgc = PodGC(self.reactor, self.scheduler)
         self.eventttl = EventTTL(self.reactor, self.scheduler)
+        self.attachdetach = AttachDetach(self.reactor, self.scheduler)
         self._started = False
 
     def start(self) -> None:
