@@ -35,6 +35,7 @@ from mcm.driver.grpc import DriverServer, GrpcDriver, UndecodableDriverError, se
 from mcm.driver.grpc.client import CHANNEL_OPTIONS
 from mcm.driver.grpc.rpcs import CREATE_MACHINE, SERVICE_NAME
 from mcm.driver.grpc.server import SERVER_OPTIONS
+from mcm.driver.grpc.status import MAX_DETAILS, MAX_LAST_KNOWN_STATE
 from mcm.driver.proto.mcm.driver.v1 import driver_pb2 as pb
 from mcm.testing.driver_conformance import sample_machine_class
 
@@ -196,7 +197,7 @@ def test_context_deadline_is_shorter_than_client_timeout(fake: FakeDriver, clien
     client.get_machine_status(ctx(2.0), GetMachineStatusRequest(machine(), CLASS, {}))
     (left,) = remaining
     assert left is not None
-    assert 0 < left <= 2.0
+    assert 0 < left <= 2.1  # the 2 s context, not the 10 s client timeout (gRPC rounds up a little)
 
 
 def test_expired_or_cancelled_context_fails_without_a_call(fake: FakeDriver, client: GrpcDriver) -> None:
@@ -292,3 +293,20 @@ def test_client_keepalive_pings_are_within_what_the_server_accepts() -> None:
     assert (
         client_opts["grpc.keepalive_time_ms"] >= server_opts["grpc.http2.min_ping_interval_without_data_ms"]
     )
+
+
+@pytest.mark.parametrize("size", [20_000, 200_000, 3_000_000])
+def test_huge_errors_still_arrive_with_their_code(fake: FakeDriver, client: GrpcDriver, size: int) -> None:
+    fake.always("list_machines", MachineError(Code.Internal, "x" * size, last_known_state="s" * size))
+    with pytest.raises(MachineError) as raised:
+        client.list_machines(ctx(), ListMachinesRequest(CLASS, SECRET))
+    error = raised.value
+    assert error.code == Code.Internal
+    assert error.message.startswith("x" * 1000)
+    if size <= MAX_LAST_KNOWN_STATE:
+        assert error.last_known_state == "s" * size
+    else:
+        assert error.last_known_state == ""
+        assert "last known state of 3000000 bytes not sent" in error.message
+    if size > MAX_DETAILS:
+        assert "more characters cut" in error.message

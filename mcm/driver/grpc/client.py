@@ -68,6 +68,8 @@ CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 3_000),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_metadata_size", 8 * 1024 * 1024),
+    ("grpc.absolute_max_metadata_size", 16 * 1024 * 1024),
 )
 """Client channel settings; the server in :mod:`mcm.driver.grpc.server` accepts these pings."""
 

@@ -12,6 +12,9 @@ Encoding (the server side, :func:`status_for_error`):
   trailer ``mcm-machine-code: none``. The client raises :class:`UndecodableDriverError`, which
   :func:`~mcm.driver.errors.status_from_error` reports as not decodable, as in-process.
 - A non-empty ``last_known_state`` rides along in the trailer ``mcm-last-known-state-bin``.
+- Sizes are capped so the status always arrives: details beyond :data:`MAX_DETAILS` characters
+  are cut (and say so); a ``last_known_state`` over :data:`MAX_LAST_KNOWN_STATE` bytes is left
+  out (and the details say so). The client accepts trailers well above these caps.
 
 Decoding (the client side, :func:`error_from_rpc`): the trailer wins when present; without it
 (a transport failure, or a sidecar that sets only the status) the gRPC status number is the
@@ -34,6 +37,8 @@ from mcm.driver.errors import MachineError
 __all__ = [
     "LAST_KNOWN_STATE_KEY",
     "MACHINE_CODE_KEY",
+    "MAX_DETAILS",
+    "MAX_LAST_KNOWN_STATE",
     "NO_MACHINE_CODE",
     "GrpcStatus",
     "UndecodableDriverError",
@@ -47,6 +52,11 @@ NO_MACHINE_CODE = "none"
 """Value of :data:`MACHINE_CODE_KEY` for an error raised without a machine code."""
 LAST_KNOWN_STATE_KEY = "mcm-last-known-state-bin"
 """Binary trailer with the UTF-8 ``last_known_state`` of a failed call."""
+
+MAX_DETAILS = 64 * 1024
+"""Longest status message sent, in characters."""
+MAX_LAST_KNOWN_STATE = 2 * 1024 * 1024
+"""Largest ``last_known_state`` sent in a trailer, in UTF-8 bytes."""
 
 _GRPC_BY_NUMBER: dict[int, grpc.StatusCode] = {status.value[0]: status for status in grpc.StatusCode}
 
@@ -69,12 +79,23 @@ class GrpcStatus:
 def status_for_error(exc: BaseException) -> GrpcStatus:
     """The gRPC status that carries ``exc`` to the client."""
     if not isinstance(exc, MachineError):
-        details = str(exc) or type(exc).__name__
+        details = _capped(str(exc) or type(exc).__name__)
         return GrpcStatus(grpc.StatusCode.UNKNOWN, details, ((MACHINE_CODE_KEY, NO_MACHINE_CODE),))
+    details = _capped(exc.message)
     trailers: list[tuple[str, str | bytes]] = [(MACHINE_CODE_KEY, str(int(exc.code)))]
-    if exc.last_known_state:
-        trailers.append((LAST_KNOWN_STATE_KEY, exc.last_known_state.encode()))
-    return GrpcStatus(_grpc_code_for(exc.code), exc.message, tuple(trailers))
+    state = exc.last_known_state.encode()
+    if len(state) > MAX_LAST_KNOWN_STATE:
+        details += f" (last known state of {len(state)} bytes not sent: over {MAX_LAST_KNOWN_STATE})"
+    elif state:
+        trailers.append((LAST_KNOWN_STATE_KEY, state))
+    return GrpcStatus(_grpc_code_for(exc.code), details, tuple(trailers))
+
+
+def _capped(details: str) -> str:
+    """``details``, cut to :data:`MAX_DETAILS` characters with a note when longer."""
+    if len(details) <= MAX_DETAILS:
+        return details
+    return f"{details[:MAX_DETAILS]}... ({len(details) - MAX_DETAILS} more characters cut)"
 
 
 def error_from_rpc(exc: grpc.RpcError, *, endpoint: str, method: str, timeout: float | None) -> Exception:
