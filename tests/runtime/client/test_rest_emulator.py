@@ -15,7 +15,15 @@ from mcm.runtime.client import (
     list_watch,
     load_config,
 )
-from mcm.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, LEASES, NODES, PODS, SECRETS, Resource
+from mcm.runtime.client.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    LEASES,
+    NODES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    SECRETS,
+    Resource,
+)
 
 if TYPE_CHECKING:
     from mcm.emulator import Emulator
@@ -400,3 +408,28 @@ def test_tls_emulator_with_token(tmp_path: Any) -> None:
         anonymous.write_text(text)
         with pytest.raises(errors.Unauthorized):
             load_config(str(anonymous)).resource(NODES).list()
+
+
+def test_eviction_blocked_by_budget_is_too_many_requests(client: ClusterClient, emulator: Emulator) -> None:
+    client.resource(NODES).create(_node("n1"))
+    client.resource(POD_DISRUPTION_BUDGETS).create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "budget", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+        }
+    )
+    ready_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1", "namespace": "default", "labels": {"app": "x"}},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    emulator.seed([ready_pod], bypass_strategy=True)
+    with pytest.raises(errors.TooManyRequests) as info:
+        client.resource(PODS).evict("p1", "default")
+    assert info.value.retry_after is None
+    assert info.value.details["causes"][0]["reason"] == "DisruptionBudget"
+    assert client.resource(PODS).get("p1", namespace="default")["metadata"]["name"] == "p1"
