@@ -15,6 +15,9 @@ type instead: the message may contain anything. ``str(MachineError)`` still rend
 wire text, ``machine codes error: code = [<Name>] message = [<message>]``, because the controller
 writes it into ``lastOperation.description`` where users read it.
 
+To keep the underlying exception (upstream's ``WrapError``), chain it:
+``raise MachineError(Code.Internal, "...") from exc``; decoding looks only at the outer error.
+
 A driver that has something to say even while failing (upstream returns a response *and* an
 error from ``CreateMachine`` and ``DeleteMachine``) attaches it as ``last_known_state``.
 """
