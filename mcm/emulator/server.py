@@ -14,6 +14,7 @@ Guarantees (spec §1.5, §5.4):
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import ssl
 import struct
@@ -88,10 +89,13 @@ class _ChunkWriter:
 
 
 def _abort_socket(sock: socket.socket) -> None:
+    """Close with a TCP RST, even while buffered file objects still reference the socket."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     with contextlib.suppress(OSError):
-        sock.close()
+        fd = sock.detach()
+        if fd >= 0:
+            os.close(fd)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
