@@ -17,9 +17,10 @@ Without scripts it behaves like a well-behaved provider (and passes the driver c
 Scripts override that behaviour. An *outcome* is a response object (returned as is), an
 exception (raised) or a callable ``(ctx, request) -> response`` (run, e.g. to block until the
 context is cancelled). :meth:`FakeDriver.script` queues one-shot outcomes, :meth:`FakeDriver.always`
-sets a standing one; both can be limited to one machine name. For each call the first match wins:
-the machine's queue, the machine's standing outcome, the method's queue, the method's standing
-outcome, the simulation. Scripted outcomes do not touch the in-memory VMs.
+sets a standing one; both can be limited to one machine name (class-wide calls,
+``list_machines`` and ``get_volume_ids``, only see scripts without a machine). For each call
+the first match wins: the machine's queue, the machine's standing outcome, the method's
+queue, the method's standing outcome, the simulation. Scripted outcomes do not touch the in-memory VMs.
 
 Every call is recorded in :attr:`FakeDriver.calls` (method, machine name, request) before the
 outcome is decided, failed calls included. All methods are thread-safe.
