@@ -22,7 +22,7 @@ import json
 import platform
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import structlog
 import urllib3
@@ -170,7 +170,7 @@ class Transport:
 
     def url(self, path: str, query: Mapping[str, str] | None = None) -> str:
         url = self._base + path
-        return f"{url}?{urlencode(query)}" if query else url
+        return f"{url}?{urlencode(query, quote_via=quote)}" if query else url
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": CONTENT_TYPE_JSON, "User-Agent": self.user_agent}
@@ -182,8 +182,7 @@ class Transport:
         return headers
 
     def _timeout(self, read: float | None) -> urllib3.Timeout:
-        connect = self.timeout if self.timeout is not None else None
-        return urllib3.Timeout(connect=connect, read=read)
+        return urllib3.Timeout(connect=self.timeout, read=read)
 
     def request(
         self,

@@ -91,6 +91,10 @@ def test_list_selectors_and_pagination(client: ClusterClient) -> None:
     assert everything["metadata"]["resourceVersion"]
     selected = secrets.list(namespace="default", label_selector="role=a")
     assert sorted(s["metadata"]["name"] for s in selected["items"]) == ["s1", "s3"]
+    set_based = secrets.list(label_selector="role in (a, c),role notin (b)")
+    assert sorted(s["metadata"]["name"] for s in set_based["items"]) == ["other", "s1", "s3"]
+    by_field = secrets.list(field_selector="metadata.name=s2")
+    assert [s["metadata"]["name"] for s in by_field["items"]] == ["s2"]
     first = secrets.list(ListOptions(limit=2), namespace="default")
     assert len(first["items"]) == 2 and first["metadata"]["continue"]
     names = [s["metadata"]["name"] for s in first["items"]]
