@@ -9,6 +9,8 @@ Guarantees (spec §1.5, §5.4):
 - Every open connection is tracked, so :meth:`HttpServer.stop` and :meth:`HttpServer.reset_all`
   end them all (watches included); ``start`` re-binds the same port (``SO_REUSEADDR``).
 - Bodies over 3 MiB are answered 413 without being read, and the connection is closed.
+- A request is counted (``completed``) right before its response is written, so stats seen by a
+  client after an answer include that request.
 """
 
 from __future__ import annotations
@@ -175,10 +177,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             result = self.server.owner.handler(request)
         if isinstance(result, Response):
-            sent = self._send(result, audit_id)
-            self.server.owner.completed(
-                Completed(request, audit_id, result.code, time.perf_counter() - start, sent)
-            )
+            # Counted just before the bytes go out, so a client that saw the answer also sees the count.
+            done = Completed(request, audit_id, result.code, time.perf_counter() - start, len(result.body))
+            self.server.owner.completed(done)
+            self._send(result, audit_id)
             return
         self._stream(request, result, audit_id, start)
 
