@@ -1,0 +1,154 @@
+"""Fixtures for the conformance tests of the emulator-semantics areas (patch, deletion, GC, eviction, CRDs).
+
+Target selection (spec §7.1): ``CONFORMANCE_KUBECONFIG=<path>`` (or ``--apiserver=kubeconfig:<path>``
+when the conformance conftest registers that option) runs the tests against any cluster; by
+default a fresh in-process emulator with the MCM CRDs is used. Tests work in their own
+``conf-`` namespace, await asynchronous effects by polling, and call :func:`emulator_only` for
+what only the emulator can do.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from mcm.emulator.emulator import Emulator
+from tests.conftest import MCM_CRDS_DIR
+
+RUN_ID = uuid.uuid4().hex[:8]
+
+
+@dataclass
+class Cluster:
+    """The API server under test."""
+
+    api: client.ApiClient
+    emulator: Emulator | None
+    timeout: float
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def policy(self) -> client.PolicyV1Api:
+        return client.PolicyV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    @property
+    def crds(self) -> client.ApiextensionsV1Api:
+        return client.ApiextensionsV1Api(self.api)
+
+    def wait(self, predicate: Callable[[], bool], what: str) -> None:
+        """Poll ``predicate`` until true (bounded by the target's timeout)."""
+        deadline = time.monotonic() + self.timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+            time.sleep(0.02)
+
+
+def _target(request: pytest.FixtureRequest) -> str | None:
+    try:
+        option = request.config.getoption("--apiserver")
+    except ValueError:
+        option = None
+    if isinstance(option, str) and option.startswith("kubeconfig:"):
+        return option.split(":", 1)[1]
+    return os.environ.get("CONFORMANCE_KUBECONFIG") or None
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    path = _target(request)
+    if path is not None:
+        api = config.new_client_from_config(config_file=path)
+        yield Cluster(api, None, 60.0)
+        api.close()
+        return
+    with Emulator() as emu:
+        emu.install_crds(sorted(MCM_CRDS_DIR.glob("*.yaml")))
+        kubeconfig = tmp_path_factory.mktemp("conformance") / "kubeconfig"
+        emu.write_kubeconfig(kubeconfig)
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        yield Cluster(api, emu, 10.0)
+        api.close()
+
+
+@pytest.fixture
+def namespace(cluster: Cluster) -> Iterator[str]:
+    body = {"metadata": {"generateName": "conf-", "labels": {"conformance": RUN_ID}}}
+    name = str(cluster.core.create_namespace(body).metadata.name)
+    yield name
+    try:
+        cluster.core.delete_namespace(name)
+    except client.ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def emulator_only(cluster: Cluster) -> Emulator:
+    """The emulator behind ``cluster``; skips the test against a real server."""
+    if cluster.emulator is None:
+        pytest.skip("emulator only: needs emulator controls")
+    return cluster.emulator
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def node_body(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"conformance": RUN_ID}}}
+
+
+def pod_body(name: str, node: str = "", labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "labels": labels or {}, **meta}, "spec": spec}
+
+
+def mark_running(cluster: Cluster, namespace: str, name: str, ready: bool = True) -> None:
+    """Write a Running status (what a kubelet would report) through the status subresource."""
+    status = "True" if ready else "False"
+    body = {
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "Ready", "status": status},
+                {"type": "ContainersReady", "status": status},
+            ],
+        }
+    }
+    cluster.core.patch_namespaced_pod_status(name, namespace, body)
+
+
+@pytest.fixture
+def manual_kubelet(cluster: Cluster) -> Iterator[None]:
+    """On the emulator, keep terminating pods until the test finishes them (then restore)."""
+    if cluster.emulator is None:
+        yield
+        return
+    kubelet = cluster.emulator.controllers.kubelet
+    kubelet.mode = "manual"
+    yield
+    kubelet.mode = "kubelet"
+
+
+def cleanup_node(cluster: Cluster, name: str) -> None:
+    try:
+        cluster.core.delete_node(name)
+    except client.ApiException as err:
+        if err.status != 404:
+            raise
