@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import builtins
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -39,8 +38,9 @@ from mcm.emulator.routing import RequestInfo, parse_bool, resolve
 from mcm.emulator.server import Completed, HttpServer, _ChunkWriter
 from mcm.emulator.stats import LogEntry, Stats
 from mcm.emulator.storage import Storage
-from mcm.emulator.store import Change, Stored, VersionedStore
+from mcm.emulator.store import Change, VersionedStore
 from mcm.emulator.watch import WatchHub, error_line, serve_watch
+from mcm.runtime.clock import REAL_CLOCK, Clock
 
 __all__ = ["Emulator"]
 
@@ -70,8 +70,10 @@ class Emulator:
         log_file: str | Path | None = None,
         controllers: bool = True,
         tls_dir: str | Path | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.name = name
+        self.clock = clock
         self.store = VersionedStore(base_rv, history_size)
         self.registry = Registry()
         self.storage = Storage(self.store, self.registry)
@@ -167,6 +169,28 @@ class Emulator:
     def watch_delay(self, seconds: float) -> None:
         """Delay every watch event delivery by ``seconds``."""
         self.watches.delay = seconds
+
+    # ------------------------------------------------------------------ simulated controllers
+
+    def _controller(self, name: str) -> Any:
+        if self.controllers is None:
+            raise RuntimeError("the simulated controllers are not running (Emulator(controllers=False)?)")
+        return getattr(self.controllers, name)
+
+    @property
+    def kubelet(self) -> Any:
+        """The kubelet simulator (``mode``, ``finish(ns, name)``, ``finish_all(node=...)``, ...)."""
+        return self._controller("kubelet")
+
+    @property
+    def pdb(self) -> Any:
+        """The disruption controller (``mode``, ``delay``, ``enabled``)."""
+        return self._controller("pdb")
+
+    @property
+    def gc(self) -> Any:
+        """The garbage collector."""
+        return self._controller("gc")
 
     # ------------------------------------------------------------------ addresses
 
@@ -407,6 +431,3 @@ def _start_controllers(emulator: Emulator) -> Any:
     except Exception:
         log.exception("emulator_controllers_failed_to_start")
         return None
-
-
-_ = (Stored, threading)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -41,7 +41,14 @@ __all__ = ["Api", "Request", "Response"]
 
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
-EvictFn = Callable[[Storage, str, str, Obj], Obj]
+
+
+class EvictFn(Protocol):
+    """``controllers.disruption.evict``."""
+
+    def __call__(
+        self, storage: Storage, namespace: str, name: str, body: Any, *, dry_run: bool = False
+    ) -> Obj: ...
 
 
 @dataclass
@@ -335,7 +342,7 @@ class Api:
                 "code": 201,
             }
         else:
-            result = self.evict(self.storage, info.namespace, info.name, body)
+            result = self.evict(self.storage, info.namespace, info.name, body, dry_run=_dry_run(req))
         return Response(201, encode(result))
 
     def _delete_options(self, req: Request) -> Obj:

@@ -8,7 +8,7 @@ Guarantees (spec §1.5, §5.4):
 - TLS handshakes run in the connection's worker thread, never in ``accept()``.
 - Every open connection is tracked, so :meth:`HttpServer.stop` and :meth:`HttpServer.reset_all`
   end them all (watches included); ``start`` re-binds the same port (``SO_REUSEADDR``).
-- Bodies over 3 MiB are answered 413 without being read, and the connection is closed.
+- Bodies over 3 MiB are answered 413 (read and dropped up to 16 MiB), and the connection is closed.
 - A request is counted (``completed``) right before its response is written, so stats seen by a
   client after an answer include that request.
 """
@@ -34,6 +34,8 @@ from mcm.emulator.handlers import MAX_BODY, Request, Response, status_response
 from mcm.emulator.listing import WatchStart
 
 __all__ = ["Completed", "HttpServer"]
+
+MAX_DISCARD = 16 * 1024 * 1024
 
 Handler = Callable[[Request], "Response | WatchStart"]
 WatchRunner = Callable[[Request, WatchStart, "_ChunkWriter"], str]
@@ -142,8 +144,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return b""
         if length > MAX_BODY:
             self.close_connection = True
+            self._discard(min(length, MAX_DISCARD))
             return None
         return self.rfile.read(length)
+
+    def _discard(self, length: int) -> None:
+        """Read and drop an oversized body (bounded), so the client sees the 413, not a broken pipe."""
+        while length > 0:
+            chunk = self.rfile.read(min(length, 65536))
+            if not chunk:
+                return
+            length -= len(chunk)
 
     def _read_chunked(self) -> bytes | None:
         parts: list[bytes] = []
