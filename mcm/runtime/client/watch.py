@@ -97,6 +97,7 @@ class HTTPWatchStream:
         self._stopped = False
         self._closed = False
         self._iterating = False
+        self._reading = False
 
     @property
     def resource_version(self) -> str:
@@ -141,19 +142,35 @@ class HTTPWatchStream:
             if isinstance(rv, str) and rv:
                 self._resource_version = rv
 
-    def _chunks(self) -> Iterator[bytes]:
+    def _raw_chunks(self) -> Iterator[bytes]:
         response = self._response
-        try:
-            if _chunked(response):
-                yield from response.read_chunked(decode_content=True)
+        if _chunked(response):
+            yield from response.read_chunked(decode_content=True)
+            return
+        while chunk := response.read1(_READ_SIZE):
+            yield chunk
+
+    def _chunks(self) -> Iterator[bytes]:
+        """Chunks as they arrive; ``_reading`` tells :meth:`stop` whether a read is in progress."""
+        raw = self._raw_chunks()
+        while True:
+            with self._lock:
+                if self._stopped:
+                    return
+                self._reading = True
+            try:
+                chunk = next(raw, None)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+                # ValueError/AttributeError: the socket was shut down or closed by stop() mid-read.
+                if self.stopped:
+                    return
+                raise connection_failed(exc, "watch stream broken") from exc
+            finally:
+                with self._lock:
+                    self._reading = False
+            if chunk is None:
                 return
-            while chunk := response.read1(_READ_SIZE):
-                yield chunk
-        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-            # ValueError/AttributeError: the socket was shut down or closed by stop() mid-read.
-            if self._stopped:
-                return
-            raise connection_failed(exc, "watch stream broken") from exc
+            yield chunk
 
     def _lines(self) -> Iterator[bytes]:
         pending = b""
@@ -172,18 +189,23 @@ class HTTPWatchStream:
             yield pending
 
     def stop(self) -> None:
-        """End the watch: wake a blocked reader and close the connection. Safe from any thread."""
+        """End the watch: wake a blocked reader and close the connection. Safe from any thread.
+
+        A reader blocked in a read is woken by shutting the socket down and closes the response
+        itself; otherwise the response is closed here at once.
+        """
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
-            iterating = self._iterating
+            reading = self._reading
+        if not reading:
+            self._close()
+            return
         try:
             self._response.shutdown()
         except (OSError, ValueError, RuntimeError, NotImplementedError):
             pass
-        if not iterating:
-            self._close()
 
     def _close(self) -> None:
         with self._lock:

@@ -186,3 +186,19 @@ def test_connection_reset_mid_stream_raises_connection_failed(
     assert not info.value.refused
     server.join(5)
     listener.close()
+
+
+def test_stop_while_the_consumer_holds_an_event_closes_at_once(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    reply = _serve(stub, _event("ADDED", "5"), _event("ADDED", "6"), None)
+    stream = stub_client.resource(PODS).watch()
+    try:
+        events = iter(stream)
+        first = next(events)
+        stream.stop()  # same thread, iterator suspended at a yield: nothing is reading
+        assert stream._response.closed
+        assert list(events) == []
+        assert first.object["metadata"]["resourceVersion"] == "5"
+    finally:
+        reply.hold.set()
