@@ -6,6 +6,7 @@ Public API: :class:`Emulator` (one cluster) and :class:`ClusterPair` (control + 
 
 from __future__ import annotations
 
+from mcm.emulator.cluster import ClusterPair
 from mcm.emulator.emulator import Emulator
 
-__all__ = ["Emulator"]
+__all__ = ["ClusterPair", "Emulator"]

@@ -1,0 +1,87 @@
+"""``python -m mcm.emulator serve``: run one emulator until SIGTERM or SIGINT.
+
+After binding it writes the kubeconfig and, if asked, a ready file
+``{"url": ..., "kubeconfig": ..., "pid": ...}`` (written atomically), so a parent process can
+wait for the file instead of polling the port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from mcm.emulator.emulator import Emulator
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcm.emulator", description="Kubernetes API server emulator"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve one emulated cluster until SIGTERM")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=0, help="0: the kernel picks a free port")
+    serve.add_argument("--name", default="emulator", help="cluster, user and context name in the kubeconfig")
+    serve.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
+    serve.add_argument("--crds", help="a directory (or file) of CustomResourceDefinition YAML to install")
+    serve.add_argument("--tls", action="store_true", help="serve https with a generated CA")
+    serve.add_argument("--token", help="bearer token required over https")
+    serve.add_argument("--ready-file", help="JSON file written once the server is ready")
+    serve.add_argument("--request-log", help="append the request log as JSON lines to this file")
+    serve.add_argument("--no-controllers", action="store_true", help="do not run the simulated controllers")
+    return parser
+
+
+def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(
+        json.dumps({"url": emulator.url, "kubeconfig": str(kubeconfig), "pid": os.getpid()}), encoding="utf-8"
+    )
+    tmp.replace(path)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run until a termination signal arrives."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    emulator = Emulator(
+        name=args.name,
+        host=args.host,
+        port=args.port,
+        tls=args.tls,
+        token=args.token,
+        log_file=args.request_log,
+        controllers=not args.no_controllers,
+        tls_dir=Path(args.kubeconfig).parent / f"{args.name}-tls" if args.tls else None,
+    )
+    try:
+        emulator.start()
+        if args.crds:
+            emulator.install_crds([args.crds])
+        kubeconfig = emulator.write_kubeconfig(args.kubeconfig)
+        if args.ready_file:
+            _write_ready(Path(args.ready_file), emulator, kubeconfig)
+        print(f"serving {emulator.url} (kubeconfig {kubeconfig})", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        emulator.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Two clusters side by side: ``control`` (Machines, classes, secrets, leases) and ``target``
+(nodes, pods, volumes, PDBs), each with its own kubeconfig (spec §4.1).
+
+Guarantees:
+
+- ``ClusterPair.start(dir)`` runs two independent emulators on kernel-chosen loopback ports,
+  installs the MCM CRDs into ``control`` (waiting for Established) and writes
+  ``control.kubeconfig`` and ``target.kubeconfig`` into ``dir``.
+- ``ClusterPair.single(dir)`` runs one emulator that plays both roles; both files point at it.
+- ``close()`` (or leaving the ``with`` block) stops every emulator it started.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mcm.emulator.emulator import Emulator
+
+__all__ = ["ClusterPair", "default_crd_dir"]
+
+
+def default_crd_dir() -> Path:
+    """``charts/machine-controller/crds`` of this repository."""
+    return Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
+
+
+class ClusterPair:
+    """A control and a target emulator with kubeconfig files."""
+
+    def __init__(
+        self, control: Emulator, target: Emulator, control_kubeconfig: Path, target_kubeconfig: Path
+    ) -> None:
+        self.control = control
+        self.target = target
+        self.control_kubeconfig = control_kubeconfig
+        self.target_kubeconfig = target_kubeconfig
+
+    @classmethod
+    def start(
+        cls,
+        directory: str | Path,
+        *,
+        tls: bool = False,
+        crds: str | Path | None = None,
+        namespace: str | None = None,
+        **options: Any,
+    ) -> ClusterPair:
+        """Start ``control`` and ``target``; install the MCM CRDs into ``control``."""
+        target_dir = Path(directory)
+        control = Emulator(
+            name="control", tls=tls, tls_dir=target_dir / "control-tls" if tls else None, **options
+        )
+        target = Emulator(
+            name="target", tls=tls, tls_dir=target_dir / "target-tls" if tls else None, **options
+        )
+        control.start()
+        try:
+            target.start()
+            _install(control, crds)
+            control_path = control.write_kubeconfig(target_dir / "control.kubeconfig", namespace=namespace)
+            target_path = target.write_kubeconfig(target_dir / "target.kubeconfig")
+        except BaseException:
+            control.close()
+            target.close()
+            raise
+        return cls(control, target, control_path, target_path)
+
+    @classmethod
+    def single(
+        cls,
+        directory: str | Path,
+        *,
+        tls: bool = False,
+        crds: str | Path | None = None,
+        namespace: str | None = None,
+        **options: Any,
+    ) -> ClusterPair:
+        """One emulator in both roles; both kubeconfig files point at it."""
+        target_dir = Path(directory)
+        emulator = Emulator(name="cluster", tls=tls, tls_dir=target_dir / "tls" if tls else None, **options)
+        emulator.start()
+        try:
+            _install(emulator, crds)
+            control_path = emulator.write_kubeconfig(target_dir / "control.kubeconfig", namespace=namespace)
+            target_path = emulator.write_kubeconfig(target_dir / "target.kubeconfig")
+        except BaseException:
+            emulator.close()
+            raise
+        return cls(emulator, emulator, control_path, target_path)
+
+    def close(self) -> None:
+        """Stop the emulators."""
+        self.control.close()
+        if self.target is not self.control:
+            self.target.close()
+
+    def __enter__(self) -> ClusterPair:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _install(emulator: Emulator, crds: str | Path | None) -> None:
+    directory = Path(crds) if crds is not None else default_crd_dir()
+    files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+    if files:
+        emulator.install_crds(files)

@@ -1,0 +1,101 @@
+"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (spec §4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from mcm.emulator import ClusterPair
+from mcm.emulator.kubeconfig import tls_available
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_cluster_pair_two_independent_clusters(tmp_path: Path) -> None:
+    with ClusterPair.start(tmp_path) as pair:
+        assert pair.control.port != pair.target.port
+        control = config.new_client_from_config(config_file=str(pair.control_kubeconfig))
+        target = config.new_client_from_config(config_file=str(pair.target_kubeconfig))
+        groups = [g.name for g in client.ApisApi(control).get_api_versions().groups]
+        assert "machine.sapcloud.io" in groups
+        assert "machine.sapcloud.io" not in [g.name for g in client.ApisApi(target).get_api_versions().groups]
+        client.CoreV1Api(target).create_node({"metadata": {"name": "n1"}})
+        assert [n.metadata.name for n in client.CoreV1Api(target).list_node().items] == ["n1"]
+        assert client.CoreV1Api(control).list_node().items == []
+
+
+def test_cluster_pair_single_shares_one_server(tmp_path: Path) -> None:
+    with ClusterPair.single(tmp_path, namespace="mcm") as pair:
+        assert pair.control is pair.target
+        text = pair.control_kubeconfig.read_text()
+        assert "namespace: mcm" in text
+        assert pair.target_kubeconfig.exists()
+
+
+@pytest.mark.skipif(not tls_available(), reason="TLS material needs the openssl command")
+def test_tls_with_ca_and_token(tmp_path: Path) -> None:
+    with ClusterPair.single(tmp_path, tls=True) as pair:
+        assert pair.control.url.startswith("https://")
+        api = config.new_client_from_config(config_file=str(pair.control_kubeconfig))
+        assert client.VersionApi(api).get_code().git_version == "v1.32.0"
+        assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
+        conf = client.Configuration()
+        conf.host = pair.control.url
+        conf.ssl_ca_cert = str(pair.control.tls.ca_cert)  # type: ignore[union-attr]
+        with pytest.raises(client.ApiException) as info:
+            client.CoreV1Api(client.ApiClient(conf)).list_namespace()
+        assert info.value.status == 401
+
+
+def _wait_for_file(path: Path, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return json.loads(path.read_text())
+        time.sleep(0.02)
+    raise AssertionError(f"{path} did not appear")
+
+
+def test_serve_command_ready_file_and_sigterm(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcm.emulator",
+            "serve",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--crds",
+            str(REPO / "charts" / "machine-controller" / "crds"),
+            "--ready-file",
+            str(ready),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stderr=subprocess.PIPE,
+    )
+    try:
+        info = _wait_for_file(ready, 20)
+        assert info["kubeconfig"] == str(kubeconfig)
+        with urllib.request.urlopen(info["url"] + "/apis/machine.sapcloud.io/v1alpha1", timeout=5) as resp:
+            body = json.loads(resp.read())
+        assert "machines" in [r["name"] for r in body["resources"]]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
