@@ -64,7 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, request_stop)
     server = serve(driver, args.endpoint, max_workers=args.max_workers)
     print(f"serving {server.endpoint}", flush=True)
-    stop.wait()
+    # Wake up now and then: a signal delivered to one of gRPC's threads does not interrupt this
+    # wait, and Python runs the handler only when the main thread gets control back.
+    while not stop.wait(0.5):
+        pass
     server.stop(args.grace)
     driver.close()
     return 0
