@@ -327,3 +327,16 @@ def test_pdb_disrupted_pod_expires_after_2min(tmp_path: Path) -> None:
             assert evict  # the module-level entry point stays importable for the server
         finally:
             controllers.stop()
+
+
+def test_pdb_sync_failed_on_uncomputable_budget(emu: Emulator) -> None:
+    from mcm.emulator.controllers.disruption import compute_status, failed_status
+
+    run_pods(emu, 2, {"app": "a"})
+    bad = pdb("b", {"app": "a"}, maxUnavailable="lots")
+    with pytest.raises(ValueError):
+        compute_status(bad, emu.list("pods", NS), {}, _dt.datetime.now(_dt.UTC))
+    status = failed_status(bad, "invalid value", _dt.datetime.now(_dt.UTC))
+    assert status["disruptionsAllowed"] == 0
+    assert status["conditions"][0]["reason"] == "SyncFailed"
+    assert status["conditions"][0]["message"] == "invalid value"

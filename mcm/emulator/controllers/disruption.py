@@ -6,6 +6,8 @@ Guarantees:
   scale for percentages and ``maxUnavailable``), desired and current healthy, disrupted pods that
   are still pending (2 min), ``disruptionsAllowed``, ``observedGeneration`` and the
   ``DisruptionAllowed`` condition (``lastTransitionTime`` changes only when the status flips).
+  A budget that cannot be computed (e.g. a malformed ``minAvailable``) gets
+  ``disruptionsAllowed: 0`` and the condition reason ``SyncFailed`` with the error as message.
 - :class:`DisruptionController` recomputes a PDB after any change to it or to a pod in its
   namespace: in ``sync`` mode right after the triggering commit (before that request is
   answered), in ``async`` mode after ``delay`` seconds. It skips PDBs annotated
@@ -37,7 +39,14 @@ if TYPE_CHECKING:
     from mcm.emulator.storage import Storage
     from mcm.emulator.store import Change
 
-__all__ = ["DELETION_TIMEOUT", "OFF_ANNOTATION", "DisruptionController", "compute_status", "evict"]
+__all__ = [
+    "DELETION_TIMEOUT",
+    "OFF_ANNOTATION",
+    "DisruptionController",
+    "compute_status",
+    "evict",
+    "failed_status",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -189,6 +198,19 @@ def compute_status(
     return status, next_expiry
 
 
+def failed_status(pdb: Mapping[str, Any], error: str, now: _dt.datetime) -> Obj:
+    """The status written when the budget cannot be computed: nothing allowed, ``SyncFailed``."""
+    old_status = pdb.get("status") or {}
+    generation = int((pdb.get("metadata") or {}).get("generation") or 0)
+    condition = {**_condition(old_status, 0, generation, now), "reason": "SyncFailed", "message": error}
+    return {
+        **{k: old_status.get(k, 0) for k in ("currentHealthy", "desiredHealthy", "expectedPods")},
+        "observedGeneration": generation,
+        "disruptionsAllowed": 0,
+        "conditions": [condition],
+    }
+
+
 # --------------------------------------------------------------------------- controller
 
 
@@ -248,7 +270,11 @@ class DisruptionController:
         if ((pdb["metadata"].get("annotations") or {}).get(OFF_ANNOTATION)) == "off":
             return
         pods = [s.obj for s in storage.store.items(PODS, namespace)]
-        status, next_expiry = compute_status(pdb, pods, self._owner_replicas(pods), self.clock.now())
+        try:
+            status, next_expiry = compute_status(pdb, pods, self._owner_replicas(pods), self.clock.now())
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("pdb_sync_failed", namespace=namespace, name=name, error=str(exc))
+            status, next_expiry = failed_status(pdb, str(exc), self.clock.now()), None
         if next_expiry is not None:
             delay = (next_expiry - self.clock.now()).total_seconds()
             key = ("pdb-expiry", namespace, name)
