@@ -63,9 +63,16 @@ client-go has no default; a bounded wait keeps a dead connection from hanging a 
 
 _MAX_ERROR_TEXT = 1024
 
-# Stale pooled connections: retry a GET once on a read error; never retry writes, statuses or
-# redirects here (Retry-After handling is ours).
-_URLLIB3_RETRIES = Retry(
+class _StaleConnectionRetry(Retry):
+    """Retries a request whose pooled connection turned out closed, never one that timed out."""
+
+    def _is_read_error(self, err: Exception) -> bool:
+        return isinstance(err, urllib3.exceptions.ProtocolError)
+
+
+# Stale pooled connections: retry a GET once when the server had closed it; never retry
+# timeouts, writes, statuses or redirects here (Retry-After handling is ours).
+_URLLIB3_RETRIES = _StaleConnectionRetry(
     total=1,
     connect=0,
     read=1,

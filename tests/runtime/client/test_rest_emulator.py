@@ -437,3 +437,15 @@ def test_eviction_blocked_by_budget_is_too_many_requests(client: ClusterClient, 
     assert info.value.retry_after is None
     assert info.value.details["causes"][0]["reason"] == "DisruptionBudget"
     assert client.resource(PODS).get("p1", namespace="default")["metadata"]["name"] == "p1"
+
+
+def test_unanswered_request_times_out_as_connection_failure(kubeconfig: str, emulator: Emulator) -> None:
+    client = load_config(kubeconfig, timeout=0.3)
+    client.resource(NODES).list()
+    emulator.pause("hang")
+    try:
+        with pytest.raises(errors.ConnectionFailed) as info:
+            client.resource(NODES).get("n1")
+        assert not info.value.refused
+    finally:
+        emulator.resume()
