@@ -1,0 +1,141 @@
+"""kubectl interoperability: discovery, OpenAPI validation, apply, get, watch, delete, wait, drain.
+
+Skipped when ``kubectl`` is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from mcm.emulator import Emulator
+from tests.conftest import MCM_CRDS_DIR
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine"),
+]
+
+MACHINE = """\
+apiVersion: machine.sapcloud.io/v1alpha1
+kind: Machine
+metadata:
+  name: m1
+  namespace: default
+  finalizers: ["example.com/hold"]
+spec:
+  class:
+    kind: MachineClass
+    name: c1
+"""
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: str, tmp_path: Path) -> None:
+        self.base = [str(KUBECTL), "--kubeconfig", kubeconfig, "--cache-dir", str(tmp_path / "cache")]
+        self.tmp_path = tmp_path
+
+    def __call__(self, *args: str, check: bool = True, timeout: float = 30) -> str:
+        result = subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*self.base, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+
+@pytest.fixture
+def kubectl(kubeconfig: str, tmp_path: Path) -> Kubectl:
+    return Kubectl(kubeconfig, tmp_path)
+
+
+def test_kubectl_apply_crds_and_machine_then_get_json(kubectl: Kubectl, tmp_path: Path) -> None:
+    kubectl("apply", "-f", str(MCM_CRDS_DIR))
+    kubectl("wait", "--for=condition=Established", "crd/machines.machine.sapcloud.io", "--timeout=10s")
+    manifest = tmp_path / "machine.yaml"
+    manifest.write_text(MACHINE)
+    assert "created" in kubectl("apply", "-f", str(manifest))
+    assert "unchanged" in kubectl("apply", "-f", str(manifest))
+    machine = json.loads(kubectl("get", "machine", "m1", "-o", "json"))
+    assert machine["spec"]["class"]["name"] == "c1"
+    assert machine["metadata"]["generation"] == 1
+    listing = json.loads(kubectl("get", "mc", "-o", "json"))
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["m1"]
+
+
+def test_kubectl_watch_sees_update(kubectl: Kubectl, tmp_path: Path, emulator: Emulator) -> None:
+    manifest = tmp_path / "machine.yaml"
+    manifest.write_text(MACHINE)
+    kubectl("apply", "-f", str(manifest))
+    proc = kubectl.popen("get", "machines", "--watch", "-o", "json", "--request-timeout=20s")
+    seen = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if '"seen": "yes"' in line:
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert emulator.wait_for(
+            lambda: emulator.watches.open_watches().get("machines.machine.sapcloud.io") == 1, 15
+        )
+        kubectl("label", "machine", "m1", "seen=yes")
+        assert seen.wait(10), "kubectl --watch did not print the update"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_kubectl_delete_with_finalizer_leaves_object_terminating(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "machine.yaml"
+    manifest.write_text(MACHINE)
+    kubectl("apply", "-f", str(manifest))
+    kubectl("delete", "machine", "m1", "--wait=false")
+    machine = json.loads(kubectl("get", "machine", "m1", "-o", "json"))
+    assert machine["metadata"]["deletionTimestamp"]
+    kubectl("patch", "machine", "m1", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    out = kubectl("get", "machine", "m1", check=False)
+    assert out == ""
+    assert (
+        "NotFound"
+        in subprocess.run(
+            [*kubectl.base, "get", "machine", "m1"], capture_output=True, text=True, check=False
+        ).stderr
+    )
+
+
+def test_kubectl_create_node_and_drain_evicts_pod(
+    kubectl: Kubectl, tmp_path: Path, emulator: Emulator
+) -> None:
+    node = tmp_path / "node.yaml"
+    node.write_text("apiVersion: v1\nkind: Node\nmetadata:\n  name: node1\n")
+    kubectl("create", "-f", str(node))
+    emulator.seed(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p1", "namespace": "default"},
+                "spec": {"nodeName": "node1", "containers": [{"name": "c", "image": "busybox:1"}]},
+            }
+        ]
+    )
+    out = kubectl("drain", "node1", "--force", "--grace-period=0", "--timeout=20s", timeout=40)
+    assert "drained" in out
+    assert json.loads(kubectl("get", "node", "node1", "-o", "json"))["spec"]["unschedulable"] is True
+    assert emulator.get("pods", "default", "p1") is None
+    assert emulator.stats.count("create", "pods", subresource="eviction") >= 1
