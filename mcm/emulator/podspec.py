@@ -11,7 +11,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -73,8 +72,8 @@ def _default_tolerations(tolerations: Any) -> Any:
 
 
 def default_pod_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The upstream defaults of a pod spec (a new dict)."""
-    result = copy.deepcopy(dict(spec))
+    """The upstream defaults of a pod spec (a new dict; shared values are never mutated)."""
+    result = dict(spec)
     result.setdefault("terminationGracePeriodSeconds", 30)
     result.setdefault("restartPolicy", "Always")
     result.setdefault("dnsPolicy", "ClusterFirst")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 from typing import Any
 
 import pytest
@@ -63,6 +64,13 @@ def test_reset_status_on_create_except_nodes() -> None:
         ("storage.k8s.io", "VolumeAttachment"),
     ]:
         assert strategy_for(group, kind).reset_status_on_create is True
+
+
+def test_pod_defaults_do_not_mutate_input() -> None:
+    body = pod(containers=[{"name": "a", "image": "nginx"}], tolerations=[{"key": "k", "operator": "Exists"}])
+    before = copy.deepcopy(body)
+    strategy_for("", "Pod").defaults(body)
+    assert body == before
 
 
 def test_pod_defaults() -> None:
