@@ -31,7 +31,7 @@ from typing import Any, Literal
 from mcm.emulator import podspec
 from mcm.emulator import schema as schemas
 from mcm.emulator.crdvalidation import crd_defaults, crd_errors
-from mcm.emulator.timefmt import normalize_microtime, normalize_time, quantity_string
+from mcm.emulator.normalize import map_at, normalizer, time_map
 from mcm.emulator.validation import (
     DecodeError,
     FieldError,
@@ -136,71 +136,6 @@ def _bool_field(path: str) -> FieldGetter:
     return getter
 
 
-def _map_at(obj: Obj, path: str, fn: Callable[[Any], Any]) -> Obj:
-    """Copy-on-write update of the value at a dotted path; ``[]`` maps over a list."""
-    head, _, rest = path.partition(".")
-    if head.endswith("[]"):
-        key = head[:-2]
-        items = obj.get(key)
-        if not isinstance(items, list):
-            return obj
-        mapped = [_map_at(item, rest, fn) if isinstance(item, dict) and rest else item for item in items]
-        return {**obj, key: mapped}
-    if head not in obj or obj[head] is None:
-        return obj
-    if not rest:
-        return {**obj, head: fn(obj[head])}
-    child = obj[head]
-    if not isinstance(child, dict):
-        return obj
-    return {**obj, head: _map_at(child, rest, fn)}
-
-
-def _quantity_map(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    return {k: quantity_string(q) for k, q in value.items()}
-
-
-def _time(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return normalize_time(value)
-    except ValueError as exc:
-        raise DecodeError(str(exc)) from None
-
-
-def _microtime(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return normalize_microtime(value)
-    except ValueError as exc:
-        raise DecodeError(str(exc)) from None
-
-
-def _time_map(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    return {k: _time(t) for k, t in value.items()}
-
-
-def _normalizer(
-    quantities: tuple[str, ...] = (), times: tuple[str, ...] = (), micro: tuple[str, ...] = ()
-) -> Callable[[Obj], Obj]:
-    def normalize(obj: Obj) -> Obj:
-        for path in quantities:
-            obj = _map_at(obj, path, _quantity_map)
-        for path in times:
-            obj = _map_at(obj, path, _time)
-        for path in micro:
-            obj = _map_at(obj, path, _microtime)
-        return obj
-
-    return normalize
-
-
 def _lists(**extra: str) -> dict[str, str]:
     return {**COMMON_SMP_LISTS, **{k.replace("__", "."): val for k, val in extra.items()}}
 
@@ -240,7 +175,7 @@ POD = Strategy(
     graceful_delete=_pod_grace,
     defaults=podspec.default_pod,
     validate=_pod_validate,
-    normalize=_normalizer(_CONTAINER_QUANTITIES, (*_CONDITION_TIMES, "status.startTime")),
+    normalize=normalizer(_CONTAINER_QUANTITIES, (*_CONDITION_TIMES, "status.startTime")),
     field_selectors={
         "spec.nodeName": _string_field("spec.nodeName"),
         "spec.restartPolicy": _string_field("spec.restartPolicy"),
@@ -305,7 +240,7 @@ def _taint_errors(new: Obj, old: Obj | None) -> list[FieldError]:
 NODE = Strategy(
     status_subresource=True,
     validate=_taint_errors,
-    normalize=_normalizer(
+    normalize=normalizer(
         ("status.capacity", "status.allocatable"),
         (
             "status.conditions[].lastHeartbeatTime",
@@ -397,7 +332,7 @@ PERSISTENT_VOLUME = Strategy(
     reset_status_on_create=True,
     return_deleted_object=True,
     defaults=_pending_status,
-    normalize=_normalizer(("spec.capacity",)),
+    normalize=normalizer(("spec.capacity",)),
 )
 
 PERSISTENT_VOLUME_CLAIM = Strategy(
@@ -405,7 +340,7 @@ PERSISTENT_VOLUME_CLAIM = Strategy(
     reset_status_on_create=True,
     return_deleted_object=True,
     defaults=_pending_status,
-    normalize=_normalizer(
+    normalize=normalizer(
         ("spec.resources.requests", "spec.resources.limits", "status.capacity", "status.allocatedResources"),
         _CONDITION_TIMES,
     ),
@@ -461,7 +396,7 @@ _EVENT_SELECTORS = {
 
 EVENT = Strategy(
     validate=_event_errors,
-    normalize=_normalizer((), ("firstTimestamp", "lastTimestamp"), ("eventTime", "series.lastObservedTime")),
+    normalize=normalizer((), ("firstTimestamp", "lastTimestamp"), ("eventTime", "series.lastObservedTime")),
     field_selectors=_EVENT_SELECTORS,
 )
 
@@ -478,7 +413,7 @@ def _events_v1_errors(new: Obj, old: Obj | None) -> list[FieldError]:
 
 EVENTS_V1_EVENT = Strategy(
     validate=_events_v1_errors,
-    normalize=_normalizer(
+    normalize=normalizer(
         (), ("deprecatedFirstTimestamp", "deprecatedLastTimestamp"), ("eventTime", "series.lastObservedTime")
     ),
 )
@@ -503,7 +438,7 @@ LEASE = Strategy(
     unconditional_update=False,
     create_on_update=True,
     validate=_lease_errors,
-    normalize=_normalizer((), (), ("spec.acquireTime", "spec.renewTime")),
+    normalize=normalizer((), (), ("spec.acquireTime", "spec.renewTime")),
 )
 
 # --------------------------------------------------------------------------- PDBs
@@ -567,8 +502,8 @@ POD_DISRUPTION_BUDGET = Strategy(
     unconditional_update=False,
     defaults=lambda obj: {**obj, "status": {**_ZERO_PDB_STATUS, **(obj.get("status") or {})}},
     validate=_pdb_errors,
-    normalize=lambda obj: _map_at(
-        _normalizer((), ("status.conditions[].lastTransitionTime",))(obj), "status.disruptedPods", _time_map
+    normalize=lambda obj: map_at(
+        normalizer((), ("status.conditions[].lastTransitionTime",))(obj), "status.disruptedPods", time_map
     ),
     smp_lists=_lists(status__conditions="merge:type"),
 )
@@ -583,7 +518,7 @@ CUSTOM_RESOURCE_DEFINITION = Strategy(
     return_deleted_object=True,
     defaults=crd_defaults,
     validate=crd_errors,
-    normalize=_normalizer((), ("status.conditions[].lastTransitionTime",)),
+    normalize=normalizer((), ("status.conditions[].lastTransitionTime",)),
 )
 
 
