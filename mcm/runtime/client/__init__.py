@@ -8,6 +8,7 @@ watch, create, update, update_status, patch, delete and evict on plain JSON dict
 
 from mcm.runtime.client.cluster import ClusterClient
 from mcm.runtime.client.config import IN_CLUSTER_CONFIG, ConfigError, load_config
+from mcm.runtime.client.discovery import DiscoveryClient
 from mcm.runtime.client.listwatch import ListWatch, list_watch
 from mcm.runtime.client.resources import Resource
 from mcm.runtime.client.rest import RESTClient
@@ -18,6 +19,7 @@ __all__ = [
     "IN_CLUSTER_CONFIG",
     "ClusterClient",
     "ConfigError",
+    "DiscoveryClient",
     "HTTPWatchStream",
     "ListOptions",
     "ListWatch",

@@ -14,6 +14,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from mcm.runtime.client.discovery import DiscoveryClient
 from mcm.runtime.client.ratelimit import RateLimiter, new_rate_limiter
 from mcm.runtime.client.resources import Resource
 from mcm.runtime.client.rest import RESTClient
@@ -91,6 +92,10 @@ class ClusterClient:
             max_retries=self.transport.max_retries,
             timeout=self.transport.timeout,
         )
+
+    def discovery(self) -> DiscoveryClient:
+        """Discovery reads (groups, resources, version) through this client's transport."""
+        return DiscoveryClient(self.transport)
 
     def get_json(self, path: str, query: dict[str, str] | None = None) -> Any:
         """GET any path (``/version``, ``/apis``) and return the decoded JSON."""

@@ -153,9 +153,10 @@ class RESTClient:
         result: Object = self._transport.request("POST", self.collection_path(ns), body=body)
         return result
 
-    def update(self, body: Object, *, namespace: str | None = None) -> Object:
-        """PUT the whole object (optimistic concurrency through ``metadata.resourceVersion``)."""
-        return self._put(body, namespace, None)
+    def update(self, body: Object, *, namespace: str | None = None, subresource: str | None = None) -> Object:
+        """PUT the whole object, or a subresource such as ``scale`` (optimistic concurrency
+        through ``metadata.resourceVersion``)."""
+        return self._put(body, namespace, subresource)
 
     def update_status(self, body: Object, *, namespace: str | None = None) -> Object:
         """PUT the object's ``status`` subresource."""
@@ -201,6 +202,22 @@ class RESTClient:
         """
         body = delete_options(propagation, preconditions, grace_period_seconds)
         result: Object = self._transport.request("DELETE", self.object_path(name, namespace), body=body)
+        return result
+
+    def delete_collection(
+        self,
+        options: ListOptions | None = None,
+        *,
+        namespace: str | None = None,
+        propagation: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> Object:
+        """DELETE every object the list options select (in ``namespace``, or cluster-wide)."""
+        body = delete_options(propagation, None, grace_period_seconds)
+        query = (options or ListOptions()).to_query()
+        result: Object = self._transport.request(
+            "DELETE", self.collection_path(namespace), query=query, body=body
+        )
         return result
 
     def evict(self, name: str, namespace: str, delete_options: Object | None = None) -> Object:

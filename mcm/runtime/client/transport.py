@@ -63,6 +63,7 @@ client-go has no default; a bounded wait keeps a dead connection from hanging a 
 
 _MAX_ERROR_TEXT = 1024
 
+
 class _StaleConnectionRetry(Retry):
     """Retries a request whose pooled connection turned out closed, never one that timed out."""
 

@@ -449,3 +449,44 @@ def test_unanswered_request_times_out_as_connection_failure(kubeconfig: str, emu
         assert not info.value.refused
     finally:
         emulator.resume()
+
+
+def test_discovery(client: ClusterClient) -> None:
+    discovery = client.discovery()
+    assert discovery.server_version()["gitVersion"].startswith("v1.")
+    groups = discovery.server_groups()
+    assert groups[0]["name"] == "" and groups[0]["preferredVersion"]["groupVersion"] == "v1"
+    names = {g["name"] for g in groups}
+    assert {"policy", "coordination.k8s.io", "machine.sapcloud.io"} <= names
+    assert discovery.preferred_version("policy") == "policy/v1"
+    assert discovery.preferred_version("no.such.group") is None
+    assert discovery.has_resource("v1", "pods/eviction", kind="Eviction")
+    assert discovery.has_resource("storage.k8s.io/v1", "volumeattachments")
+    assert not discovery.has_resource("v1", "pods/eviction", kind="Pod")
+    with pytest.raises(errors.NotFound):
+        discovery.server_resources_for_group_version("no.such.group/v1")
+
+
+def test_delete_collection_by_selector(client: ClusterClient) -> None:
+    secrets = client.resource(SECRETS)
+    for name, team in (("a", "x"), ("b", "x"), ("c", "y")):
+        secrets.create(_secret(name, team=team))
+    secrets.delete_collection(ListOptions(label_selector="team=x"), namespace="default")
+    assert [s["metadata"]["name"] for s in secrets.list(namespace="default")["items"]] == ["c"]
+
+
+def test_scale_subresource_of_a_custom_resource(client: ClusterClient) -> None:
+    sets = client.resource(Resource("machine.sapcloud.io", "v1alpha1", "machinesets", "MachineSet", True))
+    sets.create(
+        {
+            "apiVersion": "machine.sapcloud.io/v1alpha1",
+            "kind": "MachineSet",
+            "metadata": {"name": "ms", "namespace": "default"},
+            "spec": {"replicas": 1, "machineClass": {"kind": "MachineClass", "name": "c"}},
+        }
+    )
+    scale = sets.get("ms", namespace="default", subresource="scale")
+    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 1
+    updated = sets.update({**scale, "spec": {"replicas": 3}}, subresource="scale")
+    assert updated["spec"]["replicas"] == 3
+    assert sets.get("ms", namespace="default")["spec"]["replicas"] == 3
