@@ -221,3 +221,22 @@ def test_attach_detach_simulator(emu: Emulator, clock: FakeClock) -> None:
     clock.step(1)
     assert emu.wait_for(lambda: emu.get(("storage.k8s.io", "volumeattachments"), "", name) is None, timeout=5)
     assert emu.get("nodes", "", "n1")["status"]["volumesAttached"] == []  # type: ignore[index]
+
+
+def test_event_ttl_expires_events_after_last_write(emu: Emulator, clock: FakeClock) -> None:
+    ctl(emu).eventttl.ttl = 60
+    event = {
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Node", "name": "n1"},
+        "reason": "R",
+        "message": "m",
+        "count": 1,
+    }
+    create(emu, "events", event, NS)
+    clock.step(50)
+    rt = emu.resource_type("events")
+    emu.storage.guaranteed_update(rt, NS, "e", lambda o: {**o, "count": 2})
+    clock.step(50)
+    assert not emu.wait_for(lambda: emu.get("events", NS, "e") is None, timeout=0.2)
+    clock.step(11)
+    assert emu.wait_for(lambda: emu.get("events", NS, "e") is None, timeout=5)
