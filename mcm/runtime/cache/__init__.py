@@ -41,6 +41,7 @@ from mcm.runtime.cache.labels import Selector, everything, parse_selector, selec
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
 from mcm.runtime.cache.pager import ListPager
 from mcm.runtime.cache.processor_listener import ProcessorListener
+from mcm.runtime.cache.real_fifo import RealFIFO
 from mcm.runtime.cache.reflector import Reflector, VeryShortWatchError
 from mcm.runtime.cache.shared_informer import (
     InformerStartedError,
@@ -78,6 +79,7 @@ __all__ = [
     "Lister",
     "NamespaceLister",
     "ProcessorListener",
+    "RealFIFO",
     "Reflector",
     "RequeueError",
     "ResourceEventHandler",

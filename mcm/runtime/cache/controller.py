@@ -18,13 +18,15 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import structlog
 
-from mcm.runtime.cache.delta_fifo import DeltaFIFO, Deltas, DeltaType, FIFOClosedError, RequeueError
+from mcm.runtime.cache.delta_fifo import Deltas, DeltaType, FIFOClosedError, PopProcessFunc, RequeueError
 from mcm.runtime.cache.handlers import ResourceEventHandler
 from mcm.runtime.cache.reflector import (
     Reflector,
+    ReflectorStore,
     WatchErrorHandler,
     default_watch_error_handler,
     new_default_backoff_manager,
@@ -35,18 +37,28 @@ from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import handle_error
 from mcm.runtime.wait import BackoffManager, until
 
-__all__ = ["Config", "Controller", "process_deltas"]
+__all__ = ["Config", "Controller", "Queue", "process_deltas"]
 
 log = structlog.get_logger(__name__)
 
 ProcessFunc = Callable[[Deltas, bool], None]
 
 
+class Queue(ReflectorStore, Protocol):
+    """What the controller pops from: a DeltaFIFO or a RealFIFO."""
+
+    def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Deltas: ...
+
+    def has_synced(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Config:
     """Everything a :class:`Controller` needs."""
 
-    queue: DeltaFIFO
+    queue: Queue
     lister_watcher: ListerWatcher
     process: ProcessFunc
     """Called with each popped delta list and whether it belongs to the initial list."""
@@ -125,7 +137,7 @@ class Controller:
                 raise RequeueError() from exc
 
 
-def _close_on(stop: threading.Event, queue: DeltaFIFO) -> None:
+def _close_on(stop: threading.Event, queue: Queue) -> None:
     while not stop.is_set():  # FakeClock.wait wakes other waiters of the same event spuriously
         stop.wait()
     queue.close()

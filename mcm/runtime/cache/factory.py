@@ -50,8 +50,10 @@ class SharedInformerFactory:
         custom_resync: dict[Resource, float] | None = None,
         clock: Clock = REAL_CLOCK,
         new_backoff_manager: Callable[[Clock], BackoffManager] = new_default_backoff_manager,
+        use_real_fifo: bool = False,
     ) -> None:
         self._new_backoff_manager = new_backoff_manager
+        self._use_real_fifo = use_real_fifo
         self._client = client
         self.namespace = namespace or None
         self.default_resync = resync
@@ -93,6 +95,7 @@ class SharedInformerFactory:
             expected_kind=resource.kind,
             clock=self._clock,
             new_backoff_manager=self._new_backoff_manager,
+            use_real_fifo=self._use_real_fifo,
         )
 
     def start(self, stop: threading.Event) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import structlog
 
-from mcm.runtime.cache.controller import Config, Controller, process_deltas
+from mcm.runtime.cache.controller import Config, Controller, Queue, process_deltas
 from mcm.runtime.cache.delta_fifo import DeltaFIFO, Deltas, TransformFunc
 from mcm.runtime.cache.handlers import ResourceEventHandler
 from mcm.runtime.cache.index import IndexFunc
@@ -44,6 +44,7 @@ from mcm.runtime.cache.processor_listener import (
     UpdateNotification,
     determine_resync_period,
 )
+from mcm.runtime.cache.real_fifo import RealFIFO
 from mcm.runtime.cache.reflector import (
     WatchErrorHandler,
     default_watch_error_handler,
@@ -142,7 +143,12 @@ class _SharedProcessor:
 
 
 class SharedIndexInformer:
-    """List/watch one resource into an indexer and fan changes out to handlers."""
+    """List/watch one resource into an indexer and fan changes out to handlers.
+
+    ``default_resync`` is every handler's resync period unless it asks for its own (0 = never);
+    ``use_real_fifo`` switches the DeltaFIFO of client-go 0.28 for the RealFIFO of 0.33+;
+    ``new_backoff_manager`` builds the reflector's back-offs (tests shorten them).
+    """
 
     def __init__(
         self,
@@ -156,8 +162,10 @@ class SharedIndexInformer:
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
         new_backoff_manager: Callable[[Clock], BackoffManager] = new_default_backoff_manager,
+        use_real_fifo: bool = False,
     ) -> None:
         self._lw = lister_watcher
+        self._use_real_fifo = use_real_fifo
         self._new_backoff_manager = new_backoff_manager
         self._name = name
         self._object_description = object_description
@@ -255,12 +263,7 @@ class SharedIndexInformer:
             if self._started:
                 log.warning("informer_already_started", informer=self._name)
                 return
-            fifo = DeltaFIFO(
-                key_function=deletion_handling_meta_namespace_key_func,
-                known_objects=self._indexer,
-                emit_delta_type_replaced=True,
-                transformer=self._transform,
-            )
+            fifo = self._new_queue()
             self._controller = Controller(
                 Config(
                     queue=fifo,
@@ -285,6 +288,20 @@ class SharedIndexInformer:
             with self._started_lock:
                 self._stopped = True
             self._processor.stop()
+
+    def _new_queue(self) -> Queue:
+        if self._use_real_fifo:
+            return RealFIFO(
+                key_function=deletion_handling_meta_namespace_key_func,
+                known_objects=self._indexer,
+                transformer=self._transform,
+            )
+        return DeltaFIFO(
+            key_function=deletion_handling_meta_namespace_key_func,
+            known_objects=self._indexer,
+            emit_delta_type_replaced=True,
+            transformer=self._transform,
+        )
 
     def _handle_deltas(self, deltas: Deltas, is_in_initial_list: bool) -> None:
         with self._block_deltas:
