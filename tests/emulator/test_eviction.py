@@ -295,7 +295,6 @@ def test_typed_client_eviction_and_pdb_deserialise(emu: Emulator, tmp_path: Path
     api.close()
 
 
-@pytest.mark.slow
 def test_pdb_disrupted_pod_expires_after_2min(tmp_path: Path) -> None:
     clock = FakeClock(_dt.datetime.now(_dt.UTC))
     with Emulator(controllers=False) as emu:
