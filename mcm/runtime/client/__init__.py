@@ -1,9 +1,18 @@
 """Kubernetes REST client layer: config, typed errors, list/watch contract, per-resource clients.
 
-Start with :func:`load_config` (a kubeconfig path or ``"inClusterConfig"``), which returns a
-:class:`ClusterClient`; ``client.resource(PODS)`` gives a :class:`RESTClient` with get, list,
-watch, create, update, update_status, patch, delete and evict on plain JSON dicts.
-:func:`list_watch` adapts a REST client to the informers' :class:`ListerWatcher`.
+Where to start:
+
+- :func:`load_config` (a kubeconfig path, or ``"inClusterConfig"``) returns a
+  :class:`ClusterClient`: one ``kubernetes`` ``ApiClient`` (one connection pool) and one
+  client-side token bucket (QPS/burst) per cluster.
+- ``client.resource(PODS)`` gives the :class:`RESTClient` of a resource from
+  :mod:`~mcm.runtime.client.resources`: get, list, watch, create, update, update_status,
+  patch, delete, delete_collection and evict, on plain JSON dicts.
+- Failures raise the typed errors of :mod:`~mcm.runtime.client.errors` (``NotFound``,
+  ``Conflict``, ``Gone``, ``TooManyRequests`` with ``retry_after``…) or ``ConnectionFailed``
+  when no HTTP answer came.
+- :func:`list_watch` adapts a REST client to the informers' :class:`ListerWatcher`;
+  ``client.discovery()`` reads what the server serves.
 """
 
 from mcm.runtime.client.cluster import ClusterClient
