@@ -86,8 +86,11 @@ def _context_namespace(kubeconfig: str, context: str | None) -> str | None:
 def _kubeconfig_configuration(
     configuration: Configuration, kubeconfig: str, context: str | None
 ) -> str | None:
-    if not all(os.path.exists(p) for p in kubeconfig.split(os.pathsep) if p):
-        raise ConfigError(f"kubeconfig {kubeconfig!r} does not exist")
+    paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
+    kubeconfig = os.pathsep.join(paths)
     try:
         load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False

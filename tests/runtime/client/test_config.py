@@ -135,3 +135,20 @@ def test_in_cluster_outside_a_cluster_is_a_config_error(monkeypatch: pytest.Monk
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
     with pytest.raises(ConfigError, match="in-cluster"):
         load_config(IN_CLUSTER_CONFIG)
+
+
+def test_several_kubeconfig_files_are_merged(stub: StubServer, tmp_path: Path) -> None:
+    main = stub.write_kubeconfig(tmp_path / "main", token="t")
+    extra = tmp_path / "extra"
+    extra.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: other, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: other, user: {}}]\n"
+        "contexts: [{name: other, context: {cluster: other, user: other, namespace: o}}]\n"
+    )
+    merged = f"{main}:{extra}"
+    assert load_config(merged).host == stub.url
+    other = load_config(merged, context="other")
+    assert (other.host, other.namespace) == ("http://127.0.0.1:9", "o")
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(f"{main}:{tmp_path / 'absent'}")
