@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import structlog
 import yaml
 
 from mcm.emulator import errors, patch
@@ -38,6 +39,8 @@ from mcm.emulator.store import Stored, encode
 from mcm.emulator.watch import WatchHub
 
 __all__ = ["Api", "Request", "Response"]
+
+log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
@@ -117,6 +120,9 @@ class Api:
             return status_response(err)
         except RecursionError:
             return status_response(errors.bad_request("the request body is nested too deeply"))
+        except Exception as exc:  # a bug must not kill the connection or the server
+            log.exception("request_failed", method=req.method, path=req.path)
+            return status_response(errors.internal_error(f"{type(exc).__name__}: {exc}"))
 
     def _non_resource(self, req: Request, info: RequestInfo) -> Response:
         if req.method not in ("GET", "HEAD"):
@@ -169,6 +175,8 @@ class Api:
         rt = self._type(info)
         verb = info.verb
         namespace = info.namespace
+        if verb not in rt.verbs and not info.subresource:
+            raise errors.method_not_allowed(req.method)
         if verb == "create" and info.name and info.subresource == "eviction":
             return self._evict(req, rt, info)
         if verb in ("list", "watch", "deletecollection", "create") and info.subresource:

@@ -213,3 +213,62 @@ def removed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
 
 
 __all__ += ["drop_nulls", "new_uid", "removed_paths"]
+
+
+_STRING_FIELDS = (
+    "name",
+    "generateName",
+    "namespace",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "selfLink",
+)
+
+
+def _go_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _unmarshal(value: Any, key: str, go_type: str) -> str:
+    field = f"ObjectMeta.metadata.{key}"
+    return f"json: cannot unmarshal {_go_type(value)} into Go struct field {field} of type {go_type}"
+
+
+def decode_error(meta: Mapping[str, Any]) -> str | None:
+    """The decoder's complaint about wrongly typed ObjectMeta fields, or None."""
+    for key in _STRING_FIELDS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            return _unmarshal(value, key, "string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            return _unmarshal(value, key, "map[string]string")
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
+    ):
+        return _unmarshal(finalizers, "finalizers", "[]string")
+    refs = meta.get("ownerReferences")
+    if refs is not None and (not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs)):
+        return _unmarshal(refs, "ownerReferences", "[]v1.OwnerReference")
+    for key in ("generation", "deletionGracePeriodSeconds"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return _unmarshal(value, key, "int64")
+    return None
+
+
+__all__ += ["decode_error"]

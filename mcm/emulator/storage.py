@@ -111,6 +111,11 @@ class Storage:
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 "metadata must be an object"
             )
+        problem = objectmeta.decode_error(meta)
+        if problem is not None:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {problem}'
+            )
         rest = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
         return {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": dict(meta), **rest}
 

@@ -47,8 +47,12 @@ ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
 def encode(value: Any) -> bytes:
-    """Compact JSON bytes (no raw newlines, UTF-8)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact JSON bytes (no raw newlines, UTF-8; lone surrogates are escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 class Stored:
