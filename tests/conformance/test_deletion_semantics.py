@@ -182,3 +182,16 @@ def test_orphan_deletion_strips_owner_refs(cluster: Cluster, namespace: str) -> 
         return not obj["metadata"].get("ownerReferences")
 
     cluster.wait(orphaned, "owner references to be stripped")
+
+
+@pytest.mark.deviation
+def test_dependent_of_never_existing_owner_is_kept(cluster: Cluster, namespace: str) -> None:
+    """Deviation: the real collector deletes objects whose owners never existed; the emulator keeps them."""
+    ghost = {
+        "metadata": {"name": "ghost", "uid": "00000000-0000-4000-8000-00000000dead"},
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "MachineSet",
+    }
+    machine(cluster, namespace, "m1", ghost)
+    cluster.core.create_namespaced_config_map(namespace, {"metadata": {"name": "marker"}})
+    assert names(cluster, namespace, "machines") == {"m1"}
