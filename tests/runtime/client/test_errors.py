@@ -179,3 +179,31 @@ def test_connection_refused_is_a_connection_failure(tmp_path: Path) -> None:
     assert errors.is_connection_refused(info.value)
     assert errors.is_connection_failed(info.value)
     assert not isinstance(info.value, errors.ApiError)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("3", 3.0),
+        (" 10 ", 10.0),
+        ("0", None),
+        ("-1", None),
+        ("", None),
+        (None, None),
+        ("Wed, 21 Oct 2015", None),
+    ],
+)
+def test_retry_after_header_parsing(header: str | None, seconds: float | None) -> None:
+    from mcm.runtime.client.transport import parse_retry_after
+
+    assert parse_retry_after(header) == seconds
+
+
+def test_client_delay_falls_back_to_retry_after_seconds_in_details() -> None:
+    err = errors.error_from_status(
+        status_body(504, "Timeout", "Too large resource version", retryAfterSeconds=1), 504
+    )
+    assert errors.is_timeout(err)
+    assert errors.suggests_client_delay(err) == 1.0
+    assert errors.suggests_client_delay(ValueError("x")) is None
+    assert errors.suggests_client_delay(errors.NotFound()) is None
