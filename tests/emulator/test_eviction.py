@@ -339,3 +339,31 @@ def test_pdb_sync_failed_on_uncomputable_budget(emu: Emulator) -> None:
     assert status["disruptionsAllowed"] == 0
     assert status["conditions"][0]["reason"] == "SyncFailed"
     assert status["conditions"][0]["message"] == "invalid value"
+
+
+def test_pdb_async_mode_delays_status_and_eviction_waits(tmp_path: Path) -> None:
+    clock = FakeClock(_dt.datetime.now(_dt.UTC))
+    with Emulator(controllers=False) as emu:
+        controllers = Controllers(emu.storage, clock=clock)
+        controllers.start()
+        try:
+            controllers.kubelet.run_pods = True
+            controllers.pdb.mode = "async"
+            controllers.pdb.delay = 1.0
+            create(emu, "nodes", node("n1"))
+            run_pods(emu, 3, {"app": "a"})
+            create(emu, PDBS, pdb("b", {"app": "a"}, minAvailable=2), NS)
+            assert "observedGeneration" not in pdb_status(emu)
+            raw = Raw(emu.url)
+            try:
+                code, headers, _ = raw.post(evict_path("p0"), eviction("p0"))
+                assert (code, headers["retry-after"]) == (429, "10")
+                clock.step(1.0)
+                assert emu.wait_for(lambda: pdb_status(emu).get("observedGeneration") == 1, timeout=5)
+                assert pdb_status(emu)["disruptionsAllowed"] == 1
+                code, _, _ = raw.post(evict_path("p0"), eviction("p0"))
+                assert code == 201
+            finally:
+                raw.close()
+        finally:
+            controllers.stop()

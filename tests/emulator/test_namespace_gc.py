@@ -186,3 +186,16 @@ def test_orphan_via_http_delete_options(emu: Emulator) -> None:
     assert code == 200
     assert emu.wait_for(lambda: emu.get(MACHINE_SETS, NS, "ms") is None, timeout=5)
     assert emu.get(MACHINES, NS, "m1") is not None
+
+
+def test_namespace_waits_for_graceful_pods_in_kubelet_mode(emu: Emulator) -> None:
+    emu.controllers.kubelet.mode = "kubelet"
+    emu.controllers.kubelet.time_scale = 0.05
+    create(emu, "nodes", {"metadata": {"name": "n1"}})
+    create(emu, "namespaces", {"metadata": {"name": "team"}})
+    create(emu, "pods", pod("p", node_name="n1"), "team")
+    delete(emu, "namespaces", "team", namespace="")
+    terminating = emu.get("pods", "team", "p")
+    assert terminating is not None and terminating["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert emu.get("namespaces", "", "team") is not None
+    assert emu.wait_for(lambda: emu.get("namespaces", "", "team") is None, timeout=5)
