@@ -30,46 +30,50 @@ class ResourceEventHandler(Protocol):
     def on_delete(self, obj: Any) -> None: ...
 
 
-@dataclass(frozen=True)
 class ResourceEventHandlerFuncs:
-    """A handler from plain functions; a missing function means "ignore that event"."""
+    """A handler from plain functions; a missing function means "ignore that event".
 
-    on_add_func: Callable[[Any], None] | None = None
-    on_update_func: Callable[[Any, Any], None] | None = None
-    on_delete_func: Callable[[Any], None] | None = None
+    ``on_add(obj)``, ``on_update(old, new)`` and ``on_delete(obj_or_tombstone)``.
+    """
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self.on_add_func is not None:
-            self.on_add_func(obj)
+    def __init__(
+        self,
+        on_add: Callable[[Any], None] | None = None,
+        on_update: Callable[[Any, Any], None] | None = None,
+        on_delete: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.add_func = on_add
+        self.update_func = on_update
+        self.delete_func = on_delete
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if self.on_update_func is not None:
-            self.on_update_func(old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        if self.on_delete_func is not None:
-            self.on_delete_func(obj)
-
-
-@dataclass(frozen=True)
-class ResourceEventHandlerDetailedFuncs:
-    """Like :class:`ResourceEventHandlerFuncs`, but the add function also gets ``is_in_initial_list``."""
-
-    on_add_func: Callable[[Any, bool], None] | None = None
-    on_update_func: Callable[[Any, Any], None] | None = None
-    on_delete_func: Callable[[Any], None] | None = None
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self.on_add_func is not None:
-            self.on_add_func(obj, is_in_initial_list)
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        if self.add_func is not None:
+            self.add_func(obj)
 
     def on_update(self, old: Any, new: Any) -> None:
-        if self.on_update_func is not None:
-            self.on_update_func(old, new)
+        if self.update_func is not None:
+            self.update_func(old, new)
 
     def on_delete(self, obj: Any) -> None:
-        if self.on_delete_func is not None:
-            self.on_delete_func(obj)
+        if self.delete_func is not None:
+            self.delete_func(obj)
+
+
+class ResourceEventHandlerDetailedFuncs(ResourceEventHandlerFuncs):
+    """Like :class:`ResourceEventHandlerFuncs`, but ``on_add(obj, is_in_initial_list)``."""
+
+    def __init__(
+        self,
+        on_add: Callable[[Any, bool], None] | None = None,
+        on_update: Callable[[Any, Any], None] | None = None,
+        on_delete: Callable[[Any], None] | None = None,
+    ) -> None:
+        super().__init__(None, on_update, on_delete)
+        self.detailed_add_func = on_add
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        if self.detailed_add_func is not None:
+            self.detailed_add_func(obj, is_in_initial_list)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def test_deletions_missed_while_disconnected_and_compacted_arrive_as_tombstones(
 def test_tombstone_carries_last_known_state(cluster: Cluster) -> None:
     cluster.create("gone", k="last")
     deleted: list[Any] = []
-    cluster.informer.add_event_handler(ResourceEventHandlerFuncs(on_delete_func=deleted.append))
+    cluster.informer.add_event_handler(ResourceEventHandlerFuncs(on_delete=deleted.append))
     cluster.start()
     emu = cluster.emulator
     emu.stop()

@@ -308,3 +308,44 @@ def test_watch_timeouts_are_jittered_between_300_and_600_seconds(harness: Harnes
     assert len(timeouts) > 1
     assert all(t is not None and 300 <= t < 600 for t in timeouts)
     harness.finish()
+
+
+def _relist(h: Harness, count: int) -> None:
+    h.clock.step(400)
+    h.server.watches[-1].send(WatchEvent("ERROR", gone().status))
+    h.clock.block_until_waiters()
+    h.clock.step(0.8)
+    h.server.wait_for_lists(count)
+
+
+def test_later_relists_are_unpaginated_unless_the_first_list_was_paginated() -> None:
+    h = Harness()
+    h.start()
+    h.server.wait_for_watches(1)
+    assert h.server.list_calls[0].limit == 500  # RV "0": paginated request, served whole
+    _relist(h, 2)
+    assert (h.server.list_calls[1].resource_version, h.server.list_calls[1].limit) == ("101", None)
+    h.finish()
+
+
+def test_a_paginated_first_list_keeps_later_relists_paginated() -> None:
+    h = Harness()
+    for i in range(600):
+        h.server.create(make_obj(f"o{i:03d}"))
+    h.start()
+    h.server.wait_for_watches(1)
+    assert [c.continue_ for c in h.server.list_calls] == [None, "500"]
+    _relist(h, 3)
+    assert h.server.list_calls[2].limit == 500
+    h.finish()
+
+
+def test_watch_list_page_size_forces_the_page_size() -> None:
+    h = Harness(watch_list_page_size=2)
+    h.server.create(make_obj("b"))
+    h.server.create(make_obj("c"))
+    h.start()
+    h.server.wait_for_watches(1)
+    assert [(c.limit, c.continue_) for c in h.server.list_calls] == [(2, None), (2, "2")]
+    assert h.store.wait_for(1)[0] == ("replace", (["a", "b", "c"], "103"))
+    h.finish()

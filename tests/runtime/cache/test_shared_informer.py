@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from mcm.runtime.cache import (
     Indexer,
     InformerStartedError,
     InformerStoppedError,
+    ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     deletion_handling_meta_namespace_key_func,
@@ -27,7 +29,7 @@ from mcm.runtime.cache import (
 from mcm.runtime.clock import FakeClock
 
 from .fake_server import FakeServer, make_obj
-from .recorder import Recorder
+from .recorder import Recorder, name_of
 
 
 class Running:
@@ -86,7 +88,7 @@ def test_indexer_is_updated_before_the_notification(running: Running) -> None:
     seen: list[bool] = []
     indexer = running.informer.get_indexer()
     running.informer.add_event_handler(
-        ResourceEventHandlerFuncs(on_add_func=lambda o: seen.append(indexer.get(o) is o))
+        ResourceEventHandlerFuncs(on_add=lambda o: seen.append(indexer.get(o) is o))
     )
     running.start()
     running.server.create(make_obj("b"))
@@ -241,3 +243,68 @@ def test_filtering_handler_turns_updates_into_adds_and_deletes() -> None:
     handler.on_update(dropped, dropped)
     handler.on_delete(kept)
     assert inner.events == [("add", "k", False), ("update", "k", "sync"), ("delete", "k"), ("delete", "k")]
+
+
+def _marker_segments(events: list[tuple[Any, ...]]) -> list[list[str]]:
+    """Names synced between consecutive marker adds (``mN``), sorted per segment."""
+    segments: list[list[str]] = [[]]
+    for event in events:
+        if event[0] == "add" and event[1].startswith("m"):
+            segments.append([])
+        elif event[0] == "update" and event[2] == "sync":
+            segments[-1].append(event[1])
+    return [sorted(s) for s in segments]
+
+
+def test_listener_resync_periods_are_honoured_per_handler() -> None:
+    r = Running(default_resync=1.0)
+    h1, h2, h3 = Recorder(), Recorder(), Recorder()
+    r.informer.add_event_handler(h1, resync_period=1.0)
+    r.informer.add_event_handler(h2, resync_period=2.0)
+    r.informer.add_event_handler(h3, resync_period=3.0)
+    r.start()
+    r.clock.block_until_waiters()
+    for second in (1, 2, 3):
+        r.clock.step(1.0)
+        r.clock.block_until_waiters()  # the resync timer is re-armed: this round's syncs are queued
+        marker = ("add", f"m{second}", False)
+        r.server.create(make_obj(f"m{second}"))  # a live add reaches every handler after its syncs
+        for handler in (h1, h2, h3):
+            with handler.cond:
+                assert handler.cond.wait_for(lambda h=handler, m=marker: m in h.events, 5)
+    assert _marker_segments(h1.events) == [["a"], ["a", "m1"], ["a", "m1", "m2"], []]
+    assert _marker_segments(h2.events) == [[], ["a", "m1"], [], []]
+    assert _marker_segments(h3.events) == [[], [], ["a", "m1", "m2"], []]
+    r.finish()
+
+
+def test_same_handler_registered_twice_gets_two_independent_registrations(running: Running) -> None:
+    handler = Recorder()
+    first = running.informer.add_event_handler(handler)
+    running.informer.add_event_handler(handler)
+    running.start()
+    assert handler.wait_for(2) == [("add", "a", True), ("add", "a", True)]
+    running.informer.remove_event_handler(first)
+    running.server.create(make_obj("b"))
+    running.server.create(make_obj("c"))
+    events = handler.wait_for(4)
+    assert events[2:] == [("add", "b", False), ("add", "c", False)]
+    running.finish()
+
+
+def test_wait_for_cache_sync_gives_up_on_stop_or_timeout() -> None:
+    stop = threading.Event()
+    assert not wait_for_cache_sync(stop, lambda: False, timeout=0.2)
+    stop.set()
+    assert not wait_for_cache_sync(stop, lambda: False)
+    assert wait_for_cache_sync(stop, lambda: True)
+
+
+def test_detailed_funcs_receive_the_initial_list_flag() -> None:
+    seen: list[tuple[str, bool]] = []
+    handler = ResourceEventHandlerDetailedFuncs(on_add=lambda o, initial: seen.append((name_of(o), initial)))
+    handler.on_add(make_obj("a"), True)
+    handler.on_update(make_obj("a"), make_obj("a"))  # no update function: ignored
+    handler.on_delete(make_obj("a"))
+    ResourceEventHandlerFuncs(on_add=lambda o: seen.append((name_of(o), False))).on_add(make_obj("b"), True)
+    assert seen == [("a", True), ("b", False)]
