@@ -88,6 +88,10 @@ class _ChunkWriter:
         self.handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.bytes_out += len(data)
 
+    def write_chunks(self, lines: list[bytes]) -> None:
+        self.handler.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines))
+        self.bytes_out += sum(len(line) for line in lines)
+
     def abort(self) -> None:
         _abort_socket(self.handler.connection)
 

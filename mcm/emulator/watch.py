@@ -46,6 +46,10 @@ class ChunkSink(Protocol):
 
     def write_chunk(self, data: bytes) -> None: ...
 
+    def write_chunks(self, lines: list[bytes]) -> None:
+        """Write each line as its own chunk, in one send."""
+        ...
+
     def abort(self) -> None: ...
 
 
@@ -198,8 +202,7 @@ def serve_watch(hub: WatchHub, watcher: Watcher, sink: ChunkSink, timeout: float
             if lines:
                 if hub.delay > 0:
                     time.sleep(hub.delay)
-                for line in lines:
-                    sink.write_chunk(line)
+                sink.write_chunks(lines)
                 with hub.lock:
                     hub.events_sent += len(lines)
             if closed is not None:

@@ -1,0 +1,513 @@
+"""Emulator benchmark: P1-P6 of spec §5.2 with raw HTTP clients against a subprocess emulator.
+
+Usage: ``python benchmarks/emulator.py [--smoke]`` (``--smoke`` runs 10 % of the sizes).
+Prints one table row per measurement with its target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+CRDS = REPO / "charts" / "machine-controller" / "crds"
+NS = "/api/v1/namespaces/default"
+PAYLOAD = "x" * 1800  # ~2 KiB objects
+
+
+class Conn:
+    """One keep-alive connection."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.conn.connect()
+        import socket
+
+        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def call(
+        self, method: str, path: str, body: Any = None, ctype: str = "application/json"
+    ) -> tuple[int, bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        self.conn.request(method, path, body=data, headers={"Content-Type": ctype})
+        resp = self.conn.getresponse()
+        return resp.status, resp.read()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@contextmanager
+def emulator_process(tmp: Path) -> Iterator[tuple[int, int, float]]:
+    """Start ``python -m mcm.emulator serve``; yield (port, pid, seconds to ready)."""
+    ready = tmp / "ready.json"
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcm.emulator",
+            "serve",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(tmp / "kc"),
+            "--crds",
+            str(CRDS),
+            "--ready-file",
+            str(ready),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while not ready.exists():
+            if proc.poll() is not None:
+                raise RuntimeError("emulator exited early")
+            time.sleep(0.005)
+        elapsed = time.perf_counter() - start
+        url = json.loads(ready.read_text())["url"]
+        yield int(url.rsplit(":", 1)[1]), proc.pid, elapsed
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(name: str, value: str, target: str) -> None:
+    ROWS.append((name, value, target))
+    print(f"  {name:<58} {value:>16}   target {target}", flush=True)
+
+
+def cm(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels or {}}, "data": {"payload": PAYLOAD}}
+
+
+# ---------------------------------------------------------------------------- P1
+
+
+def p1(port: int, n: int) -> None:
+    conn = Conn(port)
+    latencies: dict[str, list[float]] = {"create": [], "get": [], "update": [], "patch": []}
+    start = time.perf_counter()
+    for i in range(n):
+        t = time.perf_counter()
+        code, body = conn.call("POST", f"{NS}/configmaps", cm(f"p1-{i}"))
+        latencies["create"].append(time.perf_counter() - t)
+        assert code == 201, body
+        t = time.perf_counter()
+        code, body = conn.call("GET", f"{NS}/configmaps/p1-{i}")
+        latencies["get"].append(time.perf_counter() - t)
+        obj = json.loads(body)
+        obj["data"]["k"] = "v"
+        t = time.perf_counter()
+        code, _ = conn.call("PUT", f"{NS}/configmaps/p1-{i}", obj)
+        latencies["update"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        code, _ = conn.call(
+            "PATCH", f"{NS}/configmaps/p1-{i}", {"data": {"k2": "v"}}, "application/merge-patch+json"
+        )
+        latencies["patch"].append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - start
+    conn.close()
+    row("P1 sequential requests/s, one connection", f"{4 * n / elapsed:,.0f}/s", ">= 1,000/s")
+    for verb, values in latencies.items():
+        row(f"P1 median round trip {verb}", f"{statistics.median(values) * 1000:.2f} ms", "<= 1 ms server")
+
+    def worker(k: int, count: int) -> None:
+        c = Conn(port)
+        for i in range(count):
+            c.call("GET", f"{NS}/configmaps/p1-{(i * 7 + k) % n}")
+        c.close()
+
+    threads = [threading.Thread(target=worker, args=(k, n)) for k in range(4)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    row(
+        "P1 GET requests/s over 4 connections",
+        f"{4 * n / (time.perf_counter() - start):,.0f}/s",
+        ">= 1,500/s",
+    )
+
+
+# ---------------------------------------------------------------------------- P2
+
+
+def fill(port: int, prefix: str, count: int, connections: int = 4) -> None:
+    def worker(k: int) -> None:
+        c = Conn(port)
+        for i in range(k, count, connections):
+            labels = {"sel": "yes"} if i % 100 == 0 else {"sel": "no"}
+            code, body = c.call("POST", f"{NS}/configmaps", cm(f"{prefix}-{i:06d}", labels))
+            assert code == 201, body
+        c.close()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def timed_list(port: int, query: str = "", repeat: int = 3) -> tuple[float, int]:
+    conn = Conn(port)
+    best = float("inf")
+    size = 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        code, body = conn.call("GET", f"{NS}/configmaps{query}")
+        best = min(best, time.perf_counter() - t)
+        assert code == 200
+        size = len(body)
+    conn.close()
+    return best, size
+
+
+def p2(port: int, small: int, large: int) -> None:
+    fill(port, "p2a", small)
+    seconds, size = timed_list(port, "?labelSelector=bench%3Dnone")
+    del seconds, size
+    fill(port, "p2b", large - small)
+    seconds, size = timed_list(port)
+    row(
+        f"P2 list {large:,} objects (~2 KiB) incl. transfer",
+        f"{seconds * 1000:.0f} ms",
+        "<= 600 ms at 10,000",
+    )
+    seconds, _ = timed_list(port, "?labelSelector=sel%3Dyes")
+    row(f"P2 list with label selector over {large:,}", f"{seconds * 1000:.0f} ms", "<= 100 ms + encoding")
+    del size
+
+
+def p2_small(port: int, count: int) -> None:
+    conn = Conn(port)
+    conn.call("POST", "/api/v1/namespaces", {"metadata": {"name": "p2small"}})
+    for i in range(count):
+        conn.call("POST", "/api/v1/namespaces/p2small/configmaps", cm(f"s{i}"))
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        conn.call("GET", "/api/v1/namespaces/p2small/configmaps")
+        best = min(best, time.perf_counter() - t)
+    conn.close()
+    row(f"P2 list {count:,} objects (~2 KiB) incl. transfer", f"{best * 1000:.1f} ms", "<= 60 ms at 1,000")
+
+
+# ---------------------------------------------------------------------------- P3
+
+
+def p3(port: int, writes: int, watchers: int, rate: float) -> None:
+    conn = Conn(port)
+    conn.call("POST", "/api/v1/namespaces", {"metadata": {"name": "p3"}})
+    _, body = conn.call("GET", "/api/v1/namespaces/p3/configmaps")
+    rv = json.loads(body)["metadata"]["resourceVersion"]
+    latencies: list[list[float]] = [[] for _ in range(watchers)]
+    ready = threading.Barrier(watchers + 1)
+
+    def watch(k: int) -> None:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request(
+            "GET", f"/api/v1/namespaces/p3/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=120"
+        )
+        resp = c.getresponse()
+        ready.wait()
+        got = 0
+        while got < writes:
+            line = resp.readline()
+            if not line:
+                break
+            now = time.time()
+            event = json.loads(line)
+            sent = float(event["object"]["metadata"]["annotations"]["sent"])
+            latencies[k].append(now - sent)
+            got += 1
+        c.close()
+
+    threads = [threading.Thread(target=watch, args=(k,)) for k in range(watchers)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    start = time.perf_counter()
+    for i in range(writes):
+        due = start + i / rate
+        pause = due - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+        body = {"metadata": {"name": f"w{i}", "annotations": {"sent": repr(time.time())}}, "data": {"a": "b"}}
+        conn.call("POST", "/api/v1/namespaces/p3/configmaps", body)
+    achieved = writes / (time.perf_counter() - start)
+    for t in threads:
+        t.join()
+    conn.close()
+    flat = sorted(x for lat in latencies for x in lat)
+    complete = all(len(lat) == writes for lat in latencies)
+    row(f"P3 writes/s achieved with {watchers} watchers", f"{achieved:,.0f}/s", f"{rate:,.0f}/s offered")
+    row("P3 delivery latency p50 (send->receive)", f"{flat[len(flat) // 2] * 1000:.1f} ms", "<= 5 ms")
+    row("P3 delivery latency p99 (send->receive)", f"{flat[int(len(flat) * 0.99)] * 1000:.1f} ms", "<= 50 ms")
+    row("P3 every watcher saw every event", str(complete), "True")
+
+
+# ---------------------------------------------------------------------------- P4
+
+
+def p4(port: int, pid: int, watches: int, objects: int, events: int) -> None:
+    conns = []
+    for _ in range(watches):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request("GET", "/api/v1/nodes?watch=true&timeoutSeconds=300")
+        c.getresponse()
+        conns.append(c)
+    errors = [0]
+
+    def worker(k: int) -> None:
+        c = Conn(port)
+        for _ in range(50):
+            code, _ = c.call("GET", f"{NS}/configmaps?limit=5&labelSelector=sel%3Dyes")
+            if code != 200:
+                errors[0] += 1
+        del k
+        c.close()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    row(f"P4 {watches} watches + 16 request connections: errors", str(errors[0]), "0")
+    for c in conns:
+        c.close()
+    fill(port, "p4", objects, connections=8)
+    updates = max(0, events - objects)
+
+    def updater(k: int) -> None:
+        c = Conn(port)
+        for i in range(k, updates, 8):
+            c.call(
+                "PATCH",
+                f"{NS}/configmaps/p4-{i % objects:06d}",
+                {"data": {"n": str(i)}},
+                "application/merge-patch+json",
+            )
+        c.close()
+
+    threads = [threading.Thread(target=updater, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    row(
+        f"P4 RSS with +{objects:,} objects and {events:,} history events",
+        f"{rss_mb(pid):.0f} MB",
+        "<= 300 MB at 20,000/100,000",
+    )
+
+
+# ---------------------------------------------------------------------------- P5
+
+
+def p5_in_process() -> None:
+    from mcm.emulator import Emulator
+
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        emu = Emulator()
+        emu.start()
+        emu.install_crds(sorted(CRDS.glob("*.yaml")))
+        best = min(best, time.perf_counter() - start)
+        t = time.perf_counter()
+        emu.close()
+        stop = time.perf_counter() - t
+    row("P5 start + 4 MCM CRDs, in process", f"{best * 1000:.0f} ms", "<= 300 ms")
+    row("P5 stop, in process", f"{stop * 1000:.0f} ms", "<= 1 s")
+
+
+# ---------------------------------------------------------------------------- P6
+
+
+def p6(control: int, target: int, control_pid: int, target_pid: int, machines: int) -> None:
+    cpu_before = cpu_seconds(control_pid) + cpu_seconds(target_pid)
+    calls = [0]
+    mpath = "/apis/machine.sapcloud.io/v1alpha1/namespaces/default/machines"
+    lease = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+    def worker(k: int, workers: int) -> None:
+        c, t = Conn(control), Conn(target)
+
+        def call(conn: Conn, *args: Any) -> bytes:
+            calls[0] += 1
+            code, body = conn.call(*args)
+            assert code < 300, (args[0], args[1], code, body[:200])
+            return body
+
+        for i in range(k, machines, workers):
+            name = f"m{i:05d}"
+            call(
+                c,
+                "POST",
+                mpath,
+                {
+                    "apiVersion": "machine.sapcloud.io/v1alpha1",
+                    "kind": "Machine",
+                    "metadata": {"name": name, "labels": {"pool": "a"}},
+                    "spec": {"class": {"kind": "MachineClass", "name": "c"}},
+                },
+            )
+            call(
+                c,
+                "PATCH",
+                f"{mpath}/{name}",
+                {"metadata": {"finalizers": ["machine.sapcloud.io/machine-controller"]}},
+                "application/merge-patch+json",
+            )
+            for phase in ("Pending", "Running"):
+                call(
+                    c,
+                    "PATCH",
+                    f"{mpath}/{name}/status",
+                    {"status": {"currentStatus": {"phase": phase}}},
+                    "application/merge-patch+json",
+                )
+            call(
+                t,
+                "POST",
+                "/api/v1/nodes",
+                {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+            )
+            for _ in range(3):
+                call(t, "GET", f"/api/v1/nodes/{name}")
+                call(
+                    t,
+                    "PATCH",
+                    f"/api/v1/nodes/{name}/status",
+                    {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                    "application/strategic-merge-patch+json",
+                )
+            call(
+                c,
+                "POST",
+                "/api/v1/namespaces/default/events",
+                {
+                    "metadata": {"name": f"{name}.{i}"},
+                    "involvedObject": {"kind": "Machine", "name": name},
+                    "reason": "Created",
+                    "message": "created",
+                    "type": "Normal",
+                },
+            )
+            if i % 10 == 0:
+                call(c, "GET", lease)
+        for i in range(k, machines, workers):
+            name = f"m{i:05d}"
+            call(
+                t,
+                "PATCH",
+                f"/api/v1/nodes/{name}",
+                {"spec": {"unschedulable": True}},
+                "application/strategic-merge-patch+json",
+            )
+            call(t, "GET", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{name}")
+            call(t, "DELETE", f"/api/v1/nodes/{name}")
+            call(c, "DELETE", f"{mpath}/{name}")
+            call(
+                c,
+                "PATCH",
+                f"{mpath}/{name}/status",
+                {"status": {"currentStatus": {"phase": "Terminating"}}},
+                "application/merge-patch+json",
+            )
+            call(
+                c,
+                "PATCH",
+                f"{mpath}/{name}",
+                {"metadata": {"finalizers": None}},
+                "application/merge-patch+json",
+            )
+        c.close()
+        t.close()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(k, 8)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - start
+    cpu = cpu_seconds(control_pid) + cpu_seconds(target_pid) - cpu_before
+    row(f"P6 {machines:,}-machine up/down: API calls", f"{calls[0]:,}", "~15,000 at 1,000 machines")
+    row("P6 emulator CPU (both clusters)", f"{cpu:.1f} s", "<= 15 s at 1,000 machines")
+    row("P6 wall time", f"{wall:.1f} s", "-")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="10 %% of the sizes (CI)")
+    args = parser.parse_args()
+    scale = 0.1 if args.smoke else 1.0
+    print(f"emulator benchmark ({'smoke' if args.smoke else 'full'}), python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        (base / "a").mkdir()
+        (base / "b").mkdir()
+        (base / "c").mkdir()
+        with emulator_process(base / "a") as (port, pid, ready_seconds):
+            row(
+                "P5 start + 4 MCM CRDs, subprocess (to ready file)",
+                f"{ready_seconds * 1000:.0f} ms",
+                "<= 1.5 s",
+            )
+            p1(port, int(2000 * scale))
+            p2_small(port, int(1000 * scale) or 100)
+            p2(port, int(1000 * scale), int(10_000 * scale))
+            p3(port, int(5000 * scale), 10, 1000.0)
+            p4(port, pid, 200 if not args.smoke else 50, int(20_000 * scale), int(100_000 * scale))
+        p5_in_process()
+        with (
+            emulator_process(base / "b") as (control, control_pid, _),
+            emulator_process(base / "c") as (
+                target,
+                target_pid,
+                _,
+            ),
+        ):
+            p6(control, target, control_pid, target_pid, int(1000 * scale))
+    print("\n| measurement | value | target |\n|---|---|---|")
+    for name, value, target in ROWS:
+        print(f"| {name} | {value} | {target} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
