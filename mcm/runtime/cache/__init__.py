@@ -39,6 +39,7 @@ from mcm.runtime.cache.keys import (
 )
 from mcm.runtime.cache.labels import Selector, everything, parse_selector, selector_from_set
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
+from mcm.runtime.cache.mutation_detector import CacheMutationDetector, CacheMutationError
 from mcm.runtime.cache.pager import ListPager
 from mcm.runtime.cache.processor_listener import ProcessorListener
 from mcm.runtime.cache.real_fifo import RealFIFO
@@ -58,6 +59,8 @@ ResourceEventHandlerRegistration = ProcessorListener
 
 __all__ = [
     "NAMESPACE_INDEX",
+    "CacheMutationDetector",
+    "CacheMutationError",
     "Config",
     "Controller",
     "DeletedFinalStateUnknown",

@@ -36,6 +36,7 @@ from mcm.runtime.cache.keys import (
     deletion_handling_meta_namespace_key_func,
     meta_namespace_index_func,
 )
+from mcm.runtime.cache.mutation_detector import CacheMutationDetector, detection_enabled_by_env
 from mcm.runtime.cache.processor_listener import (
     AddNotification,
     DeleteNotification,
@@ -147,7 +148,9 @@ class SharedIndexInformer:
 
     ``default_resync`` is every handler's resync period unless it asks for its own (0 = never);
     ``use_real_fifo`` switches the DeltaFIFO of client-go 0.28 for the RealFIFO of 0.33+;
-    ``new_backoff_manager`` builds the reflector's back-offs (tests shorten them).
+    ``new_backoff_manager`` builds the reflector's back-offs (tests shorten them);
+    ``detect_mutations`` (default: ``$KUBE_CACHE_MUTATION_DETECTOR``) checks that nobody changes
+    cached objects (:mod:`~mcm.runtime.cache.mutation_detector`).
     """
 
     def __init__(
@@ -163,8 +166,11 @@ class SharedIndexInformer:
         rng: random.Random | None = None,
         new_backoff_manager: Callable[[Clock], BackoffManager] = new_default_backoff_manager,
         use_real_fifo: bool = False,
+        detect_mutations: bool | None = None,
     ) -> None:
         self._lw = lister_watcher
+        detect = detection_enabled_by_env() if detect_mutations is None else detect_mutations
+        self._mutation_detector = CacheMutationDetector(name, clock=clock) if detect else None
         self._use_real_fifo = use_real_fifo
         self._new_backoff_manager = new_backoff_manager
         self._name = name
@@ -282,12 +288,26 @@ class SharedIndexInformer:
             )
             self._started = True
         self._processor.start()
+        detector_stop = threading.Event()
+        detector = self._start_mutation_detector(detector_stop)
         try:
             self._controller.run(stop)
         finally:
             with self._started_lock:
                 self._stopped = True
             self._processor.stop()
+            detector_stop.set()
+            if detector is not None:
+                detector.join()
+
+    def _start_mutation_detector(self, stop: threading.Event) -> threading.Thread | None:
+        if self._mutation_detector is None:
+            return None
+        thread = threading.Thread(
+            target=self._mutation_detector.run, args=(stop,), name=f"{self._name}-mutations", daemon=True
+        )
+        thread.start()
+        return thread
 
     def _new_queue(self) -> Queue:
         if self._use_real_fifo:
@@ -309,9 +329,13 @@ class SharedIndexInformer:
 
     # -- ResourceEventHandler used by process_deltas (runs under _block_deltas) -----------------
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self._mutation_detector is not None:
+            self._mutation_detector.add_object(obj)
         self._processor.distribute(AddNotification(obj, is_in_initial_list), False)
 
     def on_update(self, old: Any, new: Any) -> None:
+        if self._mutation_detector is not None:
+            self._mutation_detector.add_object(new)
         self._processor.distribute(UpdateNotification(old, new), _same_resource_version(old, new))
 
     def on_delete(self, obj: Any) -> None:
@@ -335,6 +359,10 @@ class SharedIndexInformer:
         with self._started_lock:
             controller = self._controller
         return controller.last_sync_resource_version() if controller else ""
+
+    @property
+    def mutation_detector(self) -> CacheMutationDetector | None:
+        return self._mutation_detector
 
     def get_indexer(self) -> Indexer:
         return self._indexer
