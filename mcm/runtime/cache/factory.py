@@ -115,11 +115,15 @@ class SharedInformerFactory:
     def wait_for_cache_sync(
         self, stop: threading.Event, timeout: float | None = None
     ) -> dict[Resource, bool]:
-        """Wait for each started informer in turn; maps resource → synced."""
+        """Wait for each started informer in turn; maps resource → synced.
+
+        Polls in real time (100 ms) even when the factory runs on a fake clock, as client-go does,
+        so tests driving a ``FakeClock`` can still wait for the initial lists.
+        """
         with self._lock:
             started = [(r, self._informers[r]) for r in self._threads]
         return {
-            resource: wait_for_cache_sync(stop, informer.has_synced, timeout=timeout, clock=self._clock)
+            resource: wait_for_cache_sync(stop, informer.has_synced, timeout=timeout)
             for resource, informer in started
         }
 

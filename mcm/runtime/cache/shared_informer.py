@@ -387,7 +387,10 @@ def wait_for_cache_sync(
     timeout: float | None = None,
     clock: Clock = REAL_CLOCK,
 ) -> bool:
-    """Poll every 100 ms until every ``has_synced()`` is true (True), or stop/timeout (False)."""
+    """Poll every 100 ms until every ``has_synced()`` is true (True), or stop/timeout (False).
+
+    ``clock`` measures the poll period and timeout; keep the real clock unless a test steps it.
+    """
 
     def all_synced() -> bool:
         return all(fn() for fn in has_synced)

@@ -8,6 +8,7 @@ from typing import Any
 from mcm.runtime.cache import SharedInformerFactory
 from mcm.runtime.client.resources import CONFIG_MAPS, NODES, Resource
 from mcm.runtime.client.types import ListOptions, Object
+from mcm.runtime.clock import FakeClock
 
 from .fake_server import FakeServer, FakeWatch, make_obj
 
@@ -47,7 +48,10 @@ def test_one_informer_per_resource_started_once_and_synced() -> None:
         seen.append(options)
         return options.with_changes(label_selector="app=x")
 
-    factory = SharedInformerFactory(cluster, namespace="ns", resync=60.0, tweak_list_options=tweak)
+    # a fake clock drives resync and back-off; waiting for the caches still works (real-time poll)
+    factory = SharedInformerFactory(
+        cluster, namespace="ns", resync=60.0, tweak_list_options=tweak, clock=FakeClock()
+    )
     configmaps = factory.informer_for(CONFIG_MAPS)
     assert factory.informer_for(CONFIG_MAPS) is configmaps
     lister = factory.lister(CONFIG_MAPS)
