@@ -178,6 +178,7 @@ def test_watch_410_relists_at_last_rv_then_falls_back_to_consistent_read(harness
     assert [c.resource_version for c in harness.server.list_calls] == ["0", "101", ""]
     harness.server.wait_for_watches(2)
     assert [op for op, _ in harness.store.ops] == ["replace", "replace"]
+    assert watch.stopped.is_set()  # the failed watch was closed, not leaked
     harness.finish()
 
 
