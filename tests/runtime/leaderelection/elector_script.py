@@ -26,18 +26,29 @@ from mcm.runtime.leaderelection import (
 LEASE, RENEW, RETRY = 1.0, 0.5, 0.1
 
 
+_out = threading.Lock()
+
+
 def say(*words: object) -> None:
-    print(*words, flush=True)
+    """One whole line per call, even from several threads."""
+    with _out:
+        sys.stdout.write(" ".join(map(str, words)) + "\n")
+        sys.stdout.flush()
 
 
 def main(kubeconfig: str, identity: str) -> None:
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     client = load_config(kubeconfig, qps=-1, timeout=lease_request_timeout(RENEW))
 
+    led = threading.Event()
+    lead_done = threading.Event()
+
     def lead(stop: threading.Event) -> None:
+        led.set()
         say("STARTED", identity, f"{time.time():.6f}")
         stop.wait()
         say("LOST", identity, f"{time.time():.6f}")
+        lead_done.set()
 
     config = LeaderElectionConfig(
         lock=LeaseLock(client, "default", "two-processes", identity),
@@ -51,6 +62,8 @@ def main(kubeconfig: str, identity: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     say("READY", identity)
     run_or_die(config, stop)
+    if led.is_set():
+        lead_done.wait(5.0)  # let the leading thread report before the process ends
 
 
 if __name__ == "__main__":

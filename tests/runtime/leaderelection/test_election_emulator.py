@@ -42,6 +42,7 @@ class Candidate:
         self.lead_stop: threading.Event | None = None
         self.started_at: float | None = None
         self.lost_at: float | None = None
+        self.lead_done = threading.Event()
         self.stop = threading.Event()
         config = LeaderElectionConfig(
             lock=LeaseLock(self.client, "default", "mcm", identity),
@@ -61,6 +62,7 @@ class Candidate:
         self.started.set()
         stop.wait()
         self.lost_at = time.monotonic()
+        self.lead_done.set()
 
     def leading(self) -> bool:
         return self.lead_stop is not None and not self.lead_stop.is_set()
@@ -112,6 +114,7 @@ def leader_of(candidates: list[Candidate]) -> tuple[Candidate, Candidate]:
 
 
 def assert_no_overlap(first: Candidate, second: Candidate) -> None:
+    assert first.lead_done.wait(WAIT)
     assert first.lost_at is not None and second.started_at is not None
     assert first.lost_at < second.started_at
 
