@@ -162,8 +162,9 @@ class EventRecorder:
             "type": event_type,
             "source": source,
             "reportingComponent": self._component,
-            "reportingInstance": self._host,
         }
+        if self._host:
+            event["reportingInstance"] = self._host
         return event
 
 

@@ -91,6 +91,8 @@ def test_cluster_scoped_objects_get_events_in_default(broadcaster: EventBroadcas
     assert event["metadata"]["annotations"] == {"a": "b"}
     assert "namespace" not in event["involvedObject"]
     assert event["source"] == {"component": "machine-controller"}
+    assert event["reportingComponent"] == "machine-controller"
+    assert "reportingInstance" not in event
 
 
 def test_bad_type_or_unreferenceable_object_is_dropped_with_a_log(broadcaster: EventBroadcaster) -> None:
