@@ -279,3 +279,40 @@ def test_health_check_fails_when_the_leader_stopped_renewing(clock: FakeClock, s
     err = adaptor.check()
     assert err is not None
     assert str(err) == "failed election to renew leadership on lease test"
+
+
+def test_when_the_leader_stops_the_other_takes_over_after_a_lease_duration(
+    clock: FakeClock, store: LockStore
+) -> None:
+    first = Candidate(store, "a", clock).start()
+    assert first.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    second = Candidate(store, "b", clock).start()
+    clock.block_until_waiters(3, timeout=WAIT)
+    for _ in range(5):  # the leader renews, the other keeps seeing changes
+        advance(clock, 2.0, 3)
+        assert first.leading() and not second.started.is_set()
+    stopped_at = clock.monotonic()
+    first.shutdown()  # no release: the other must wait for the lease to expire
+    clock.block_until_waiters(1, timeout=WAIT)
+    while not second.elector.is_leader():  # set before the elector parks on the clock again
+        assert clock.monotonic() - stopped_at < 15.0 + 2 * 2.0, "no takeover in lease + retry period"
+        advance(clock, 2.0, 1)
+    assert second.started.wait(WAIT)
+    assert clock.monotonic() - stopped_at > 15.0
+    assert store.record is not None
+    assert (store.record.holder_identity, store.record.leader_transitions) == ("b", 1)
+    second.shutdown()
+
+
+def test_run_or_die_refuses_an_invalid_config(store: LockStore) -> None:
+    from mcm.runtime.leaderelection import LeaderElectionConfigError, run_or_die
+
+    config = LeaderElectionConfig(
+        lock=FakeLock(store, "a"),
+        callbacks=LeaderCallbacks(lambda stop: None, lambda: None),
+        retry_period=20.0,
+    )
+    with pytest.raises(LeaderElectionConfigError):
+        run_or_die(config, threading.Event())
+    assert store.record is None
