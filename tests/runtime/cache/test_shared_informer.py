@@ -308,3 +308,34 @@ def test_detailed_funcs_receive_the_initial_list_flag() -> None:
     handler.on_delete(make_obj("a"))
     ResourceEventHandlerFuncs(on_add=lambda o: seen.append((name_of(o), False))).on_add(make_obj("b"), True)
     assert seen == [("a", True), ("b", False)]
+
+
+def test_transform_applies_before_caching_and_only_before_start() -> None:
+    r = Running()
+    r.server.create({**make_obj("b"), "bulk": "x" * 100})
+
+    def strip(obj: Any) -> Any:
+        if isinstance(obj, dict) and "bulk" in obj:
+            return {k: v for k, v in obj.items() if k != "bulk"}
+        return obj
+
+    r.informer.set_transform(strip)
+    r.start()
+    cached = r.informer.get_indexer().get_by_key("ns/b")
+    assert cached is not None and "bulk" not in cached
+    with pytest.raises(InformerStartedError):
+        r.informer.set_transform(strip)
+    r.finish()
+
+
+def test_watch_error_handler_sees_list_failures() -> None:
+    r = Running()
+    errors: list[BaseException] = []
+    r.informer.set_watch_error_handler(lambda reflector, err: errors.append(err))
+    r.server.list_errors = [RuntimeError("list broke")]
+    r.thread.start()
+    r.clock.block_until_waiters()  # backing off after the failed list
+    assert [str(e) for e in errors] == ["list broke"]
+    r.clock.step(2.0)
+    assert wait_for_cache_sync(r.stop, r.informer.has_synced, timeout=5)
+    r.finish()
