@@ -224,6 +224,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         ).encode("latin-1")
         writer = _ChunkWriter(self)
         self.close_connection = True
+        # Counted when the stream starts (the duration is the time to start streaming).
+        self.server.owner.completed(Completed(request, audit_id, 200, time.perf_counter() - start, 0))
         try:
             self.wfile.write(head)
             reason = self.server.owner.run_watch(request, start_info, writer)
@@ -231,10 +233,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
                 self.close_connection = False
         except OSError:
-            reason = "client"
-        self.server.owner.completed(
-            Completed(request, audit_id, 200, time.perf_counter() - start, writer.bytes_out)
-        )
+            return
 
 
 class _Server(ThreadingHTTPServer):
