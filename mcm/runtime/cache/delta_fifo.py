@@ -154,8 +154,9 @@ class DeltaFIFO:
         with self._lock:
             listed: set[str] = set()
             for obj in objects:
-                listed.add(self.key_of(obj))
-                self._queue_action(action, obj)
+                key = self.key_of(obj)
+                listed.add(key)
+                self._queue_action(action, obj, key)
             deletions = self._queue_deletions_of_queued(listed)
             deletions += self._queue_deletions_of_known(listed)
             if not self._populated:
@@ -251,8 +252,9 @@ class DeltaFIFO:
         except Exception:
             return True  # a failing lookup must not swallow the delete
 
-    def _queue_action(self, action: DeltaType, obj: Any) -> None:
-        key = self.key_of(obj)
+    def _queue_action(self, action: DeltaType, obj: Any, key: str | None = None) -> None:
+        if key is None:
+            key = self.key_of(obj)
         if self._transformer is not None:
             obj = self._transformer(obj)
         deltas = self._items.get(key)
@@ -272,7 +274,7 @@ class DeltaFIFO:
             last = deltas[-1].object if deltas else None
             if isinstance(last, DeletedFinalStateUnknown):
                 last = last.obj
-            self._queue_action(DeltaType.DELETED, DeletedFinalStateUnknown(key, last))
+            self._queue_action(DeltaType.DELETED, DeletedFinalStateUnknown(key, last), key)
             count += 1
         return count
 
