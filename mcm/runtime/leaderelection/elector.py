@@ -206,6 +206,8 @@ class LeaderElector:
             if remaining <= 0:
                 return False
             self._clock.wait(lead_stop, min(self._config.retry_period, remaining))
+            if self._clock.monotonic() >= deadline:  # no attempt once the deadline has passed
+                return False
         return False
 
     def _extend_deadline(self, lead_stop: threading.Event) -> bool:

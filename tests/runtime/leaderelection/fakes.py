@@ -20,6 +20,7 @@ class LockStore:
         self.fail = False
         self.hang: threading.Event | None = None
         self.hanging = threading.Event()
+        self.requests = 0
         self.writes: list[LeaderElectionRecord] = []
         self.events: list[str] = []
 
@@ -29,6 +30,7 @@ class LockStore:
             self.version += 1
 
     def _gate(self) -> None:
+        self.requests += 1
         hang = self.hang
         if hang is not None:
             self.hanging.set()

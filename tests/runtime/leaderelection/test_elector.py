@@ -190,11 +190,13 @@ def test_stops_leading_at_the_renew_deadline_when_renewals_fail(clock: FakeClock
     assert registry.get_sample_value("leader_election_master_status", {"name": "test"}) == 1
     clock.block_until_waiters(2, timeout=WAIT)
     store.fail = True
+    before = store.requests
     for _ in range(5):  # the round starting at t = 2 has its deadline at t = 12
         advance(clock, 2.0, 2)
         assert cand.leading()
     clock.step(2.0)
     assert cand.stopped.wait(WAIT)
+    assert store.requests - before == 5  # attempts at t = 2, 4, 6, 8, 10; none at the deadline
     assert cand.lead_stop is not None and cand.lead_stop.is_set()
     assert registry.get_sample_value("leader_election_master_status", {"name": "test"}) == 0
     assert cand.elector.is_leader()  # client-go's IsLeader: the last observed holder
