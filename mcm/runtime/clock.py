@@ -25,6 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+_POLL_SLICE = 0.002
+"""Real seconds between checks while ``FakeClock.wait`` waits for an event or its deadline."""
+
 __all__ = ["REAL_CLOCK", "Clock", "FakeClock", "RealClock", "Timer"]
 
 
@@ -301,22 +304,18 @@ class FakeClock:
             return event.wait()
         if seconds <= 0:
             return event.is_set()
-        # threading.Event is a flag guarded by a Condition (CPython: ``_cond``); notifying that
-        # condition at the fake deadline wakes the waiter without polling real time.
-        cond: threading.Condition = event._cond  # type: ignore[attr-defined]
+        # A threading.Event cannot be waited on together with a fake deadline, and notifying
+        # its internal condition would make other threads' ``event.wait()`` return True while
+        # the event is unset. So wait on the event in short real-time slices until either it
+        # is set or the fake deadline has fired.
         expired = threading.Event()
-
-        def wake() -> None:
-            expired.set()
-            with cond:
-                cond.notify_all()
-
-        entry = _Entry(wake)
-        with cond:
-            self._arm(seconds, entry)
+        entry = _Entry(expired.set)
+        self._arm(seconds, entry)
+        try:
             while not event.is_set() and not expired.is_set():
-                cond.wait()
-        entry.cancel()
+                event.wait(_POLL_SLICE)
+        finally:
+            entry.cancel()
         return event.is_set()
 
     def wait_condition(self, cond: threading.Condition, seconds: float | None) -> None:

@@ -133,3 +133,20 @@ def test_real_clock_after_and_wait() -> None:
     event.set()
     assert REAL_CLOCK.wait(event, 1) is True
     assert REAL_CLOCK.now().tzinfo is dt.UTC
+
+
+def test_fake_wait_does_not_wake_other_waiters_of_the_same_event() -> None:
+    clock = FakeClock()
+    event = threading.Event()
+    plain_result: list[bool] = []
+    plain = threading.Thread(target=lambda: plain_result.append(event.wait(2.0)))
+    plain.start()
+    fake_result: list[bool] = []
+    faker = threading.Thread(target=lambda: fake_result.append(clock.wait(event, 1)))
+    faker.start()
+    clock.block_until_waiters(1)
+    clock.step(1)
+    faker.join(5)
+    assert fake_result == [False]
+    plain.join(5)
+    assert plain_result == [False]  # timed out; never woken as if the event were set
