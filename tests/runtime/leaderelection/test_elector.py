@@ -318,3 +318,34 @@ def test_run_or_die_refuses_an_invalid_config(store: LockStore) -> None:
     with pytest.raises(LeaderElectionConfigError):
         run_or_die(config, threading.Event())
     assert store.record is None
+
+
+def test_fast_path_renews_with_one_request_and_falls_back_on_conflict(
+    clock: FakeClock, store: LockStore
+) -> None:
+    cand = Candidate(store, "a", clock, fast_path=True).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    before = store.requests
+    for _ in range(3):
+        advance(clock, 2.0, 2)
+    assert store.requests - before == 3  # update only, no read
+    assert store.record is not None
+    store.put(store.record)  # someone else wrote: the cached resourceVersion is stale
+    before = store.requests
+    advance(clock, 2.0, 2)
+    assert store.requests - before == 3  # failed update, then read and update
+    assert cand.leading()
+    assert store.record.holder_identity == "a"
+    cand.shutdown()
+
+
+def test_without_fast_path_every_renewal_reads_first(clock: FakeClock, store: LockStore) -> None:
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    before = store.requests
+    for _ in range(3):
+        advance(clock, 2.0, 2)
+    assert store.requests - before == 6
+    cand.shutdown()
