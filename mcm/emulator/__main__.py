@@ -1,8 +1,9 @@
 """``python -m mcm.emulator serve``: run one emulator until SIGTERM or SIGINT.
 
 After binding it writes the kubeconfig and, if asked, a ready file
-``{"url": ..., "kubeconfig": ..., "pid": ...}`` (written atomically), so a parent process can
-wait for the file instead of polling the port.
+``{"url": ..., "admin_url": ..., "kubeconfig": ..., "pid": ...}`` (written atomically), so a
+parent process can wait for the file instead of polling the port. The admin listener serves the
+emulator's controls (see :mod:`mcm.emulator.admin`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from mcm.emulator.admin import AdminServer
 from mcm.emulator.emulator import Emulator
 
 
@@ -34,14 +36,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--ready-file", help="JSON file written once the server is ready")
     serve.add_argument("--request-log", help="append the request log as JSON lines to this file")
     serve.add_argument("--no-controllers", action="store_true", help="do not run the simulated controllers")
+    serve.add_argument(
+        "--admin-port", type=int, default=0, help="port of the admin (controls) listener; -1: none"
+    )
     return parser
 
 
-def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path) -> None:
+def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path, admin_url: str | None) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(
-        json.dumps({"url": emulator.url, "kubeconfig": str(kubeconfig), "pid": os.getpid()}), encoding="utf-8"
-    )
+    info = {"url": emulator.url, "admin_url": admin_url, "kubeconfig": str(kubeconfig), "pid": os.getpid()}
+    tmp.write_text(json.dumps(info), encoding="utf-8")
     tmp.replace(path)
 
 
@@ -60,17 +64,22 @@ def serve(args: argparse.Namespace) -> int:
         controllers=not args.no_controllers,
         tls_dir=Path(args.kubeconfig).parent / f"{args.name}-tls" if args.tls else None,
     )
+    admin: AdminServer | None = None
     try:
         emulator.start()
         if args.crds:
             emulator.install_crds([args.crds])
         kubeconfig = emulator.write_kubeconfig(args.kubeconfig)
+        if args.admin_port >= 0:
+            admin = AdminServer(emulator, args.host, args.admin_port)
         if args.ready_file:
-            _write_ready(Path(args.ready_file), emulator, kubeconfig)
+            _write_ready(Path(args.ready_file), emulator, kubeconfig, admin.url if admin else None)
         print(f"serving {emulator.url} (kubeconfig {kubeconfig})", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             pass
     finally:
+        if admin is not None:
+            admin.close()
         emulator.close()
     return 0
 

@@ -99,3 +99,29 @@ def test_serve_command_ready_file_and_sigterm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_remote_emulator_controls_a_serve_process(tmp_path: Path) -> None:
+    from mcm.emulator.process import spawn
+
+    process = spawn(tmp_path, "remote")
+    try:
+        remote = process.remote
+        api = client.CoreV1Api(config.new_client_from_config(config_file=str(process.kubeconfig)))
+        api.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+        assert remote.get("configmaps", "default", "c")["metadata"]["name"] == "c"
+        fault = remote.add_fault(code=503, verb="get", resource="configmaps")
+        with pytest.raises(client.ApiException) as info:
+            api.read_namespaced_config_map("c", "default")
+        assert info.value.status == 503 and fault.hits == 1
+        assert remote.count("get", "configmaps") == 1
+        remote.pause("error")
+        with pytest.raises(client.ApiException):
+            api.list_namespace()
+        remote.resume()
+        assert api.list_namespace().items
+        with pytest.raises(RuntimeError, match="unknown control"):
+            remote.call("nope")
+    finally:
+        process.close()
+    assert process.proc.returncode == 0

@@ -1,0 +1,243 @@
+"""The admin listener and :class:`RemoteEmulator`: emulator controls over JSON, for an emulator
+running in another process (spec §3, §4.1).
+
+The admin listener is a separate loopback HTTP server, never counted in stats and unaffected by
+``pause("refuse")``. Every endpoint is ``POST /<control>`` with a JSON object of keyword
+arguments, answering ``{"result": ...}`` or ``{"error": ...}`` (status 400). ``RemoteEmulator``
+offers the same method names as :class:`~mcm.emulator.emulator.Emulator` for these controls.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import threading
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcm.emulator.emulator import Emulator
+
+__all__ = ["AdminServer", "RemoteEmulator"]
+
+Control = Callable[..., Any]
+_SETTABLE = {"kubelet", "pdb", "gc", "podgc", "eventttl", "attachdetach", "namespaces", "crds"}
+
+
+def _controls(emulator: Emulator) -> dict[str, Control]:
+    faults: dict[int, Any] = {}
+
+    def add_fault(**rule: Any) -> int:
+        handle = emulator.faults.add(**rule)
+        faults[id(handle)] = handle
+        return id(handle)
+
+    def fault_hits(handle: int) -> int:
+        return int(faults[handle].hits)
+
+    def remove_fault(handle: int) -> None:
+        faults.pop(handle).remove()
+
+    def set_controller(controller: str, **values: Any) -> None:
+        if controller not in _SETTABLE:
+            raise ValueError(f"unknown controller {controller!r}")
+        target = emulator._controller(controller)
+        for key, value in values.items():
+            if not hasattr(target, key) or key.startswith("_"):
+                raise ValueError(f"{controller} has no setting {key!r}")
+            setattr(target, key, value)
+
+    def call_controller(controller: str, method: str, **kwargs: Any) -> Any:
+        if controller not in _SETTABLE or method.startswith("_"):
+            raise ValueError(f"unknown control {controller}.{method}")
+        return getattr(emulator._controller(controller), method)(**kwargs)
+
+    def stats_count(**match: Any) -> int:
+        return emulator.stats.count(**match)
+
+    return {
+        "state": lambda: {"url": emulator.url, "rv": emulator.store.rv, "paused": emulator.faults.mode},
+        "stop": emulator.stop,
+        "start": lambda: emulator.start() and None,
+        "restart": emulator.restart,
+        "pause": emulator.pause,
+        "resume": emulator.resume,
+        "compact": emulator.compact,
+        "watch_delay": emulator.watch_delay,
+        "drop_watches": lambda mode="close", resource=None: emulator.watches.drop(mode, resource),
+        "bookmark_now": emulator.watches.bookmark_now,
+        "add_fault": add_fault,
+        "fault_hits": fault_hits,
+        "remove_fault": remove_fault,
+        "clear_faults": emulator.faults.clear,
+        "latency": lambda seconds, jitter=0.0, **match: add_fault_latency(
+            emulator, faults, seconds, jitter, match
+        ),
+        "stats_count": stats_count,
+        "stats": emulator.stats.as_dict,
+        "stats_reset": emulator.stats.reset,
+        "get": emulator.get,
+        "list": lambda gvr, namespace=None: emulator.list(gvr, namespace),
+        "seed": lambda objects, bypass_strategy=False: emulator.seed(objects, bypass_strategy),
+        "install_crds": lambda paths: emulator.install_crds(paths) and None,
+        "set_controller": set_controller,
+        "call_controller": call_controller,
+    }
+
+
+def add_fault_latency(
+    emulator: Emulator, faults: dict[int, Any], seconds: float, jitter: float, match: Any
+) -> int:
+    """Register a latency rule; returns a handle usable with ``remove_fault``."""
+    handle = emulator.faults.latency(seconds, jitter, **match)
+    faults[id(handle)] = handle
+    return id(handle)
+
+
+class _AdminHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _AdminHttp
+
+    def log_message(self, format: str, *args: Any) -> None:
+        del format, args
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        name = self.path.strip("/")
+        try:
+            kwargs = json.loads(self.rfile.read(length) or b"{}")
+            control = self.server.controls.get(name)
+            if control is None:
+                raise ValueError(f"unknown control {name!r}")
+            body, code = {"result": control(**kwargs)}, 200
+        except Exception as exc:  # every failure is reported to the caller
+            body, code = {"error": f"{type(exc).__name__}: {exc}"}, 400
+        data = json.dumps(body, default=str).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _AdminHttp(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], controls: dict[str, Control]) -> None:
+        self.controls = controls
+        super().__init__(address, _AdminHandler)
+
+
+class AdminServer:
+    """Serves an emulator's controls on their own loopback port."""
+
+    def __init__(self, emulator: Emulator, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._http = _AdminHttp((host, port), _controls(emulator))
+        self.url = f"http://{host}:{self._http.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the admin listener."""
+        self._http.shutdown()
+        self._http.server_close()
+
+
+class RemoteFault:
+    """A fault rule in another process."""
+
+    def __init__(self, remote: RemoteEmulator, handle: int) -> None:
+        self._remote = remote
+        self._handle = handle
+
+    @property
+    def hits(self) -> int:
+        """How often the rule fired."""
+        return int(self._remote.call("fault_hits", handle=self._handle))
+
+    def remove(self) -> None:
+        """Stop applying the rule."""
+        self._remote.call("remove_fault", handle=self._handle)
+
+
+class RemoteEmulator:
+    """The controls of an emulator in another process, through its admin listener."""
+
+    def __init__(self, admin_url: str, url: str = "") -> None:
+        self.admin_url = admin_url.rstrip("/")
+        self.url = url or str(self.call("state")["url"])
+
+    def call(self, control: str, **kwargs: Any) -> Any:
+        """Invoke one control; raises ``RuntimeError`` with the remote error."""
+        request = urllib.request.Request(
+            f"{self.admin_url}/{control}",
+            data=json.dumps(kwargs).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return json.loads(resp.read())["result"]
+        except urllib.error.HTTPError as err:
+            raise RuntimeError(json.loads(err.read()).get("error", str(err))) from None
+
+    def stop(self) -> None:
+        self.call("stop")
+
+    def start(self) -> None:
+        self.call("start")
+
+    def restart(self, downtime: float = 0.5, reset_history: bool = False) -> None:
+        self.call("restart", downtime=downtime, reset_history=reset_history)
+
+    def pause(self, mode: str, drop_on_resume: bool = False) -> None:
+        self.call("pause", mode=mode, drop_on_resume=drop_on_resume)
+
+    def resume(self) -> None:
+        self.call("resume")
+
+    def compact(self, rv: int | None = None) -> None:
+        self.call("compact", rv=rv)
+
+    def watch_delay(self, seconds: float) -> None:
+        self.call("watch_delay", seconds=seconds)
+
+    def drop_watches(self, mode: str = "close", resource: str | None = None) -> int:
+        return int(self.call("drop_watches", mode=mode, resource=resource))
+
+    def bookmark_now(self) -> None:
+        self.call("bookmark_now")
+
+    def add_fault(self, **rule: Any) -> RemoteFault:
+        return RemoteFault(self, int(self.call("add_fault", **rule)))
+
+    def latency(self, seconds: float, jitter: float = 0.0, **match: Any) -> RemoteFault:
+        return RemoteFault(self, int(self.call("latency", seconds=seconds, jitter=jitter, **match)))
+
+    def clear_faults(self) -> None:
+        self.call("clear_faults")
+
+    def count(self, verb: str | None = None, resource: str | None = None, **match: Any) -> int:
+        return int(self.call("stats_count", verb=verb, resource=resource, **match))
+
+    def get(self, gvr: str, namespace: str, name: str) -> dict[str, Any] | None:
+        result = self.call("get", gvr=gvr, namespace=namespace, name=name)
+        return None if result is None else dict(result)
+
+    def list(self, gvr: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return list(self.call("list", gvr=gvr, namespace=namespace))
+
+    def seed(
+        self, objects: builtins.list[dict[str, Any]], bypass_strategy: bool = False
+    ) -> builtins.list[dict[str, Any]]:
+        return builtins.list(self.call("seed", objects=objects, bypass_strategy=bypass_strategy))
+
+    def set_controller(self, controller: str, **values: Any) -> None:
+        self.call("set_controller", controller=controller, **values)

@@ -1,0 +1,94 @@
+"""Emulators in their own processes (``python -m mcm.emulator serve``), driven through
+:class:`~mcm.emulator.admin.RemoteEmulator` (spec §4.1: keeps the server off the GIL of the
+code under test).
+
+Guarantees: :func:`spawn` returns only once the ready file exists (or raises after
+``timeout``); :meth:`EmulatorProcess.close` sends SIGTERM and waits, killing after 10 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcm.emulator.admin import RemoteEmulator
+
+__all__ = ["EmulatorProcess", "spawn"]
+
+
+class EmulatorProcess:
+    """A running ``serve`` process with its remote controls and kubeconfig."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], remote: RemoteEmulator, kubeconfig: Path) -> None:
+        self.proc = proc
+        self.remote = remote
+        self.kubeconfig = kubeconfig
+
+    @property
+    def url(self) -> str:
+        """The API server URL."""
+        return self.remote.url
+
+    def close(self) -> None:
+        """Terminate the process."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def spawn(
+    directory: str | Path,
+    name: str,
+    *,
+    tls: bool = False,
+    crds: str | Path | None = None,
+    timeout: float = 30.0,
+) -> EmulatorProcess:
+    """Start ``serve`` for cluster ``name``; files go to ``directory``."""
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    ready = target / f"{name}.ready.json"
+    kubeconfig = target / f"{name}.kubeconfig"
+    command = [
+        sys.executable,
+        "-m",
+        "mcm.emulator",
+        "serve",
+        "--port",
+        "0",
+        "--admin-port",
+        "0",
+        "--name",
+        name,
+        "--kubeconfig",
+        str(kubeconfig),
+        "--ready-file",
+        str(ready),
+    ]
+    if tls:
+        command.append("--tls")
+    if crds is not None:
+        command += ["--crds", str(crds)]
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"emulator {name!r} did not become ready")
+        time.sleep(0.01)
+    info = json.loads(ready.read_text(encoding="utf-8"))
+    return EmulatorProcess(proc, RemoteEmulator(info["admin_url"], info["url"]), kubeconfig)
