@@ -1,4 +1,5 @@
-"""The leader elector (``tools/leaderelection/leaderelection.go``, v0.28 semantics).
+"""The leader elector (``tools/leaderelection/leaderelection.go``, v0.28 semantics; the v0.30
+fast path is the ``fast_path`` option).
 
 Guarantees:
 
@@ -10,7 +11,8 @@ Guarantees:
 - The leader renews every ``retry_period``. When a renewal round sees no success within
   ``renew_deadline``, leadership ends at that deadline: the stop event given to
   ``on_started_leading`` is set then, even if a request is still hanging (a watchdog on the
-  clock enforces it, as client-go's context deadline aborts the request).
+  clock enforces it, as client-go's context deadline aborts the request). A renewal answered
+  after the deadline does not count.
 - Setting the ``stop`` event given to :meth:`LeaderElector.run` sets the leading stop event at
   once; with ``release_on_cancel`` the record is then rewritten with an empty holder.
 - ``on_stopped_leading`` always runs when :meth:`LeaderElector.run` returns, after the leading
