@@ -125,8 +125,9 @@ class Emulator:
         return self
 
     def stop(self) -> None:
-        """Close the listener and every connection; keep all data."""
+        """Close the listener and every connection (watches end); keep all data."""
         self._server.stop()
+        self.watches.drop("close")
 
     def close(self) -> None:
         """Stop serving and stop the controllers."""
@@ -149,7 +150,9 @@ class Emulator:
         """Look unreachable: ``refuse`` (connections refused), ``hang`` (no answers), ``error`` (503)."""
         self.faults.set_pause(mode, drop_on_resume)
         if mode == "refuse":
+            self._server.reset_all()
             self._server.stop()
+            self.watches.drop("close")
 
     def resume(self) -> None:
         """End a pause."""

@@ -410,6 +410,8 @@ class Api:
                 ) from exc
         elif content_type in ("application/json", "", "*/*"):
             value = self._decode_json(req.body, kind, rt.version)
+            if _fv(req) == "Strict":
+                _reject_duplicate_keys(req.body, kind, rt.version)
         else:
             raise errors.unsupported_media_type(content_type, False)
         if not isinstance(value, dict):
@@ -427,6 +429,23 @@ class Api:
             raise errors.bad_request(
                 f'{kind} in version "{version}" cannot be handled as a {kind}: json parse error: {exc}'
             ) from exc
+
+
+def _reject_duplicate_keys(raw: bytes, kind: str, version: str) -> None:
+    """``fieldValidation=Strict``: a duplicated JSON key is a strict decoding error (400)."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise errors.bad_request(
+                    f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                    f'strict decoding error: json: duplicate field "{key}"'
+                )
+            seen.add(key)
+        return dict(pairs)
+
+    json.loads(raw, object_pairs_hook=hook)
 
 
 def _found(body: bytes | None) -> Response:

@@ -129,6 +129,8 @@ def parse_list_options(rt: ResourceType, query: Mapping[str, str], watch: bool) 
         limit = int(query.get("limit") or 0)
         timeout_text = query.get("timeoutSeconds")
         timeout = float(int(timeout_text)) if timeout_text else None
+        if timeout is not None and timeout <= 0:
+            timeout = None
         bookmarks = bool(parse_bool(query.get("allowWatchBookmarks")))
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from exc

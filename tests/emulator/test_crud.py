@@ -312,3 +312,24 @@ def test_scale_subresource(raw: Raw) -> None:
     assert code == 200 and scale["spec"]["replicas"] == 5
     _, _, obj = raw.get(f"{path}/ms")
     assert obj["spec"]["replicas"] == 5
+
+
+def test_strict_field_validation_rejects_duplicate_keys(raw: Raw) -> None:
+    body = b'{"metadata": {"name": "dk", "name": "dk2"}}'
+    code, _, status = raw.request("POST", f"{NS}/configmaps?fieldValidation=Strict", body)
+    assert code == 400
+    assert 'strict decoding error: json: duplicate field "name"' in status["message"]
+    code, _, _ = raw.request("POST", f"{NS}/configmaps", body)
+    assert code == 201
+
+
+def test_watch_timeout_zero_means_default_not_immediate_close(emulator: Emulator) -> None:
+    from tests.emulator.raw import WatchReader
+
+    reader = WatchReader(emulator.url, f"{NS}/configmaps?watch=true&resourceVersion=1&timeoutSeconds=0")
+    assert emulator.wait_for(lambda: emulator.watches.open_watches().get("configmaps") == 1, 2)
+    emulator.stop()
+    assert list(reader.lines()) == []
+    assert not emulator.watches.open_watches() or emulator.wait_for(
+        lambda: not emulator.watches.open_watches(), 2
+    )
