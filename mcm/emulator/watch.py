@@ -10,6 +10,8 @@ Guarantees (spec §2.10):
 - :func:`serve_watch` writes one chunk per event (lines are cached per change and type), a
   BOOKMARK every ``bookmark_interval`` and about 2 s before the deadline when bookmarks are
   allowed, and ends at the deadline, on a drop, or when the client goes away.
+- With ``WatchHub.rechunk`` set, output is cut into chunks at random boundaries (events are no
+  longer one chunk each), to test that clients split lines across chunks.
 - ``close(mode="expire")`` sends the 410 ERROR event before ending; ``mode="reset"`` asks the
   transport to abort the connection.
 """
@@ -17,6 +19,7 @@ Guarantees (spec §2.10):
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from collections import deque
@@ -153,6 +156,19 @@ class WatchHub:
         self.events_sent = 0
         self.bookmarks_sent = 0
         self.ended: dict[str, int] = {}
+        self.rechunk = False
+        self._random = random.Random(0)
+
+    def rechunked(self, lines: list[bytes]) -> list[bytes]:
+        """The same bytes cut at random boundaries (robustness testing of client line splitting)."""
+        data = b"".join(lines)
+        pieces: list[bytes] = []
+        while data:
+            with self.lock:
+                cut = self._random.randint(1, max(1, min(len(data), 64)))
+            pieces.append(data[:cut])
+            data = data[cut:]
+        return pieces
 
     def drop(self, mode: str = "close", resource: str | None = None) -> int:
         """End every open watch (of ``resource`` if given); return how many."""
@@ -202,7 +218,7 @@ def serve_watch(hub: WatchHub, watcher: Watcher, sink: ChunkSink, timeout: float
             if lines:
                 if hub.delay > 0:
                     time.sleep(hub.delay)
-                sink.write_chunks(lines)
+                sink.write_chunks(hub.rechunked(lines) if hub.rechunk else lines)
                 with hub.lock:
                     hub.events_sent += len(lines)
             if closed is not None:

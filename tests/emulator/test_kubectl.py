@@ -139,3 +139,15 @@ def test_kubectl_create_node_and_drain_evicts_pod(
     assert json.loads(kubectl("get", "node", "node1", "-o", "json"))["spec"]["unschedulable"] is True
     assert emulator.get("pods", "default", "p1") is None
     assert emulator.stats.count("create", "pods", subresource="eviction") >= 1
+
+
+def test_kubectl_over_tls_with_token(tmp_path: Path) -> None:
+    from mcm.emulator import ClusterPair
+    from mcm.emulator.kubeconfig import tls_available
+
+    if not tls_available():
+        pytest.skip("TLS material needs the openssl command")
+    with ClusterPair.single(tmp_path, tls=True) as pair:
+        kubectl = Kubectl(str(pair.control_kubeconfig), tmp_path)
+        assert "namespace/default" in kubectl("get", "ns", "-o", "name")
+        assert pair.control.stats.count(code=401) == 0

@@ -307,3 +307,19 @@ def test_python_client_watch_and_typed_list(emulator: Emulator, kubeconfig: str)
         seen.append((event["type"], event["object"].metadata.name))
         break
     assert seen == [("MODIFIED", "typed")]
+
+
+def test_rechunked_watch_still_parses_in_python_client(emulator: Emulator, kubeconfig: str) -> None:
+    from kubernetes import client, config, watch
+
+    emulator.watches.rechunk = True
+    api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    for i in range(5):
+        api.create_namespaced_config_map(
+            "default", {"metadata": {"name": f"rc{i}"}, "data": {"k": "v" * 100}}
+        )
+    names = [
+        e["object"].metadata.name
+        for e in watch.Watch().stream(api.list_namespaced_config_map, "default", timeout_seconds=1)
+    ]
+    assert names == [f"rc{i}" for i in range(5)]
