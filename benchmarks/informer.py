@@ -132,7 +132,7 @@ def update_all(emu: Any, objects: int) -> float:
     rt = emu.resource_type(("machine.sapcloud.io", "machines"))
 
     def bump(current: dict[str, Any]) -> dict[str, Any]:
-        new = json.loads(json.dumps(current))
+        new: dict[str, Any] = json.loads(json.dumps(current))
         new["metadata"]["annotations"]["bench/generation"] = "1"
         return new
 

@@ -24,6 +24,7 @@ Setting a known field wins over a value kept in ``extra`` for the same key.
 
 from __future__ import annotations
 
+import abc
 import copy
 import dataclasses
 from collections.abc import Callable, Mapping
@@ -59,7 +60,7 @@ class Mismatch(Exception):
     """A JSON value does not have the shape a codec expects (internal signal, never escapes)."""
 
 
-class Codec:
+class Codec(abc.ABC):
     """Converts one JSON value to its Python form and back.
 
     ``schema_type`` names the OpenAPI shape the value has in the CRD: ``string``, ``integer``,
@@ -70,13 +71,13 @@ class Codec:
     schema_type: str
     schema_format: str | None
 
+    @abc.abstractmethod
     def decode(self, raw: object) -> Any:
         """The Python value for ``raw``; raises :class:`Mismatch` when the shape is wrong."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def encode(self, value: Any) -> Any:
         """The JSON value for ``value``."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
