@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -149,6 +150,8 @@ class Emulator:
     def pause(self, mode: str, drop_on_resume: bool = False) -> None:
         """Look unreachable: ``refuse`` (connections refused), ``hang`` (no answers), ``error`` (503)."""
         self.faults.set_pause(mode, drop_on_resume)
+        if mode == "hang":
+            self.watches.flowing.clear()
         if mode == "refuse":
             self._server.reset_all()
             self._server.stop()
@@ -157,7 +160,10 @@ class Emulator:
     def resume(self) -> None:
         """End a pause."""
         mode = self.faults.mode
+        if mode == "hang" and self.faults.drop_on_resume:
+            self.watches.drop("close")
         self.faults.set_pause(None)
+        self.watches.flowing.set()
         if mode == "refuse":
             self._server.start()
 
@@ -217,10 +223,19 @@ class Emulator:
         return f"{self.host}:{self.port}"
 
     def write_kubeconfig(self, path: str | Path, namespace: str | None = None) -> Path:
-        """Write a kubeconfig for this emulator (both the Python client and kubectl accept it)."""
+        """Write a kubeconfig for this emulator (both the Python client and kubectl accept it).
+
+        With TLS, the CA certificate and key are copied next to it as ``<name>-ca.crt``/``.key``.
+        """
         ca = self.tls.ca_pem() if self.tls else None
         token = self.token if self.tls else None
-        return write_kubeconfig(path, self.name, self.url, ca_pem=ca, token=token, namespace=namespace)
+        written = write_kubeconfig(path, self.name, self.url, ca_pem=ca, token=token, namespace=namespace)
+        if self.tls is not None:
+            for source in (self.tls.ca_cert, self.tls.ca_key):
+                copy = written.parent / f"{self.name}-{source.name}"
+                if copy.resolve() != source.resolve():
+                    shutil.copyfile(source, copy)
+        return written
 
     # ------------------------------------------------------------------ CRDs and fixtures
 

@@ -10,6 +10,7 @@ Guarantees (spec §2.10):
 - :func:`serve_watch` writes one chunk per event (lines are cached per change and type), a
   BOOKMARK every ``bookmark_interval`` and about 2 s before the deadline when bookmarks are
   allowed, and ends at the deadline, on a drop, or when the client goes away.
+- While ``WatchHub.flowing`` is clear (pause "hang"), no event is written.
 - With ``WatchHub.rechunk`` set, output is cut into chunks at random boundaries (events are no
   longer one chunk each), to test that clients split lines across chunks.
 - ``close(mode="expire")`` sends the 410 ERROR event before ending; ``mode="reset"`` asks the
@@ -157,6 +158,8 @@ class WatchHub:
         self.bookmarks_sent = 0
         self.ended: dict[str, int] = {}
         self.rechunk = False
+        self.flowing = threading.Event()
+        self.flowing.set()
         self._random = random.Random(0)
 
     def rechunked(self, lines: list[bytes]) -> list[bytes]:
@@ -215,6 +218,8 @@ def serve_watch(hub: WatchHub, watcher: Watcher, sink: ChunkSink, timeout: float
             if watcher.bookmarks and not final_bookmark_sent:
                 wake = min(wake, deadline - 2.0)
             lines, closed, mode, want_bookmark = _take(watcher, max(0.0, wake - now))
+            while not hub.flowing.wait(0.05) and watcher.closed is None and time.monotonic() < deadline:
+                pass  # paused ("hang"): deliver nothing until resumed
             if lines:
                 if hub.delay > 0:
                     time.sleep(hub.delay)

@@ -183,3 +183,18 @@ def test_hang_then_resume_answers_parked_request(emulator: Emulator) -> None:
     emulator.resume()
     thread.join(5)
     assert results == [200]
+
+
+def test_pause_hang_holds_watch_events_until_resume(emulator: Emulator) -> None:
+    raw = Raw(emulator.url)
+    _, _, obj = raw.post(f"{NS}/configmaps", {"metadata": {"name": "w"}})
+    reader = WatchReader(
+        emulator.url, f"{NS}/configmaps?watch=true&resourceVersion={obj['metadata']['resourceVersion']}"
+    )
+    assert emulator.wait_for(lambda: emulator.watches.open_watches().get("configmaps") == 1, 2)
+    emulator.pause("hang")
+    emulator.storage.create(emulator.resource_type("configmaps"), {"metadata": {"name": "held"}}, "default")
+    assert not emulator.wait_for(lambda: emulator.watches.events_sent > 0, 0.3)
+    emulator.resume()
+    event = reader.next_event()
+    assert event["object"]["metadata"]["name"] == "held"
