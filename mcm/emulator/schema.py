@@ -10,7 +10,8 @@ Guarantees:
   ``metadata`` keeps only ``ObjectMeta`` fields. It returns the dropped paths (``spec.foo``,
   ``spec.items[0].bar``) so the server can warn or, with ``fieldValidation=Strict``, reject.
 - :func:`apply_defaults` fills the ``default`` of missing properties, top-down, inside objects that
-  exist.
+  exist; a ``null`` in a non-nullable field is treated as missing (defaulted, or dropped when there
+  is no default), as the real server does before validating.
 - :func:`validate` checks ``type``, ``nullable``, ``required``, ``properties``,
   ``additionalProperties``, ``items``, ``enum``, ``pattern``, ``format`` (int32, int64, date-time),
   ``x-kubernetes-int-or-string``, minimum/maximum (with exclusive forms), min/max length and items,
@@ -127,13 +128,25 @@ def apply_defaults(obj: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
     return result if isinstance(result, dict) else dict(obj)
 
 
+def _default_or_prune_null(value: dict[str, Any], key: str, schema: Schema) -> None:
+    """Fill a missing field's default; a ``null`` in a non-nullable field counts as missing.
+
+    Like apiextensions, a non-nullable ``null`` without a default is dropped before validation
+    (Go clients send ``null`` for empty times), instead of failing with "must be of type".
+    """
+    if key in value and value[key] is None and not schema.get("nullable"):
+        del value[key]
+    if key not in value and "default" in schema:
+        value[key] = copy.deepcopy(schema["default"])
+
+
 def _default_value(value: Any, schema: Schema) -> Any:
     if isinstance(value, dict):
         properties = schema.get("properties")
         if isinstance(properties, Mapping):
             for key, sub in properties.items():
-                if isinstance(sub, Mapping) and key not in value and "default" in sub:
-                    value[key] = copy.deepcopy(sub["default"])
+                if isinstance(sub, Mapping):
+                    _default_or_prune_null(value, key, sub)
             for key, sub in properties.items():
                 if isinstance(sub, Mapping) and key in value:
                     value[key] = _default_value(value[key], sub)
@@ -141,7 +154,9 @@ def _default_value(value: Any, schema: Schema) -> Any:
         if isinstance(additional, Mapping):
             for key in list(value):
                 if not (isinstance(properties, Mapping) and key in properties):
-                    value[key] = _default_value(value[key], additional)
+                    _default_or_prune_null(value, key, additional)
+                    if key in value:
+                        value[key] = _default_value(value[key], additional)
         return value
     if isinstance(value, list):
         items = schema.get("items")

@@ -122,6 +122,27 @@ def test_defaults_fill_missing_only() -> None:
     assert "spec" not in apply_defaults({"metadata": {}}, MACHINE_SCHEMA)
 
 
+def test_non_nullable_nulls_are_defaulted_or_dropped_before_validation() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "status": {
+                "type": "object",
+                "properties": {
+                    "lastUpdateTime": {"type": "string", "format": "date-time"},
+                    "phase": {"type": "string", "default": "Pending"},
+                    "note": {"type": "string", "nullable": True},
+                },
+            }
+        },
+    }
+    obj = {"status": {"lastUpdateTime": None, "phase": None, "note": None}}
+    out = apply_defaults(obj, schema)
+    assert out == {"status": {"phase": "Pending", "note": None}}
+    assert validate(out, schema) == []
+    assert validate(obj, schema) != []  # without the pruning step the null would be rejected
+
+
 def test_validate_accepts_valid_object() -> None:
     obj = machine(
         replicas=3, maxSurge="25%", tags=["a", "b"], when="2026-01-01T00:00:00Z", short="ab", few=[1]
