@@ -321,12 +321,11 @@ class Emulator:
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
         """Wait (bounded) until ``predicate()`` holds, re-checking after each commit."""
         deadline = time.monotonic() + timeout
-        with self.store.lock:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self.store._changed.wait(min(remaining, 0.05))
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.store.wait_changed(min(remaining, 0.05))
         return True
 
     def seed(self, objects: Iterable[Obj], bypass_strategy: bool = False) -> builtins.list[Obj]:

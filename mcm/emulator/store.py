@@ -342,6 +342,11 @@ class VersionedStore:
 
         return unsubscribe
 
+    def wait_changed(self, timeout: float) -> None:
+        """Block (holding nothing afterwards) until the next commit or ``timeout`` seconds."""
+        with self.lock:
+            self._changed.wait(timeout)
+
     def wait_for_rv(self, rv: int, timeout: float) -> bool:
         """Block until the global RV reaches ``rv`` or ``timeout`` seconds pass."""
         with self.lock:
