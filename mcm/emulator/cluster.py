@@ -7,6 +7,9 @@ Guarantees:
   installs the MCM CRDs into ``control`` (waiting for Established) and writes
   ``control.kubeconfig`` and ``target.kubeconfig`` into ``dir``.
 - ``ClusterPair.single(dir)`` runs one emulator that plays both roles; both files point at it.
+- ``in_process=False`` runs each emulator as ``python -m mcm.emulator serve`` in its own process
+  (off the GIL of the code under test); ``control``/``target`` are then
+  :class:`~mcm.emulator.admin.RemoteEmulator` handles with the same control methods.
 - ``close()`` (or leaving the ``with`` block) stops every emulator it started.
 """
 
@@ -17,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from mcm.emulator.emulator import Emulator
+from mcm.emulator.process import EmulatorProcess, spawn
 
 __all__ = ["ClusterPair", "default_crd_dir"]
 
@@ -30,12 +34,20 @@ class ClusterPair:
     """A control and a target emulator with kubeconfig files."""
 
     def __init__(
-        self, control: Emulator, target: Emulator, control_kubeconfig: Path, target_kubeconfig: Path
+        self,
+        control: Any,
+        target: Any,
+        control_kubeconfig: Path,
+        target_kubeconfig: Path,
+        processes: list[EmulatorProcess] | None = None,
     ) -> None:
         self.control = control
+        """The control cluster: an :class:`Emulator` (in process) or a ``RemoteEmulator``."""
         self.target = target
+        """The target cluster (the same object as ``control`` for :meth:`single`)."""
         self.control_kubeconfig = control_kubeconfig
         self.target_kubeconfig = target_kubeconfig
+        self.processes = processes or []
 
     @classmethod
     def start(
@@ -45,10 +57,13 @@ class ClusterPair:
         tls: bool = False,
         crds: str | Path | None = None,
         namespace: str | None = None,
+        in_process: bool = True,
         **options: Any,
     ) -> ClusterPair:
         """Start ``control`` and ``target``; install the MCM CRDs into ``control``."""
         target_dir = Path(directory)
+        if not in_process:
+            return cls._start_processes(target_dir, tls=tls, crds=crds)
         control = Emulator(
             name="control", tls=tls, tls_dir=target_dir / "control-tls" if tls else None, **options
         )
@@ -90,8 +105,23 @@ class ClusterPair:
             raise
         return cls(emulator, emulator, control_path, target_path)
 
+    @classmethod
+    def _start_processes(cls, directory: Path, *, tls: bool, crds: str | Path | None) -> ClusterPair:
+        crd_dir = Path(crds) if crds is not None else default_crd_dir()
+        control = spawn(directory, "control", tls=tls, crds=crd_dir if crd_dir.is_dir() else None)
+        try:
+            target = spawn(directory, "target", tls=tls)
+        except BaseException:
+            control.close()
+            raise
+        return cls(control.remote, target.remote, control.kubeconfig, target.kubeconfig, [control, target])
+
     def close(self) -> None:
         """Stop the emulators."""
+        if self.processes:
+            for process in self.processes:
+                process.close()
+            return
         self.control.close()
         if self.target is not self.control:
             self.target.close()

@@ -125,3 +125,19 @@ def test_remote_emulator_controls_a_serve_process(tmp_path: Path) -> None:
     finally:
         process.close()
     assert process.proc.returncode == 0
+
+
+def test_cluster_pair_out_of_process(tmp_path: Path) -> None:
+    pair = ClusterPair.start(tmp_path, in_process=False)
+    try:
+        control = config.new_client_from_config(config_file=str(pair.control_kubeconfig))
+        assert "machine.sapcloud.io" in [g.name for g in client.ApisApi(control).get_api_versions().groups]
+        pair.target.pause("error")
+        target = config.new_client_from_config(config_file=str(pair.target_kubeconfig))
+        with pytest.raises(client.ApiException):
+            client.CoreV1Api(target).list_node()
+        pair.target.resume()
+        assert client.CoreV1Api(target).list_node().items == []
+    finally:
+        pair.close()
+    assert all(p.proc.returncode == 0 for p in pair.processes)
