@@ -33,7 +33,7 @@ from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.faults import Faults, RequestMeta
 from mcm.emulator.handlers import Api, Request, Response, health_response, status_response
 from mcm.emulator.kubeconfig import TlsMaterial, make_tls_material, write_kubeconfig
-from mcm.emulator.listing import WatchStart
+from mcm.emulator.listing import NODE_INDEX, WatchStart
 from mcm.emulator.registry import CRD_STORAGE_KEY, Registry, ResourceType
 from mcm.emulator.routing import RequestInfo, parse_bool, resolve
 from mcm.emulator.server import Completed, HttpServer, _ChunkWriter
@@ -103,6 +103,7 @@ class Emulator:
             ssl_context=self.tls.server_context() if self.tls else None,
         )
         self.store.subscribe(self._serve_crds)
+        self.store.add_index("pods", NODE_INDEX, _node_name)
         self._want_controllers = controllers
         self.controllers: Any = None
         self._seed_namespaces()
@@ -409,6 +410,12 @@ class Emulator:
             bytes_out=done.bytes_out,
         )
         self.stats.record(key, entry)
+
+
+def _node_name(obj: Obj) -> str | None:
+    spec = obj.get("spec")
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
+    return node if isinstance(node, str) and node else None
 
 
 def _served(registry: Registry, name: str) -> Callable[[], bool]:

@@ -26,13 +26,14 @@ from mcm.emulator import errors
 from mcm.emulator.kinds import FieldError
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import parse_bool
-from mcm.emulator.selectors import compile_field_selector, parse_label_selector
+from mcm.emulator.selectors import compile_field_selector, parse_field_selector, parse_label_selector
 from mcm.emulator.store import Stored, VersionedStore, encode
 from mcm.emulator.watch import Watcher, error_line, expired_status
 
 __all__ = ["ListOptions", "WatchStart", "encode_list", "list_objects", "parse_list_options", "start_watch"]
 
 Predicate = Callable[[dict[str, Any]], bool]
+NODE_INDEX = "spec.nodeName"
 _CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. "
     "You can start a new list without the continue parameter, or use the continue token in this response "
@@ -54,6 +55,8 @@ class ListOptions:
     continue_token: str
     bookmarks: bool
     timeout: float | None
+    node_name: str | None = None
+    """The value of a ``spec.nodeName=`` requirement, if any (served from the pods-by-node index)."""
 
 
 def _list_invalid(errs: list[FieldError]) -> errors.ApiStatusError:
@@ -134,7 +137,12 @@ def parse_list_options(rt: ResourceType, query: Mapping[str, str], watch: bool) 
         bookmarks = bool(parse_bool(query.get("allowWatchBookmarks")))
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from exc
+    node_name = next(
+        (r.value for r in parse_field_selector(field_text) if r.field == "spec.nodeName" and r.op == "="),
+        None,
+    )
     return ListOptions(
+        node_name=node_name,
         predicate=predicate,
         has_selector=bool(label_text.strip() or field_text.strip()),
         resource_version=query.get("resourceVersion", ""),
@@ -206,7 +214,12 @@ def list_objects(
             wait_fresh(store, parse_rv(opts.resource_version), freshness)
         with store.lock:
             list_rv = store.rv
-            items = store.items(key, namespace)
+            indexed = (
+                None
+                if not opts.node_name
+                else store.items_by_index(key, NODE_INDEX, opts.node_name, namespace)
+            )
+            items = indexed if indexed is not None else store.items(key, namespace)
     if start is not None:
         items = [s for s in items if s.key >= start]
     selected = [s for s in items if opts.predicate(s.obj)] if opts.has_selector else items

@@ -19,6 +19,7 @@ Guarantees (see spec §2.4, §5.3, §5.5):
   key is absent); otherwise it raises :class:`StaleObjectError` and changes nothing. This is the
   compare-and-swap that update loops retry on.
 - A read or watch "at RV N" is possible iff ``N >= floor(resource)``; older ones are expired.
+- Secondary indexes (``add_index``) are updated in the same commit as the objects.
 """
 
 from __future__ import annotations
@@ -138,8 +139,33 @@ class WatcherSink(Protocol):
 Hook = Callable[[Change], None]
 
 
+IndexFn = Callable[[Obj], str | None]
+
+
+class _Index:
+    __slots__ = ("buckets", "key_of")
+
+    def __init__(self, key_of: IndexFn) -> None:
+        self.key_of = key_of
+        self.buckets: dict[str, set[Key]] = {}
+
+    def update(self, key: Key, old: Obj | None, new: Obj | None) -> None:
+        before = None if old is None else self.key_of(old)
+        after = None if new is None else self.key_of(new)
+        if before == after:
+            return
+        if before is not None:
+            bucket = self.buckets.get(before)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del self.buckets[before]
+        if after is not None:
+            self.buckets.setdefault(after, set()).add(key)
+
+
 class _Resource:
-    __slots__ = ("floor", "history", "objects", "sorted_keys", "watchers")
+    __slots__ = ("floor", "history", "indexes", "objects", "sorted_keys", "watchers")
 
     def __init__(self, floor: int) -> None:
         self.objects: dict[Key, Stored] = {}
@@ -147,6 +173,7 @@ class _Resource:
         self.history: deque[Change] = deque()
         self.floor = floor
         self.watchers: set[WatcherSink] = set()
+        self.indexes: dict[str, _Index] = {}
 
     def keys_in_order(self) -> list[Key]:
         if self.sorted_keys is None:
@@ -195,6 +222,27 @@ class VersionedStore:
             if namespace is None:
                 return [objects[k] for k in keys]
             return [objects[k] for k in keys if k[0] == namespace]
+
+    def add_index(self, resource: str, name: str, key_of: IndexFn) -> None:
+        """Maintain a secondary index ``name`` over ``resource`` (e.g. pods by ``spec.nodeName``)."""
+        with self.lock:
+            data = self._res(resource)
+            index = _Index(key_of)
+            for key, stored in data.objects.items():
+                index.update(key, None, stored.obj)
+            data.indexes[name] = index
+
+    def items_by_index(
+        self, resource: str, name: str, value: str, namespace: str | None = None
+    ) -> list[Stored] | None:
+        """Current objects whose index ``name`` equals ``value``, in key order; None if no such index."""
+        with self.lock:
+            data = self._resources.get(resource)
+            index = None if data is None else data.indexes.get(name)
+            if data is None or index is None:
+                return None
+            keys = sorted(index.buckets.get(value, ()))
+            return [data.objects[k] for k in keys if namespace is None or k[0] == namespace]
 
     def floor(self, resource: str) -> int:
         """The oldest RV from which this resource can still be read or watched."""
@@ -275,6 +323,10 @@ class VersionedStore:
                 if current is None:
                     data.sorted_keys = None
                 data.objects[key] = stored
+            for index in data.indexes.values():
+                index.update(
+                    key, None if current is None else current.obj, None if change_type == "DELETED" else obj
+                )
             change = Change(rv, change_type, resource, key, stored, current)
             self._record(data, change)
             return change

@@ -323,3 +323,17 @@ def test_rechunked_watch_still_parses_in_python_client(emulator: Emulator, kubec
         for e in watch.Watch().stream(api.list_namespaced_config_map, "default", timeout_seconds=1)
     ]
     assert names == [f"rc{i}" for i in range(5)]
+
+
+def test_pods_by_node_index_follows_rebinding_and_deletion(raw: Raw, emulator: Emulator) -> None:
+    raw.post(f"{NS}/pods", pod("a", node="n1"))
+    raw.post(f"{NS}/pods", pod("b", node="n2"))
+    raw.post(f"{NS}/pods", pod("c"))
+    assert emulator.store.items_by_index("pods", "spec.nodeName", "n1") is not None
+    _, _, body = raw.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
+    assert _names(body) == ["a"]
+    raw.delete(f"{NS}/pods/a", {"gracePeriodSeconds": 0})
+    _, _, body = raw.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
+    assert _names(body) == []
+    _, _, body = raw.get(f"{NS}/pods?fieldSelector=spec.nodeName%3Dn2,metadata.name%3Db")
+    assert _names(body) == ["b"]
