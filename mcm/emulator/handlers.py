@@ -206,7 +206,7 @@ class Api:
             result = self.storage.create(
                 rt, body, namespace, dry_run=_dry_run(req), field_validation=_fv(req)
             )
-            return Response(201, self._encode_object(rt, result.obj), headers=_warnings(result))
+            return Response(201, encode(result.obj), headers=_warnings(result))
         if verb in ("update", "patch", "delete") and not info.name:
             raise errors.method_not_allowed(req.method)
         if verb == "update":
@@ -222,9 +222,6 @@ class Api:
         if verb == "deletecollection":
             return self._delete_collection(req, rt, namespace or None)
         raise errors.method_not_allowed(req.method)
-
-    def _encode_object(self, rt: ResourceType, obj: Obj) -> bytes:
-        return encode(obj)
 
     def _get(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
         if info.subresource in ("eviction", "finalize"):
@@ -383,17 +380,15 @@ class Api:
                 continue
             meta = stored.obj["metadata"]
             try:
-                obj, removed = self.storage.delete(
+                obj, _ = self.storage.delete(
                     rt, meta.get("namespace", ""), meta["name"], options, dry_run=_dry_run(req)
                 )
             except ApiStatusError as err:
-                if err.code == 404:
+                if err.code == 404:  # deleted concurrently
                     continue
                 raise
-            if obj.get("kind") == "Status":
-                obj = stored.obj
-            affected.append(Stored(obj, 0))
-            del removed
+            # Kinds that answer a Status on delete are listed with their last state.
+            affected.append(Stored(stored.obj if obj.get("kind") == "Status" else obj, stored.rv))
         return Response(200, encode_list(rt, affected, self.storage.store.rv, "", None))
 
     # ------------------------------------------------------------------ bodies
