@@ -64,6 +64,7 @@ class Emulator:
         token: str | None = None,
         base_rv: int = 1,
         history_size: int = 10_000,
+        history_age: float | None = None,
         freshness_timeout: float = 3.0,
         git_version: str = "v1.32.0",
         min_request_timeout: float = 1800.0,
@@ -75,7 +76,7 @@ class Emulator:
     ) -> None:
         self.name = name
         self.clock = clock
-        self.store = VersionedStore(base_rv, history_size)
+        self.store = VersionedStore(base_rv, history_size, history_age)
         self.registry = Registry()
         self.storage = Storage(self.store, self.registry)
         self.discovery = Discovery(self.registry, git_version)

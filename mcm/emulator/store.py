@@ -9,6 +9,9 @@ Guarantees (see spec §2.4, §5.3, §5.5):
 - One ``RLock`` (``store.lock``) guards objects, history, floors and watcher registration.
   Holding it makes a sequence of reads and commits one atomic transaction
   (``with store.transaction(): ...``); it is re-entrant, so post-commit hooks may commit too.
+- History is bounded per resource by ``history_size`` events and, optionally, ``history_age``
+  seconds (off by default; upstream's watch cache keeps about 75 s). Events leaving it raise
+  the resource's floor.
 - Every commit takes the next RV, records ``(rv, type, key, new, old)`` in the resource's history
   and offers the change to that resource's watchers and to every hook, in RV order, while the
   lock is held. Watchers and hooks must not block or do I/O.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -104,6 +108,8 @@ class Change:
     key: Key
     new: Stored
     old: Stored | None
+    at: float = 0.0
+    """Monotonic time of the commit (for the optional history age limit)."""
     _lines: dict[str, bytes] = field(default_factory=dict)
     _old_at_rv: Stored | None = None
 
@@ -184,11 +190,14 @@ class _Resource:
 class VersionedStore:
     """Objects, global RV, per-resource history and floors, watcher registry."""
 
-    def __init__(self, base_rv: int = 1, history_size: int = 10_000) -> None:
+    def __init__(
+        self, base_rv: int = 1, history_size: int = 10_000, history_age: float | None = None
+    ) -> None:
         self.lock = threading.RLock()
         self._rv = base_rv
         self._base = base_rv
         self.history_size = history_size
+        self.history_age = history_age
         self._resources: dict[str, _Resource] = {}
         self._hooks: list[Hook] = []
         self._changed = threading.Condition(self.lock)
@@ -327,7 +336,7 @@ class VersionedStore:
                 index.update(
                     key, None if current is None else current.obj, None if change_type == "DELETED" else obj
                 )
-            change = Change(rv, change_type, resource, key, stored, current)
+            change = Change(rv, change_type, resource, key, stored, current, time.monotonic())
             self._record(data, change)
             return change
 
@@ -335,6 +344,10 @@ class VersionedStore:
         data.history.append(change)
         while len(data.history) > self.history_size:
             data.floor = max(data.floor, data.history.popleft().rv)
+        if self.history_age is not None:
+            oldest = change.at - self.history_age
+            while data.history and data.history[0].at < oldest:
+                data.floor = max(data.floor, data.history.popleft().rv)
         for watcher in list(data.watchers):
             watcher.offer(change)
         for hook in list(self._hooks):

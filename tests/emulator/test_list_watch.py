@@ -337,3 +337,18 @@ def test_pods_by_node_index_follows_rebinding_and_deletion(raw: Raw, emulator: E
     assert _names(body) == []
     _, _, body = raw.get(f"{NS}/pods?fieldSelector=spec.nodeName%3Dn2,metadata.name%3Db")
     assert _names(body) == ["b"]
+
+
+def test_history_size_and_age_limits_raise_the_floor() -> None:
+    from mcm.emulator.store import VersionedStore
+
+    store = VersionedStore(history_size=2)
+    for i in range(4):
+        store.commit("configmaps", "ADDED", {"metadata": {"name": f"h{i}", "namespace": "d"}}, None)
+    assert [c.rv for c in store.history("configmaps")] == [4, 5]
+    assert store.floor("configmaps") == 3
+    aged = VersionedStore(history_age=0.0)
+    aged.commit("configmaps", "ADDED", {"metadata": {"name": "a", "namespace": "d"}}, None)
+    aged.commit("configmaps", "ADDED", {"metadata": {"name": "b", "namespace": "d"}}, None)
+    assert [c.rv for c in aged.history("configmaps")] == [3]
+    assert aged.floor("configmaps") == 2
