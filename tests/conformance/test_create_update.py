@@ -338,3 +338,38 @@ def test_pod_create_resets_status_and_defaults(cluster: Cluster, namespace: str)
     pod = cluster.core.create_namespaced_pod(namespace, body)
     assert pod.status.phase == "Pending"
     assert pod.spec.termination_grace_period_seconds == 30 and pod.spec.restart_policy == "Always"
+
+
+def test_status_write_ignores_spec_pod(cluster: Cluster, namespace: str) -> None:
+    pod = cluster.core.create_namespaced_pod(namespace, pod_body("sp", labels={"a": "1"}))
+    body = cluster.api.sanitize_for_serialization(pod)
+    body["metadata"]["labels"] = {"a": "2"}
+    body["spec"]["activeDeadlineSeconds"] = 7
+    body["status"] = {"phase": "Running"}
+    written = cluster.core.replace_namespaced_pod_status("sp", namespace, body)
+    assert written.status.phase == "Running"
+    assert written.metadata.labels == {"a": "1"} and written.spec.active_deadline_seconds is None
+
+
+def test_status_write_node_metadata_behaviour(cluster: Cluster) -> None:
+    name = unique("conf-node")
+    try:
+        node = cluster.core.create_node(node_body(name))
+        body = cluster.api.sanitize_for_serialization(node)
+        body["metadata"]["labels"]["pinned"] = "yes"
+        body["spec"] = {"unschedulable": True}
+        body["status"] = {"phase": "Running"}
+        written = cluster.core.replace_node_status(name, body)
+        assert not (written.spec and written.spec.unschedulable)
+        # Pinned: node status writes keep label changes (no metadata reset for nodes).
+        assert written.metadata.labels.get("pinned") == "yes"
+    finally:
+        cleanup_node(cluster, name)
+
+
+def test_pod_generation_absent_before_1_33(cluster: Cluster, namespace: str) -> None:
+    version = client.VersionApi(cluster.api).get_code()
+    if (int(version.major), int(version.minor.rstrip("+"))) >= (1, 33):
+        pytest.skip("pods track generation from v1.33")
+    pod = cluster.core.create_namespaced_pod(namespace, pod_body("gen"))
+    assert pod.metadata.generation is None

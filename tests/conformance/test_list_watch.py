@@ -274,3 +274,47 @@ def test_python_watch_raises_410_after_one_retry(cluster: Cluster, namespace: st
             pass
     assert info.value.status == 410
     assert delta.count("watch", "configmaps") == 2
+
+
+def test_list_sorted_by_namespace_name(cluster: Cluster, namespace: str) -> None:
+    for name in ("b", "a", "c"):
+        _cm(cluster, namespace, name)
+    items = call(cluster, "GET", "/api/v1/configmaps").json()["items"]
+    keys = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in items]
+    assert keys == sorted(keys)
+
+
+def test_watch_no_bookmarks_when_not_requested(cluster: Cluster, namespace: str) -> None:
+    emu = emulator_only(cluster)
+    rv = _cm(cluster, namespace, "nb")["metadata"]["resourceVersion"]
+    _, _, lines = watch_lines(
+        cluster, f"/api/v1/namespaces/{namespace}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=1"
+    )
+    emu.watches.bookmark_now()
+    assert [json.loads(line)["type"] for line in lines] == []
+
+
+def test_watch_deleted_event_carries_final_state_and_new_rv(cluster: Cluster, namespace: str) -> None:
+    created = _cm(cluster, namespace, "gone", keep="label")
+    rv = created["metadata"]["resourceVersion"]
+    cluster.core.delete_namespaced_config_map("gone", namespace)
+    _, _, lines = watch_lines(
+        cluster, f"/api/v1/namespaces/{namespace}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=1"
+    )
+    events = [json.loads(line) for line in lines]
+    assert [e["type"] for e in events] == ["DELETED"]
+    obj = events[0]["object"]
+    assert obj["metadata"]["labels"] == {"keep": "label"}
+    assert int(obj["metadata"]["resourceVersion"]) > int(rv)
+
+
+def test_watch_field_selector_nodename(cluster: Cluster, namespace: str) -> None:
+    rv = cluster.core.list_namespaced_pod(namespace).metadata.resource_version
+    cluster.core.create_namespaced_pod(namespace, pod_body("mine", node="conf-node-a"))
+    cluster.core.create_namespaced_pod(namespace, pod_body("other", node="conf-node-b"))
+    cluster.core.delete_namespaced_pod("mine", namespace, grace_period_seconds=0)
+    query = f"watch=true&fieldSelector=spec.nodeName%3Dconf-node-a&resourceVersion={rv}&timeoutSeconds=1"
+    _, _, lines = watch_lines(cluster, f"/api/v1/namespaces/{namespace}/pods?{query}")
+    events = [(e["type"], e["object"]["metadata"]["name"]) for e in map(json.loads, lines)]
+    assert events[0] == ("ADDED", "mine") and events[-1] == ("DELETED", "mine")
+    assert all(name == "mine" for _, name in events)
