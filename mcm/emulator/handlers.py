@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 import yaml
 
-from mcm.emulator import errors, patch
+from mcm.emulator import errors, eventsv1, patch
 from mcm.emulator.discovery import Discovery
 from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.listing import (
@@ -173,6 +173,8 @@ class Api:
 
     def _resource(self, req: Request, info: RequestInfo) -> Response | WatchStart:
         rt = self._type(info)
+        if rt.group == "events.k8s.io":
+            return self._events_v1(req, rt, info)
         verb = info.verb
         namespace = info.namespace
         if verb not in rt.verbs and not info.subresource:
@@ -390,6 +392,65 @@ class Api:
             # Kinds that answer a Status on delete are listed with their last state.
             affected.append(Stored(stored.obj if obj.get("kind") == "Status" else obj, stored.rv))
         return Response(200, encode_list(rt, affected, self.storage.store.rv, "", None))
+
+    def _events_v1(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response | WatchStart:
+        """events.k8s.io/v1: the core Event storage seen through the field mapping."""
+        core = self.storage.type("", "events")
+        verb, namespace, name = info.verb, info.namespace, info.name
+        if info.subresource or (
+            (verb == "create") == bool(name) and verb in ("create", "update", "patch", "delete")
+        ):
+            raise errors.method_not_allowed(req.method)
+        if verb == "get":
+            return Response(
+                200, encode(eventsv1.from_core(self.storage.get_stored(core, namespace, name).obj))
+            )
+        if verb == "list":
+            opts = parse_list_options(core, req.query, watch=False)
+            items, rv, token, remaining = list_objects(
+                self.storage.store, rt, namespace or None, opts, self.freshness_timeout
+            )
+            views = [Stored(eventsv1.from_core(s.obj), s.rv) for s in items]
+            return Response(200, encode_list(rt, views, rv, token, remaining))
+        if verb == "watch":
+            opts = parse_list_options(core, req.query, watch=True)
+            return start_watch(
+                self.storage.store,
+                rt,
+                namespace or None,
+                opts,
+                min_request_timeout=self.hub.min_request_timeout,
+                max_queue=self.hub.max_queue,
+                convert=eventsv1.from_core,
+            )
+        if verb == "deletecollection":
+            return self._delete_collection(req, core, namespace or None)
+        if verb not in ("create", "update", "patch", "delete") or (verb == "create" and not namespace):
+            raise errors.method_not_allowed(req.method)
+        result = self._events_v1_write(req, rt, core, info)
+        if result.get("kind") == "Event":
+            result = eventsv1.from_core(result)
+        return Response(201 if verb == "create" else 200, encode(result))
+
+    def _events_v1_write(self, req: Request, rt: ResourceType, core: ResourceType, info: RequestInfo) -> Obj:
+        verb, namespace, name, dry_run = info.verb, info.namespace, info.name, _dry_run(req)
+        if verb == "create":
+            body = self._decode(req, rt)
+            eventsv1.validate_create(rt, body)
+            return self.storage.create(core, eventsv1.to_core(body), namespace, dry_run=dry_run).obj
+        if verb == "update":
+            body = self._decode(req, rt)
+            return self.storage.update(core, eventsv1.to_core(body), namespace, name, dry_run=dry_run).obj
+        if verb == "patch":
+            content_type = req.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            apply = self._patch_function(rt, content_type, req.body)
+
+            def mutate(current: Obj) -> Obj:
+                return eventsv1.to_core(apply(eventsv1.from_core(current)))
+
+            return self.storage.guaranteed_update(core, namespace, name, mutate, dry_run=dry_run).obj
+        body, _ = self.storage.delete(core, namespace, name, self._delete_options(req), dry_run=dry_run)
+        return body
 
     # ------------------------------------------------------------------ bodies
 

@@ -261,6 +261,7 @@ def start_watch(
     *,
     min_request_timeout: float,
     max_queue: int,
+    convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> WatchStart:
     """Register a watcher and queue its initial events, atomically with respect to commits."""
     timeout = opts.timeout
@@ -275,6 +276,7 @@ def start_watch(
         opts.predicate,
         bookmarks=opts.bookmarks,
         max_queue=max_queue,
+        convert=convert,
     )
     key = rt.storage_key
     with store.lock:
@@ -284,7 +286,7 @@ def start_watch(
         if from_rv is None:
             for stored in store.items(key, namespace):
                 if opts.predicate(stored.obj):
-                    watcher.push(b'{"type":"ADDED","object":' + stored.full() + b"}\n")
+                    watcher.push(watcher.line_for("ADDED", stored))
         else:
             for change in store.changes_since(key, from_rv):
                 line = watcher.event_for(change)

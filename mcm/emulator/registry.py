@@ -150,6 +150,7 @@ def builtin_types() -> list[ResourceType]:
         ),
         _builtin("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
+        _builtin("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), storage="events"),
         _builtin(
             "apiextensions.k8s.io",
             "v1",

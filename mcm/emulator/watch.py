@@ -70,8 +70,10 @@ class Watcher:
         *,
         bookmarks: bool,
         max_queue: int = 10_000,
+        convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.resource = resource
+        self.convert = convert
         self.kind = kind
         self.api_version = api_version
         self.namespace = namespace
@@ -95,14 +97,25 @@ class Watcher:
     def event_for(self, change: Change) -> bytes | None:
         """The line this watcher should see for ``change``, or None."""
         if change.type == "ADDED":
-            return change.line("ADDED") if self._matches(change.new) else None
+            return self._line(change, "ADDED") if self._matches(change.new) else None
         if change.type == "DELETED":
-            return change.line("DELETED") if self._matches(change.old or change.new) else None
+            return self._line(change, "DELETED") if self._matches(change.old or change.new) else None
         new_match = self._matches(change.new)
         old_match = self._matches(change.old)
         if new_match:
-            return change.line("MODIFIED" if old_match else "ADDED")
-        return change.line("DELETED") if old_match else None
+            return self._line(change, "MODIFIED" if old_match else "ADDED")
+        return self._line(change, "DELETED") if old_match else None
+
+    def _line(self, change: Change, event_type: str) -> bytes:
+        if self.convert is None:
+            return change.line(event_type)
+        stored = change.old_at_rv() if event_type == "DELETED" and change.type != "DELETED" else change.new
+        return self.line_for(event_type, stored)
+
+    def line_for(self, event_type: str, stored: Stored) -> bytes:
+        """The watch line for one stored object (converted for alias views)."""
+        body = stored.full() if self.convert is None else encode(self.convert(stored.obj))
+        return b'{"type":"' + event_type.encode() + b'","object":' + body + b"}\n"
 
     def push(self, line: bytes) -> None:
         """Queue a prepared line (initial events)."""

@@ -373,3 +373,21 @@ def test_pod_generation_absent_before_1_33(cluster: Cluster, namespace: str) -> 
         pytest.skip("pods track generation from v1.33")
     pod = cluster.core.create_namespaced_pod(namespace, pod_body("gen"))
     assert pod.metadata.generation is None
+
+
+def test_events_k8s_io_shares_storage_with_core(cluster: Cluster, namespace: str) -> None:
+    body = {
+        "metadata": {"name": "shared"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "mcm",
+        "reportingInstance": "mcm-1",
+        "action": "Drain",
+        "reason": "Drained",
+        "note": "drained",
+        "regarding": {"kind": "Node", "name": "n1"},
+        "type": "Normal",
+    }
+    reply = call(cluster, "POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
+    assert reply.status == 201
+    core = cluster.core.read_namespaced_event("shared", namespace)
+    assert core.message == "drained" and core.involved_object.name == "n1"

@@ -333,3 +333,37 @@ def test_watch_timeout_zero_means_default_not_immediate_close(emulator: Emulator
     assert not emulator.watches.open_watches() or emulator.wait_for(
         lambda: not emulator.watches.open_watches(), 2
     )
+
+
+def test_events_k8s_io_shares_storage_with_core(raw: Raw, emulator: Emulator) -> None:
+    from tests.emulator.raw import WatchReader
+
+    v1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+    body = {
+        "metadata": {"name": "e1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "mcm",
+        "reportingInstance": "mcm-1",
+        "action": "Drain",
+        "reason": "Drained",
+        "note": "drained the node",
+        "regarding": {"kind": "Node", "name": "n1"},
+        "type": "Normal",
+    }
+    code, _, created = raw.post(v1, body)
+    assert (
+        code == 201 and created["apiVersion"] == "events.k8s.io/v1" and created["note"] == "drained the node"
+    )
+    code, _, core = raw.get(f"{NS}/events/e1")
+    assert core["message"] == "drained the node" and core["involvedObject"]["name"] == "n1"
+    assert core["reportingComponent"] == "mcm" and "note" not in core
+    code, _, patched = raw.patch(f"{v1}/e1", {"note": "again"})
+    assert code == 200 and patched["note"] == "again"
+    _, _, listing = raw.get(v1)
+    assert [i["note"] for i in listing["items"]] == ["again"] and "kind" not in listing["items"][0]
+    events = list(WatchReader(emulator.url, f"{v1}?watch=true&timeoutSeconds=1").events())
+    assert events[0]["object"]["apiVersion"] == "events.k8s.io/v1" and events[0]["object"]["note"] == "again"
+    code, _, status = raw.post(v1, {"metadata": {"name": "e2"}, "regarding": {"kind": "Node", "name": "n"}})
+    assert code == 422 and status["details"]["causes"]
+    assert raw.delete(f"{v1}/e1")[0] == 200
+    assert raw.get(f"{NS}/events/e1")[0] == 404
