@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +200,12 @@ def test_pause_hang_holds_watch_events_until_resume(emulator: Emulator) -> None:
     emulator.resume()
     event = reader.next_event()
     assert event["object"]["metadata"]["name"] == "held"
+
+
+def test_request_log_written_as_json_lines(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    with Emulator(log_file=log, controllers=False) as emu:
+        Raw(emu.url).get(f"{NS}/configmaps?limit=1")
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rows[-1]["verb"] == "list" and rows[-1]["code"] == 200 and rows[-1]["query"] == "limit=1"
+    assert rows[-1]["audit_id"] and rows[-1]["path"] == f"{NS}/configmaps"
