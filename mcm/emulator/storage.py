@@ -116,6 +116,14 @@ class Storage:
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {problem}'
             )
+        if rt.builtin:
+            for key in ("spec", "status"):
+                value = body.get(key)
+                if value is not None and not isinstance(value, dict):
+                    raise errors.bad_request(
+                        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: json: '
+                        f"cannot unmarshal {type(value).__name__} into Go struct field {rt.kind}.{key}"
+                    )
         rest = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
         return {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": dict(meta), **rest}
 
@@ -139,12 +147,12 @@ class Storage:
         """normalize, defaults; prune warnings for custom objects."""
         strategy = rt.strategy
         try:
-            candidate = strategy.normalize(obj)
-        except ValueError as exc:
+            candidate = strategy.defaults(strategy.normalize(obj))
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # A wrongly typed field that the kind's rules trip over is a decoding error, as in Go.
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
             ) from exc
-        candidate = strategy.defaults(candidate)
         warnings: builtins.list[str] = []
         if not rt.builtin:
             warnings = [f'unknown field "{p}"' for p in objectmeta.removed_paths(obj, candidate)]
@@ -153,7 +161,12 @@ class Storage:
 
     def _validate(self, rt: ResourceType, new: Obj, old: Obj | None) -> None:
         errs = list(objectmeta.validate_metadata(new["metadata"]))
-        errs += rt.strategy.validate(new, old)
+        try:
+            errs += rt.strategy.validate(new, old)
+        except (TypeError, AttributeError, KeyError) as exc:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+            ) from exc
         if errs:
             raise self._invalid(rt, str(new["metadata"].get("name", "")), errs)
 
