@@ -86,6 +86,7 @@ class Watcher:
         self.close_mode = "close"
         self.bookmark_requested = False
         self.last_rv = 0
+        self.initial = 0
 
     def _matches(self, stored: Stored | None) -> bool:
         if stored is None:
@@ -118,9 +119,10 @@ class Watcher:
         return b'{"type":"' + event_type.encode() + b'","object":' + body + b"}\n"
 
     def push(self, line: bytes) -> None:
-        """Queue a prepared line (initial events)."""
+        """Queue a prepared line (initial events; they do not count against ``max_queue``)."""
         with self.cond:
             self.queue.append(line)
+            self.initial += 1
             self.cond.notify()
 
     def offer(self, change: Change) -> None:
@@ -130,7 +132,7 @@ class Watcher:
             self.last_rv = change.rv
             if line is None or self.closed is not None:
                 return
-            if len(self.queue) >= self.max_queue:
+            if len(self.queue) >= self.max_queue + self.initial:
                 self.closed = "slow"
                 self.queue.clear()
             else:
@@ -265,6 +267,7 @@ def _take(watcher: Watcher, wait: float) -> tuple[list[bytes], str | None, str, 
             watcher.cond.wait(wait)
         lines = list(watcher.queue)
         watcher.queue.clear()
+        watcher.initial = 0
         want = watcher.bookmark_requested
         watcher.bookmark_requested = False
         return lines, watcher.closed, watcher.close_mode, want

@@ -352,3 +352,16 @@ def test_history_size_and_age_limits_raise_the_floor() -> None:
     aged.commit("configmaps", "ADDED", {"metadata": {"name": "b", "namespace": "d"}}, None)
     assert [c.rv for c in aged.history("configmaps")] == [3]
     assert aged.floor("configmaps") == 2
+
+
+def test_initial_events_do_not_count_against_the_slow_watcher_limit() -> None:
+    from mcm.emulator.store import VersionedStore
+    from mcm.emulator.watch import Watcher
+
+    store = VersionedStore()
+    watcher = Watcher("configmaps", "ConfigMap", "v1", None, lambda obj: True, bookmarks=False, max_queue=2)
+    for i in range(5):
+        watcher.push(b'{"type":"ADDED"}\n')
+    store.add_watcher("configmaps", watcher)
+    store.commit("configmaps", "ADDED", {"metadata": {"name": "live", "namespace": "d"}}, None)
+    assert watcher.closed is None and len(watcher.queue) == 6
