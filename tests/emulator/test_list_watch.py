@@ -360,7 +360,7 @@ def test_initial_events_do_not_count_against_the_slow_watcher_limit() -> None:
 
     store = VersionedStore()
     watcher = Watcher("configmaps", "ConfigMap", "v1", None, lambda obj: True, bookmarks=False, max_queue=2)
-    for i in range(5):
+    for _ in range(5):
         watcher.push(b'{"type":"ADDED"}\n')
     store.add_watcher("configmaps", watcher)
     store.commit("configmaps", "ADDED", {"metadata": {"name": "live", "namespace": "d"}}, None)
