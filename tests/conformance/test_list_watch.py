@@ -110,7 +110,6 @@ def test_pagination_consistent_snapshot(cluster: Cluster, namespace: str) -> Non
     assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
 
-@pytest.mark.deviation
 def test_rv0_list_ignores_limit(cluster: Cluster, namespace: str) -> None:
     for i in range(3):
         _cm(cluster, namespace, f"r{i}")
