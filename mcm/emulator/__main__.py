@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--name", default="emulator", help="cluster, user and context name in the kubeconfig")
     serve.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
     serve.add_argument("--crds", help="a directory (or file) of CustomResourceDefinition YAML to install")
+    serve.add_argument("--namespace", help="default namespace of the kubeconfig context")
     serve.add_argument("--tls", action="store_true", help="serve https with a generated CA")
     serve.add_argument("--token", help="bearer token required over https")
     serve.add_argument("--ready-file", help="JSON file written once the server is ready")
@@ -69,7 +70,7 @@ def serve(args: argparse.Namespace) -> int:
         emulator.start()
         if args.crds:
             emulator.install_crds([args.crds])
-        kubeconfig = emulator.write_kubeconfig(args.kubeconfig)
+        kubeconfig = emulator.write_kubeconfig(args.kubeconfig, namespace=args.namespace)
         if args.admin_port >= 0:
             admin = AdminServer(emulator, args.host, args.admin_port)
         if args.ready_file:
