@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 import yaml
 
-from mcm.emulator import errors, eventsv1, patch
+from mcm.emulator import errors, eventsv1, patch, tables
 from mcm.emulator.discovery import Discovery
 from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.listing import (
@@ -196,6 +196,7 @@ class Api:
                 opts,
                 min_request_timeout=self.hub.min_request_timeout,
                 max_queue=self.hub.max_queue,
+                convert=_table_view(rt) if tables.wants_table(req.headers.get("Accept", "")) else None,
             )
         if verb == "create":
             if info.name and info.subresource == "eviction":
@@ -234,6 +235,8 @@ class Api:
         stored = self.storage.get_stored(rt, info.namespace, info.name)
         if info.subresource == "scale":
             return Response(200, encode(scale_of(rt, stored.obj)))
+        if tables.wants_table(req.headers.get("Accept", "")):
+            return Response(200, encode(tables.table(rt, [stored.obj], {"resourceVersion": str(stored.rv)})))
         return Response(200, stored.full())
 
     def _list(self, req: Request, rt: ResourceType, namespace: str | None) -> Response:
@@ -241,6 +244,13 @@ class Api:
         items, rv, token, remaining = list_objects(
             self.storage.store, rt, namespace, opts, self.freshness_timeout
         )
+        if tables.wants_table(req.headers.get("Accept", "")):
+            meta: Obj = {"resourceVersion": str(rv)}
+            if token:
+                meta["continue"] = token
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+            return Response(200, encode(tables.table(rt, [s.obj for s in items], meta)))
         return Response(200, encode_list(rt, items, rv, token, remaining))
 
     def _update(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
@@ -502,6 +512,13 @@ def _reject_duplicate_keys(raw: bytes, kind: str, version: str) -> None:
         return dict(pairs)
 
     json.loads(raw, object_pairs_hook=hook)
+
+
+def _table_view(rt: ResourceType) -> Callable[[Obj], Obj]:
+    def view(obj: Obj) -> Obj:
+        return tables.table(rt, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
+
+    return view
 
 
 def _found(body: bytes | None) -> Response:

@@ -72,6 +72,8 @@ def test_kubectl_apply_crds_and_machine_then_get_json(kubectl: Kubectl, tmp_path
     assert machine["metadata"]["generation"] == 1
     listing = json.loads(kubectl("get", "mc", "-o", "json"))
     assert [i["metadata"]["name"] for i in listing["items"]] == ["m1"]
+    header = kubectl("get", "machines").splitlines()[0].split()
+    assert header == ["NAME", "STATUS", "AGE", "NODE"]
 
 
 def test_kubectl_watch_sees_update(kubectl: Kubectl, tmp_path: Path, emulator: Emulator) -> None:
