@@ -35,3 +35,9 @@ def test_quantities_kept_as_sent(cluster: Cluster) -> None:
         assert cluster.core.read_node(name).status.capacity["cpu"] == "1000m"
     finally:
         cleanup_node(cluster, name)
+
+
+def test_builtin_tables_have_name_and_age_only(cluster: Cluster, namespace: str) -> None:
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    table = call(cluster, "GET", f"/api/v1/namespaces/{namespace}/pods", accept=accept).json()
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]

@@ -20,8 +20,8 @@ class Reply:
         return json.loads(self.data)
 
 
-def _headers(cluster: Cluster, content_type: str) -> dict[str, str]:
-    headers = {"Content-Type": content_type, "Accept": "application/json"}
+def _headers(cluster: Cluster, content_type: str, accept: str = "application/json") -> dict[str, str]:
+    headers = {"Content-Type": content_type, "Accept": accept}
     conf = cluster.api.configuration
     for setting in conf.auth_settings().values():
         if setting.get("in") == "header" and setting.get("value"):
@@ -30,7 +30,12 @@ def _headers(cluster: Cluster, content_type: str) -> dict[str, str]:
 
 
 def call(
-    cluster: Cluster, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    cluster: Cluster,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    accept: str = "application/json",
 ) -> Reply:
     """One request; the body is JSON-encoded unless it is bytes."""
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
@@ -38,7 +43,7 @@ def call(
         method,
         cluster.api.configuration.host + path,
         body=data,
-        headers=_headers(cluster, content_type),
+        headers=_headers(cluster, content_type, accept),
         preload_content=True,
         timeout=30,
     )
