@@ -167,12 +167,63 @@ class RemoteFault:
         self._remote.call("remove_fault", handle=self._handle)
 
 
+class _RemoteFaults:
+    """``remote.faults``: the same calls as ``Emulator.faults``."""
+
+    def __init__(self, remote: RemoteEmulator) -> None:
+        self._remote = remote
+
+    def add(self, **rule: Any) -> RemoteFault:
+        return self._remote.add_fault(**rule)
+
+    def latency(self, seconds: float, jitter: float = 0.0, **match: Any) -> RemoteFault:
+        return self._remote.latency(seconds, jitter, **match)
+
+    def clear(self) -> None:
+        self._remote.clear_faults()
+
+
+class _RemoteWatches:
+    """``remote.watches``: the same calls as ``Emulator.watches``."""
+
+    def __init__(self, remote: RemoteEmulator) -> None:
+        self._remote = remote
+
+    def drop(self, mode: str = "close", resource: str | None = None) -> int:
+        return self._remote.drop_watches(mode, resource)
+
+    def bookmark_now(self) -> None:
+        self._remote.bookmark_now()
+
+
+class _RemoteStats:
+    """``remote.stats``: counters of the remote emulator."""
+
+    def __init__(self, remote: RemoteEmulator) -> None:
+        self._remote = remote
+
+    def count(self, verb: str | None = None, resource: str | None = None, **match: Any) -> int:
+        return self._remote.count(verb, resource, **match)
+
+    def reset(self) -> None:
+        self._remote.call("stats_reset")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._remote.call("stats"))
+
+
 class RemoteEmulator:
-    """The controls of an emulator in another process, through its admin listener."""
+    """The controls of an emulator in another process, through its admin listener.
+
+    ``faults``, ``watches`` and ``stats`` mirror the in-process attributes for the common calls.
+    """
 
     def __init__(self, admin_url: str, url: str = "") -> None:
         self.admin_url = admin_url.rstrip("/")
         self.url = url or str(self.call("state")["url"])
+        self.faults = _RemoteFaults(self)
+        self.watches = _RemoteWatches(self)
+        self.stats = _RemoteStats(self)
 
     def call(self, control: str, **kwargs: Any) -> Any:
         """Invoke one control; raises ``RuntimeError`` with the remote error."""

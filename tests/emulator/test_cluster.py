@@ -122,6 +122,12 @@ def test_remote_emulator_controls_a_serve_process(tmp_path: Path) -> None:
         assert api.list_namespace().items
         with pytest.raises(RuntimeError, match="unknown control"):
             remote.call("nope")
+        rule = remote.faults.add(code=500, verb="list", resource="nodes")
+        with pytest.raises(client.ApiException):
+            api.list_node()
+        assert rule.hits == 1 and remote.stats.count("list", "nodes") == 1
+        remote.faults.clear()
+        assert remote.watches.drop("close") == 0
     finally:
         process.close()
     assert process.proc.returncode == 0
