@@ -199,8 +199,6 @@ class Api:
                 convert=_table_view(rt) if tables.wants_table(req.headers.get("Accept", "")) else None,
             )
         if verb == "create":
-            if info.name and info.subresource == "eviction":
-                return self._evict(req, rt, info)
             if info.name:
                 raise errors.method_not_allowed(req.method)
             if rt.namespaced and not namespace:
