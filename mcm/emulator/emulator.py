@@ -360,7 +360,7 @@ class Emulator:
             if info.kind in ("healthz", "livez", "readyz"):
                 return health_response(info.kind, req.query, ok=False)
             return status_response(errors.service_unavailable())
-        if self.tls is not None and self.token and not self._authorized(req):
+        if self.tls is not None and self.token and not self._authorized(req, info):
             return status_response(errors.unauthorized())
         meta = _request_meta(info, req)
         self.faults.sleep_for(meta)
@@ -372,9 +372,11 @@ class Emulator:
             return self._fault_response(info, rule.error(meta))
         return result
 
-    def _authorized(self, req: Request) -> bool:
+    def _authorized(self, req: Request, info: RequestInfo) -> bool:
         header = req.headers.get("Authorization", "")
-        return header == f"Bearer {self.token}"
+        if not header and info.kind in ("version", "healthz", "livez", "readyz"):
+            return True  # anonymous access to the public-info endpoints, as upstream allows
+        return bool(header == f"Bearer {self.token}")
 
     @staticmethod
     def _fault_response(info: RequestInfo, err: ApiStatusError) -> Response | WatchStart:
