@@ -57,7 +57,7 @@ class Reflector:
                     else:
                         self.cache[name] = obj
                 self.rv = obj["metadata"]["resourceVersion"]
-        except OSError:
+        except (OSError, http.client.HTTPException):
             return
         finally:
             conn.close()
@@ -89,6 +89,8 @@ def test_reflector_matches_store_after_random_writes_drops_and_compactions(emula
             raw.delete(f"{NS}/configmaps/{name}")
         if step % 60 == 30:
             emulator.watches.drop("close")
+        if step % 90 == 45:
+            emulator.watches.drop("reset")
         if step % 100 == 70:
             emulator.compact()
             emulator.watches.drop("expire")
