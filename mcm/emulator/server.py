@@ -23,14 +23,15 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from email.message import Message
+from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mcm.emulator import errors
 from mcm.emulator.handlers import MAX_BODY, Request, Response, status_response
+from mcm.emulator.httphead import HeadTooLarge, RequestHeaders, parse_version, read_headers
 from mcm.emulator.listing import WatchStart
 
 __all__ = ["Completed", "HttpServer"]
@@ -52,29 +53,6 @@ class Completed:
         self.code = code
         self.duration = duration
         self.bytes_out = bytes_out
-
-
-class _Headers(Mapping[str, str]):
-    """Case-insensitive read-only view of the request headers."""
-
-    def __init__(self, message: Message) -> None:
-        self._message = message
-
-    def __getitem__(self, key: str) -> str:
-        value = self._message.get(key)
-        if value is None:
-            raise KeyError(key)
-        return str(value)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self._message.get(key)
-        return default if value is None else str(value)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._message.keys())
-
-    def __len__(self) -> int:
-        return len(self._message)
 
 
 class _ChunkWriter:
@@ -110,6 +88,47 @@ class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: _Server
+    headers: RequestHeaders  # type: ignore[assignment]
+    raw_requestline: bytes
+
+    def parse_request(self) -> bool:
+        """The stdlib's request-line and header checks, with headers read by :mod:`httphead`."""
+        self.command = None  # type: ignore[assignment]
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if not words:
+            return False
+        if len(words) != 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({self.requestline!r})")
+            return False
+        command, path, version = words
+        number = parse_version(version)
+        if number is None:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
+            return False
+        if number >= (2, 0):
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({version[5:]})")
+            return False
+        self.close_connection = number < (1, 1)
+        self.request_version = version
+        self.command = command
+        self.path = "/" + path.lstrip("/") if path.startswith("//") else path
+        try:
+            self.headers = read_headers(self.rfile)
+        except HeadTooLarge as err:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, str(err))
+            return False
+        connection = (self.headers.get("Connection") or "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        expect = (self.headers.get("Expect") or "").lower()
+        if expect == "100-continue" and number >= (1, 1):
+            return self.handle_expect_100()
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         del format, args
@@ -186,7 +205,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except (ValueError, OSError):
             self.close_connection = True
             return
-        request = Request(self.command, split.path, query, _Headers(self.headers), body or b"")
+        request = Request(self.command, split.path, query, self.headers, body or b"")
         if body is None:
             result: Response | WatchStart = status_response(errors.entity_too_large(MAX_BODY))
         else:
