@@ -286,11 +286,11 @@ def start_watch(
         if from_rv is None:
             for stored in store.items(key, namespace):
                 if opts.predicate(stored.obj):
-                    watcher.push(watcher.line_for("ADDED", stored))
+                    watcher.push((stored, "ADDED"))
         else:
             for change in store.changes_since(key, from_rv):
-                line = watcher.event_for(change)
-                if line is not None:
-                    watcher.push(line)
+                event_type = watcher.event_type_for(change)
+                if event_type is not None:
+                    watcher.push((change, event_type))
         store.add_watcher(key, watcher)
     return WatchStart(watcher, timeout)

@@ -16,8 +16,10 @@ Guarantees (see spec §2.4, §5.3, §5.5):
   and offers the change to that resource's watchers and to every hook, in RV order, while the
   lock is held. Watchers and hooks must not block or do I/O.
 - Committed object dicts are never mutated. :class:`Stored` wraps one object version with its RV
-  and caches its JSON encoding (computed at most once), so lists, GETs and watch events reuse the
-  bytes.
+  and caches its JSON encoding, so lists, GETs, write responses and watch events reuse the bytes.
+  Encodings (of a stored object, and of a change's watch line per event type) are computed at most
+  once, by whichever thread asks first, outside the store lock where the caller is (watch threads,
+  responses); a small encoding lock makes concurrent first requests wait instead of encoding twice.
 - ``commit(..., expect=s)`` succeeds only if the current version is exactly ``s`` (``None`` = the
   key is absent); otherwise it raises :class:`StaleObjectError` and changes nothing. This is the
   compare-and-swap that update loops retry on.
@@ -60,6 +62,10 @@ def encode(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
+_ENCODING = threading.RLock()
+"""Taken only on a cache miss, so each encoding is computed once even when threads race for it."""
+
+
 class Stored:
     """One committed, immutable object version with its RV and cached encodings."""
 
@@ -79,18 +85,28 @@ class Stored:
 
     def item(self) -> bytes:
         """The encoding without ``kind``/``apiVersion`` (list items of built-in kinds)."""
-        if self._item is None:
-            self._item = encode({k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")})
-        return self._item
+        cached = self._item
+        if cached is None:
+            with _ENCODING:
+                cached = self._item
+                if cached is None:
+                    cached = encode({k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")})
+                    self._item = cached
+        return cached
 
     def full(self) -> bytes:
         """The encoding with ``kind`` and ``apiVersion`` first."""
-        if self._full is None:
-            head = b'{"kind":' + encode(self.obj.get("kind", "")) + b',"apiVersion":'
-            head += encode(self.obj.get("apiVersion", ""))
-            body = self.item()
-            self._full = head + (b"," + body[1:] if body != b"{}" else b"}")
-        return self._full
+        cached = self._full
+        if cached is None:
+            with _ENCODING:
+                cached = self._full
+                if cached is None:
+                    head = b'{"kind":' + encode(self.obj.get("kind", "")) + b',"apiVersion":'
+                    head += encode(self.obj.get("apiVersion", ""))
+                    body = self.item()
+                    cached = head + (b"," + body[1:] if body != b"{}" else b"}")
+                    self._full = cached
+        return cached
 
 
 def with_resource_version(obj: Obj, rv: int) -> Obj:
@@ -115,18 +131,23 @@ class Change:
 
     def old_at_rv(self) -> Stored:
         """The previous state stamped with this change's RV (for selector-exit DELETED events)."""
-        if self._old_at_rv is None:
-            base = self.old.obj if self.old is not None else self.new.obj
-            self._old_at_rv = Stored(with_resource_version(base, self.rv), self.rv)
-        return self._old_at_rv
+        with _ENCODING:
+            if self._old_at_rv is None:
+                base = self.old.obj if self.old is not None else self.new.obj
+                self._old_at_rv = Stored(with_resource_version(base, self.rv), self.rv)
+            return self._old_at_rv
 
     def line(self, event_type: str) -> bytes:
         """The watch line for this change delivered as ``event_type`` (memoised per type)."""
         cached = self._lines.get(event_type)
         if cached is None:
-            stored = self.old_at_rv() if event_type == "DELETED" and self.type != "DELETED" else self.new
-            cached = b'{"type":"' + event_type.encode() + b'","object":' + stored.full() + b"}\n"
-            self._lines[event_type] = cached
+            with _ENCODING:
+                cached = self._lines.get(event_type)
+                if cached is None:
+                    deleted = event_type == "DELETED" and self.type != "DELETED"
+                    stored = self.old_at_rv() if deleted else self.new
+                    cached = b'{"type":"' + event_type.encode() + b'","object":' + stored.full() + b"}\n"
+                    self._lines[event_type] = cached
         return cached
 
 

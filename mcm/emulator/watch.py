@@ -5,9 +5,11 @@ Guarantees (spec §2.10):
 - A watcher receives the changes of one resource in RV order, each at most once. Filtering
   happens when the store offers a change: only the new state matches -> ADDED, both -> MODIFIED,
   only the old state -> DELETED (old object stamped with the change's RV), neither -> nothing.
-- ``offer`` never blocks: it appends to a bounded queue and notifies. On overflow the watcher is
-  closed cleanly with reason ``slow``; writers never wait for watchers.
-- :func:`serve_watch` writes one chunk per event (lines are cached per change and type), a
+- ``offer`` never blocks and never encodes: it appends ``(change, event type)`` to a bounded queue
+  and notifies. On overflow the watcher is closed cleanly with reason ``slow``; writers never wait
+  for watchers. The watch thread renders queued events outside the store lock; each change's line
+  is encoded once per event type and shared by every watcher (alias views encode their own).
+- :func:`serve_watch` writes the events it drains with one ``sendall`` (one chunk each), a
   BOOKMARK every ``bookmark_interval`` and about 2 s before the deadline when bookmarks are
   allowed, and ends at the deadline, on a drop, or when the client goes away.
 - While ``WatchHub.flowing`` is clear (pause "hang"), no event is written.
@@ -33,6 +35,8 @@ from mcm.emulator.store import Change, Stored, VersionedStore, encode
 __all__ = ["ChunkSink", "WatchHub", "Watcher", "error_line", "serve_watch"]
 
 Predicate = Callable[[dict[str, Any]], bool]
+Queued = bytes | tuple[Change | Stored, str]
+"""A prepared line, or an event (a change, or a stored object for initial events) and its type."""
 
 
 def error_line(status: dict[str, Any]) -> bytes:
@@ -81,7 +85,7 @@ class Watcher:
         self.bookmarks = bookmarks
         self.max_queue = max_queue
         self.cond = threading.Condition(threading.Lock())
-        self.queue: deque[bytes] = deque()
+        self.queue: deque[Queued] = deque()
         self.closed: str | None = None
         self.close_mode = "close"
         self.bookmark_requested = False
@@ -95,17 +99,29 @@ class Watcher:
             return False
         return self.predicate(stored.obj)
 
+    def event_type_for(self, change: Change) -> str | None:
+        """The event type this watcher should see for ``change``, or None."""
+        if change.type == "ADDED":
+            return "ADDED" if self._matches(change.new) else None
+        if change.type == "DELETED":
+            return "DELETED" if self._matches(change.old or change.new) else None
+        if self._matches(change.new):
+            return "MODIFIED" if self._matches(change.old) else "ADDED"
+        return "DELETED" if self._matches(change.old) else None
+
     def event_for(self, change: Change) -> bytes | None:
         """The line this watcher should see for ``change``, or None."""
-        if change.type == "ADDED":
-            return self._line(change, "ADDED") if self._matches(change.new) else None
-        if change.type == "DELETED":
-            return self._line(change, "DELETED") if self._matches(change.old or change.new) else None
-        new_match = self._matches(change.new)
-        old_match = self._matches(change.old)
-        if new_match:
-            return self._line(change, "MODIFIED" if old_match else "ADDED")
-        return self._line(change, "DELETED") if old_match else None
+        event_type = self.event_type_for(change)
+        return None if event_type is None else self._line(change, event_type)
+
+    def render(self, item: Queued) -> bytes:
+        """The line of a queued item."""
+        if isinstance(item, bytes):
+            return item
+        source, event_type = item
+        if isinstance(source, Change):
+            return self._line(source, event_type)
+        return self.line_for(event_type, source)
 
     def _line(self, change: Change, event_type: str) -> bytes:
         if self.convert is None:
@@ -118,25 +134,25 @@ class Watcher:
         body = stored.full() if self.convert is None else encode(self.convert(stored.obj))
         return b'{"type":"' + event_type.encode() + b'","object":' + body + b"}\n"
 
-    def push(self, line: bytes) -> None:
-        """Queue a prepared line (initial events; they do not count against ``max_queue``)."""
+    def push(self, item: Queued) -> None:
+        """Queue an initial event (they do not count against ``max_queue``)."""
         with self.cond:
-            self.queue.append(line)
+            self.queue.append(item)
             self.initial += 1
             self.cond.notify()
 
     def offer(self, change: Change) -> None:
-        """Called by the store under its lock; never blocks."""
-        line = self.event_for(change)
+        """Called by the store under its lock; never blocks, never encodes."""
+        event_type = self.event_type_for(change)
         with self.cond:
             self.last_rv = change.rv
-            if line is None or self.closed is not None:
+            if event_type is None or self.closed is not None:
                 return
             if len(self.queue) >= self.max_queue + self.initial:
                 self.closed = "slow"
                 self.queue.clear()
             else:
-                self.queue.append(line)
+                self.queue.append((change, event_type))
             self.cond.notify()
 
     def close(self, reason: str, mode: str = "close") -> None:
@@ -232,10 +248,11 @@ def serve_watch(hub: WatchHub, watcher: Watcher, sink: ChunkSink, timeout: float
             wake = min(deadline, next_bookmark) if watcher.bookmarks else deadline
             if watcher.bookmarks and not final_bookmark_sent:
                 wake = min(wake, deadline - 2.0)
-            lines, closed, mode, want_bookmark = _take(watcher, max(0.0, wake - now))
+            items, closed, mode, want_bookmark = _take(watcher, max(0.0, wake - now))
             while not hub.flowing.wait(0.05) and watcher.closed is None and time.monotonic() < deadline:
                 pass  # paused ("hang"): deliver nothing until resumed
-            if lines:
+            if items:
+                lines = [watcher.render(item) for item in items]
                 if hub.delay > 0:
                     time.sleep(hub.delay)
                 sink.write_chunks(hub.rechunked(lines) if hub.rechunk else lines)
@@ -261,7 +278,7 @@ def serve_watch(hub: WatchHub, watcher: Watcher, sink: ChunkSink, timeout: float
     return reason
 
 
-def _take(watcher: Watcher, wait: float) -> tuple[list[bytes], str | None, str, bool]:
+def _take(watcher: Watcher, wait: float) -> tuple[list[Queued], str | None, str, bool]:
     with watcher.cond:
         if not watcher.queue and watcher.closed is None and not watcher.bookmark_requested:
             watcher.cond.wait(wait)
