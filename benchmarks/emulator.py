@@ -579,6 +579,9 @@ def main() -> int:
     parser.add_argument(
         "--only", action="append", choices=PARTS, help="run only these parts (repeatable; default: all)"
     )
+    parser.add_argument(
+        "--p3-rate", type=float, default=1000.0, help="writes/s offered in P3 (default 1,000)"
+    )
     args = parser.parse_args()
     only = set(args.only or PARTS)
     scale = 0.1 if args.smoke else 1.0
@@ -601,7 +604,7 @@ def main() -> int:
                     p2_small(port, int(1000 * scale) or 100)
                     p2(port, int(1000 * scale), int(10_000 * scale))
                 if "P3" in only:
-                    p3(port, pid, int(5000 * scale), 10, 1000.0)
+                    p3(port, pid, int(5000 * scale), 10, args.p3_rate)
                 if "P4" in only:
                     p4(port, pid, 200 if not args.smoke else 50, int(20_000 * scale), int(100_000 * scale))
         if "P5" in only:

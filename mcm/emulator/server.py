@@ -67,8 +67,9 @@ class _ChunkWriter:
         self.bytes_out += len(data)
 
     def write_chunks(self, lines: list[bytes]) -> None:
-        self.handler.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines))
-        self.bytes_out += sum(len(line) for line in lines)
+        framed = [b"%x\r\n%s\r\n" % (len(line), line) for line in lines]
+        self.handler.wfile.write(b"".join(framed))
+        self.bytes_out += sum(map(len, lines))
 
     def abort(self) -> None:
         _abort_socket(self.handler.connection)

@@ -151,6 +151,9 @@ class Watcher:
             if len(self.queue) >= self.max_queue + self.initial:
                 self.closed = "slow"
                 self.queue.clear()
+            elif self.queue:
+                self.queue.append((change, event_type))
+                return  # the watch thread is not waiting while its queue is non-empty
             else:
                 self.queue.append((change, event_type))
             self.cond.notify()
