@@ -198,21 +198,7 @@ def drop_nulls(value: Any) -> Any:
     return value
 
 
-def removed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
-    """Dotted paths present in ``before`` but gone from ``after`` (pruned fields)."""
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return []
-    paths: list[str] = []
-    for key, value in before.items():
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if key not in after:
-            paths.append(path)
-        else:
-            paths += removed_paths(value, after[key], path)
-    return paths
-
-
-__all__ += ["drop_nulls", "new_uid", "removed_paths"]
+__all__ += ["drop_nulls", "new_uid"]
 
 
 _STRING_FIELDS = (

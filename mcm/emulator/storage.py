@@ -150,20 +150,18 @@ class Storage:
         return errors.invalid(rt.kind, rt.group, name, errs)
 
     def _prepare(self, rt: ResourceType, obj: Obj, old: Obj | None) -> tuple[Obj, builtins.list[str]]:
-        """normalize, defaults; prune warnings for custom objects."""
+        """prune, normalize, defaults; one ``unknown field`` warning per pruned path (lists included)."""
         strategy = rt.strategy
         try:
-            candidate = strategy.defaults(strategy.normalize(obj))
+            pruned, dropped = strategy.prune(obj)
+            candidate = strategy.defaults(strategy.normalize(pruned))
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             # A wrongly typed field that the kind's rules trip over is a decoding error, as in Go.
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
             ) from exc
-        warnings: builtins.list[str] = []
-        if not rt.builtin:
-            warnings = [f'unknown field "{p}"' for p in objectmeta.removed_paths(obj, candidate)]
         del old
-        return candidate, warnings
+        return candidate, [f'unknown field "{path}"' for path in dropped]
 
     def _validate(self, rt: ResourceType, new: Obj, old: Obj | None) -> None:
         errs = list(objectmeta.validate_metadata(new["metadata"]))
@@ -181,9 +179,9 @@ class Storage:
         rt: ResourceType, warnings: builtins.list[str], mode: str
     ) -> builtins.list[str]:
         if mode == "Strict" and warnings:
-            text = "; ".join(f"strict decoding error: {w}" for w in warnings[:1])
             raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {text}'
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"strict decoding error: {', '.join(warnings)}"
             )
         return [] if mode == "Ignore" else warnings
 

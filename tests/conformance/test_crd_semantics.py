@@ -157,6 +157,53 @@ def test_custom_object_strict_field_validation_400(cluster: Cluster, namespace: 
     assert 'strict decoding error: unknown field "spec.foo"' in json.loads(err.value.body)["message"]
 
 
+def _machine_with_bogus_taint_field(name: str) -> dict[str, Any]:
+    group, version, _ = MACHINES
+    taint = {"key": "k", "value": "v", "effect": "NoSchedule", "bogus": 1}
+    return {
+        "apiVersion": f"{group}/{version}",
+        "kind": "Machine",
+        "metadata": {"name": name},
+        "spec": {
+            "class": {"kind": "MachineClass", "name": "c"},
+            "nodeTemplate": {"spec": {"taints": [{"key": "ok", "effect": "NoExecute"}, taint]}},
+        },
+    }
+
+
+def test_custom_object_unknown_field_inside_a_list_warns(cluster: Cluster, namespace: str) -> None:
+    group, version, plural = MACHINES
+    response = cluster.custom.create_namespaced_custom_object(
+        group,
+        version,
+        namespace,
+        plural,
+        _machine_with_bogus_taint_field("listwarn"),
+        _preload_content=False,
+    )
+    created = json.loads(response.data)
+    taints = created["spec"]["nodeTemplate"]["spec"]["taints"]
+    assert taints[1] == {"key": "k", "value": "v", "effect": "NoSchedule"}
+    warning = response.headers.get("Warning") or ""
+    assert 'unknown field \\"spec.nodeTemplate.spec.taints[1].bogus\\"' in warning
+
+
+def test_custom_object_unknown_field_inside_a_list_strict_400(cluster: Cluster, namespace: str) -> None:
+    group, version, plural = MACHINES
+    body = _machine_with_bogus_taint_field("liststrict")
+    body["spec"]["other"] = "x"
+    with pytest.raises(client.ApiException) as err:
+        cluster.custom.create_namespaced_custom_object(
+            group, version, namespace, plural, body, field_validation="Strict"
+        )
+    assert err.value.status == 400
+    message = json.loads(err.value.body)["message"]
+    assert message.startswith('Machine in version "v1alpha1" cannot be handled as a Machine: ')
+    assert 'strict decoding error: unknown field "' in message
+    assert 'unknown field "spec.nodeTemplate.spec.taints[1].bogus"' in message
+    assert 'unknown field "spec.other"' in message
+
+
 def test_custom_object_schema_violation_422(cluster: Cluster, gizmo_group: str, namespace: str) -> None:
     body = {
         "apiVersion": f"{gizmo_group}/v1",
