@@ -20,17 +20,24 @@ Guarantees:
 from __future__ import annotations
 
 import builtins
-import enum
-import threading
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any
 
 import structlog
 
-from mcm.runtime.cache.keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, meta_namespace_key_func
-from mcm.runtime.client.types import Object
+from mcm.runtime.cache.fifo_base import (
+    Delta,
+    Deltas,
+    DeltaType,
+    FIFOClosedError,
+    KeyedFIFO,
+    KeyListerGetter,
+    PopProcessFunc,
+    RequeueError,
+    TransformFunc,
+)
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
 
 __all__ = [
     "Delta",
@@ -47,52 +54,7 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 
-class DeltaType(enum.Enum):
-    ADDED = "Added"
-    UPDATED = "Updated"
-    DELETED = "Deleted"
-    REPLACED = "Replaced"
-    SYNC = "Sync"
-
-
-@dataclass(frozen=True, slots=True)
-class Delta:
-    """One change: its type and the object after it (a tombstone for relist deletions)."""
-
-    type: DeltaType
-    object: Any
-
-
-Deltas = list[Delta]
-PopProcessFunc = Callable[[Deltas, bool], None]
-"""Called by :meth:`DeltaFIFO.pop` with the popped deltas and whether they belong to the initial list."""
-TransformFunc = Callable[[Any], Any]
-
-
-class FIFOClosedError(Exception):
-    """The queue is closed and empty."""
-
-    def __init__(self) -> None:
-        super().__init__("DeltaFIFO: manipulating with closed queue")
-
-
-class RequeueError(Exception):
-    """Raised by a process function to put the popped deltas back (unless the key was re-queued)."""
-
-    def __init__(self, err: BaseException | None = None) -> None:
-        self.err = err
-        super().__init__(str(err) if err else "requeue")
-
-
-class KeyListerGetter(Protocol):
-    """What the FIFO needs from the consumer's store (``KnownObjects``)."""
-
-    def list_keys(self) -> builtins.list[str]: ...
-
-    def get_by_key(self, key: str) -> Object | None: ...
-
-
-class DeltaFIFO:
+class DeltaFIFO(KeyedFIFO):
     """Per-key lists of deltas, handed out one key at a time in FIFO order."""
 
     def __init__(
@@ -103,45 +65,16 @@ class DeltaFIFO:
         emit_delta_type_replaced: bool = False,
         transformer: TransformFunc | None = None,
     ) -> None:
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
+        super().__init__(key_function, known_objects, transformer)
         self._items: dict[str, Deltas] = {}
         self._queue: deque[str] = deque()
-        self._populated = False
-        self._initial_population_count = 0
-        self._key_func = key_function
-        self._known = known_objects
         self._emit_replaced = emit_delta_type_replaced
-        self._transformer = transformer
-        self._closed = False
-
-    # -- keys -----------------------------------------------------------------------------------
-    def key_of(self, obj: Any) -> str:
-        """The key of an object, a tombstone, or a non-empty delta list (its newest object)."""
-        if isinstance(obj, list) and obj and isinstance(obj[-1], Delta):
-            obj = obj[-1].object
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        try:
-            return self._key_func(obj)
-        except Exception as exc:
-            raise KeyFuncError(obj, exc) from exc
 
     # -- producers ------------------------------------------------------------------------------
-    def add(self, obj: Any) -> None:
-        with self._lock:
-            self._populated = True
-            self._queue_action(DeltaType.ADDED, obj)
-
-    def update(self, obj: Any) -> None:
-        with self._lock:
-            self._populated = True
-            self._queue_action(DeltaType.UPDATED, obj)
-
     def delete(self, obj: Any) -> None:
         """Queue a ``Deleted`` delta unless the key is neither queued nor known."""
         key = self.key_of(obj)
-        with self._lock:
+        with self._cond:
             self._populated = True
             if key not in self._items and not self._is_known(key):
                 return
@@ -151,7 +84,7 @@ class DeltaFIFO:
         """Queue the listed objects and tombstones for everything queued or known but not listed."""
         del resource_version
         action = DeltaType.REPLACED if self._emit_replaced else DeltaType.SYNC
-        with self._lock:
+        with self._cond:
             listed: set[str] = set()
             for obj in objects:
                 key = self.key_of(obj)
@@ -167,20 +100,15 @@ class DeltaFIFO:
         """Queue ``Sync`` for every known object whose key has nothing pending."""
         if self._known is None:
             return
-        with self._lock:
+        with self._cond:
             for key in self._known.list_keys():
                 self._sync_key(key)
 
     def add_if_not_present(self, deltas: Deltas) -> None:
         """Put popped ``deltas`` back unless their key was queued again meanwhile."""
         key = self.key_of(deltas)
-        with self._lock:
+        with self._cond:
             self._add_if_not_present(key, deltas)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._cond.notify_all()
 
     # -- consumer -------------------------------------------------------------------------------
     def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Deltas:
@@ -190,16 +118,10 @@ class DeltaFIFO:
         ``timeout`` (real seconds) bounds the wait and raises :class:`TimeoutError`; it exists for
         tests. A :class:`RequeueError` from ``process`` puts the deltas back and re-raises its cause.
         """
-        with self._lock:
-            while not self._queue:
-                if self._closed:
-                    raise FIFOClosedError()
-                if not self._cond.wait(timeout) and not self._queue and not self._closed:
-                    raise TimeoutError("nothing to pop")
-            in_initial_list = not self._has_synced()
+        with self._cond:
+            self._wait_for_items(timeout)
+            in_initial_list = self._count_initial_pop()
             key = self._queue.popleft()
-            if self._initial_population_count > 0:
-                self._initial_population_count -= 1
             deltas = self._items.pop(key)
             try:
                 process(deltas, in_initial_list)
@@ -210,21 +132,13 @@ class DeltaFIFO:
             return deltas
 
     # -- reads ----------------------------------------------------------------------------------
-    def has_synced(self) -> bool:
-        with self._lock:
-            return self._has_synced()
-
-    def is_closed(self) -> bool:
-        with self._lock:
-            return self._closed
-
     def list(self) -> builtins.list[Any]:
         """The newest object of every queued key."""
-        with self._lock:
+        with self._cond:
             return [self._items[k][-1].object for k in self._queue]
 
     def list_keys(self) -> builtins.list[str]:
-        with self._lock:
+        with self._cond:
             return list(self._queue)
 
     def get(self, obj: Any) -> Deltas | None:
@@ -232,17 +146,17 @@ class DeltaFIFO:
 
     def get_by_key(self, key: str) -> Deltas | None:
         """A copy of the deltas queued for ``key``, or ``None``."""
-        with self._lock:
+        with self._cond:
             deltas = self._items.get(key)
             return list(deltas) if deltas else None
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._cond:
             return len(self._queue)
 
     # -- internals (lock held) ------------------------------------------------------------------
-    def _has_synced(self) -> bool:
-        return self._populated and self._initial_population_count == 0
+    def _has_items(self) -> bool:
+        return bool(self._queue)
 
     def _is_known(self, key: str) -> bool:
         if self._known is None:
@@ -255,8 +169,7 @@ class DeltaFIFO:
     def _queue_action(self, action: DeltaType, obj: Any, key: str | None = None) -> None:
         if key is None:
             key = self.key_of(obj)
-        if self._transformer is not None:
-            obj = self._transformer(obj)
+        obj = self._transform(obj)
         deltas = self._items.get(key)
         if deltas is None:
             self._items[key] = [Delta(action, obj)]

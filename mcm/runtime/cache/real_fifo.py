@@ -15,27 +15,26 @@ An alternative to :class:`~mcm.runtime.cache.delta_fifo.DeltaFIFO` for shared in
 from __future__ import annotations
 
 import builtins
-import threading
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from mcm.runtime.cache.delta_fifo import (
+from mcm.runtime.cache.fifo_base import (
     Delta,
     Deltas,
     DeltaType,
-    FIFOClosedError,
+    KeyedFIFO,
     KeyListerGetter,
     PopProcessFunc,
     RequeueError,
     TransformFunc,
 )
-from mcm.runtime.cache.keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError, meta_namespace_key_func
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
 
 __all__ = ["RealFIFO"]
 
 
-class RealFIFO:
+class RealFIFO(KeyedFIFO):
     """Events in arrival order, one entry each."""
 
     def __init__(
@@ -45,41 +44,15 @@ class RealFIFO:
         known_objects: KeyListerGetter | None = None,
         transformer: TransformFunc | None = None,
     ) -> None:
-        self._cond = threading.Condition()
+        super().__init__(key_function, known_objects, transformer)
         self._items: deque[tuple[str, Delta]] = deque()
         self._queued: dict[str, int] = {}  # key -> number of entries queued
-        self._populated = False
-        self._initial_population_count = 0
-        self._key_func = key_function
-        self._known = known_objects
-        self._transformer = transformer
-        self._closed = False
-
-    def key_of(self, obj: Any) -> str:
-        if isinstance(obj, list) and obj and isinstance(obj[-1], Delta):
-            obj = obj[-1].object
-        if isinstance(obj, DeletedFinalStateUnknown):
-            return obj.key
-        try:
-            return self._key_func(obj)
-        except Exception as exc:
-            raise KeyFuncError(obj, exc) from exc
 
     # -- producers ------------------------------------------------------------------------------
-    def add(self, obj: Any) -> None:
-        with self._cond:
-            self._populated = True
-            self._append(DeltaType.ADDED, obj)
-
-    def update(self, obj: Any) -> None:
-        with self._cond:
-            self._populated = True
-            self._append(DeltaType.UPDATED, obj)
-
     def delete(self, obj: Any) -> None:
         with self._cond:
             self._populated = True
-            self._append(DeltaType.DELETED, obj)
+            self._queue_action(DeltaType.DELETED, obj)
 
     def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
         del resource_version
@@ -87,16 +60,16 @@ class RealFIFO:
         with self._cond:
             listed = {self.key_of(obj) for obj in objects}
             for key, obj in self._last_queued_not_listed(listed):
-                self._append(DeltaType.DELETED, DeletedFinalStateUnknown(key, obj))
+                self._queue_action(DeltaType.DELETED, DeletedFinalStateUnknown(key, obj))
             if self._known is not None:
                 for key in self._known.list_keys():
                     if key in listed or self._queued.get(key):
                         continue
-                    self._append(
+                    self._queue_action(
                         DeltaType.DELETED, DeletedFinalStateUnknown(key, self._known.get_by_key(key))
                     )
             for obj in objects:
-                self._append(DeltaType.REPLACED, obj)
+                self._queue_action(DeltaType.REPLACED, obj)
             if not self._populated:
                 self._populated = True
                 self._initial_population_count = len(self._items)
@@ -110,7 +83,7 @@ class RealFIFO:
                     continue
                 obj = self._known.get_by_key(key)
                 if obj is not None:
-                    self._append(DeltaType.SYNC, obj)
+                    self._queue_action(DeltaType.SYNC, obj)
 
     def add_if_not_present(self, deltas: Deltas) -> None:
         key = self.key_of(deltas)
@@ -120,25 +93,14 @@ class RealFIFO:
             for delta in deltas:
                 self._push(key, delta)
 
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
     # -- consumer -------------------------------------------------------------------------------
     def pop(self, process: PopProcessFunc, timeout: float | None = None) -> Deltas:
         """Take the oldest entry and call ``process([delta], is_in_initial_list)`` under the lock."""
         with self._cond:
-            while not self._items:
-                if self._closed:
-                    raise FIFOClosedError()
-                if not self._cond.wait(timeout) and not self._items and not self._closed:
-                    raise TimeoutError("nothing to pop")
-            in_initial_list = not self._has_synced()
+            self._wait_for_items(timeout)
+            in_initial_list = self._count_initial_pop()
             key, delta = self._items.popleft()
             self._forget_one(key)
-            if self._initial_population_count > 0:
-                self._initial_population_count -= 1
             deltas = [delta]
             try:
                 process(deltas, in_initial_list)
@@ -150,14 +112,6 @@ class RealFIFO:
             return deltas
 
     # -- reads ----------------------------------------------------------------------------------
-    def has_synced(self) -> bool:
-        with self._cond:
-            return self._has_synced()
-
-    def is_closed(self) -> bool:
-        with self._cond:
-            return self._closed
-
     def list_keys(self) -> builtins.list[str]:
         with self._cond:
             return list(dict.fromkeys(key for key, _ in self._items))
@@ -167,14 +121,12 @@ class RealFIFO:
             return len(self._items)
 
     # -- internals (lock held) ------------------------------------------------------------------
-    def _has_synced(self) -> bool:
-        return self._populated and self._initial_population_count == 0
+    def _has_items(self) -> bool:
+        return bool(self._items)
 
-    def _append(self, action: DeltaType, obj: Any) -> None:
+    def _queue_action(self, action: DeltaType, obj: Any) -> None:
         key = self.key_of(obj)
-        if self._transformer is not None:
-            obj = self._transformer(obj)
-        self._push(key, Delta(action, obj))
+        self._push(key, Delta(action, self._transform(obj)))
 
     def _push(self, key: str, delta: Delta) -> None:
         self._items.append((key, delta))
