@@ -202,3 +202,31 @@ def test_stop_while_the_consumer_holds_an_event_closes_at_once(
         assert first.object["metadata"]["resourceVersion"] == "5"
     finally:
         reply.hold.set()
+
+
+def test_a_silent_watch_ends_after_its_timeout_plus_the_read_margin(
+    stub: StubServer, stub_client: ClusterClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcm.runtime.client import rest
+
+    monkeypatch.setattr(rest, "WATCH_READ_TIMEOUT_MARGIN", 0.2)
+    reply = _serve(stub, _event("ADDED", "5"), None)  # then silence: the server never ends it
+    ended = threading.Event()
+    seen: list[str] = []
+
+    def consume() -> None:
+        try:
+            for event in stub_client.resource(PODS).watch(timeout_seconds=0, resource_version="1"):
+                seen.append(event.type)
+        except errors.ConnectionFailed:
+            pass
+        ended.set()
+
+    thread = threading.Thread(target=consume, daemon=True)
+    thread.start()
+    try:
+        assert ended.wait(5.0), "a silent watch hangs without a client read timeout"
+        assert seen == ["ADDED"]
+    finally:
+        reply.hold.set()
+        thread.join(5.0)
