@@ -82,3 +82,14 @@ def test_delays_grow_exponentially_per_item(q: RateLimitingQueue[str], clock: Fa
         assert q.get() == ("k", False)
         q.done("k")
     assert q.num_requeues("k") == 4
+
+
+def test_num_requeues_counts_rate_limited_adds_only(q: RateLimitingQueue[str], clock: FakeClock) -> None:
+    q.add("k")
+    q.add_after("k", 1.0)
+    assert q.num_requeues("k") == 0
+    q.add_rate_limited("k")
+    q.add_rate_limited("k")
+    assert q.num_requeues("k") == 2
+    q.add("k")
+    assert q.num_requeues("k") == 2

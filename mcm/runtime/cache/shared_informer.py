@@ -375,10 +375,17 @@ class SharedIndexInformer:
 
 
 def _same_resource_version(old: Any, new: Any) -> bool:
-    try:
-        return bool(old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"])
-    except (KeyError, TypeError):
-        return False
+    """client-go's sync test: equal ``resourceVersion``, a missing one reading as ``""``."""
+    old_rv, new_rv = _resource_version(old), _resource_version(new)
+    return old_rv is not None and old_rv == new_rv
+
+
+def _resource_version(obj: Any) -> str | None:
+    """The object's resourceVersion (``""`` if unset); ``None`` for something without metadata."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(metadata, dict):
+        return None
+    return str(metadata.get("resourceVersion") or "")
 
 
 def wait_for_cache_sync(

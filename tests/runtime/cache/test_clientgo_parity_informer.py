@@ -105,3 +105,16 @@ def test_handlers_added_and_removed_from_many_threads_while_events_flow() -> Non
     assert wait_for_cache_sync(r.stop, final_saw_every_object, registration.has_synced, timeout=5)
     assert len(r.informer.get_indexer().list_keys()) == 201
     r.finish()
+
+
+def test_an_update_without_a_resource_version_change_is_a_sync_even_when_both_lack_one() -> None:
+    informer = SharedIndexInformer(FakeServer(), 30.0, clock=FakeClock())
+    registrations = [informer.add_event_handler(Recorder(), resync_period=p) for p in (0, 30.0)]
+    assert not informer._processor.should_resync()  # nobody is due: no listener is syncing now
+    bare_old = {"kind": "Thing", "metadata": {"name": "x", "namespace": "ns"}}
+    bare_new = {"kind": "Thing", "metadata": {"name": "x", "namespace": "ns", "labels": {"a": "b"}}}
+    informer.on_update(bare_old, bare_new)  # "" == "": a sync, and nobody is due
+    informer.on_update(make_obj("x", rv="1"), make_obj("x", rv="1"))
+    assert [r.pending() for r in registrations] == [0, 0]
+    informer.on_update(make_obj("x", rv="1"), make_obj("x", rv="2"))
+    assert [r.pending() for r in registrations] == [1, 1]
