@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcm.emulator import errors, objectmeta
+from mcm.emulator import builtinfields, errors, objectmeta
 from mcm.emulator.errors import ApiStatusError, Raw
 from mcm.emulator.kinds import FieldError
 from mcm.emulator.registry import Registry, ResourceType
@@ -176,8 +176,13 @@ class Storage:
 
     @staticmethod
     def _apply_field_validation(
-        rt: ResourceType, warnings: builtins.list[str], mode: str
+        rt: ResourceType, sent: Obj, warnings: builtins.list[str], mode: str
     ) -> builtins.list[str]:
+        """Strict: 400 listing every unknown field (built-in kinds checked against their model's
+        fields); Warn: the warnings; Ignore: none. Unknown fields of built-in kinds are kept."""
+        if mode == "Strict" and rt.builtin:
+            unknown = builtinfields.unknown_paths(rt.group, rt.kind, sent)
+            warnings = [*warnings, *(f'unknown field "{path}"' for path in unknown)]
         if mode == "Strict" and warnings:
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
@@ -229,8 +234,9 @@ class Storage:
         if not bypass_strategy:
             if rt.strategy.reset_status_on_create:
                 obj.pop("status", None)
+            sent = obj
             obj, warnings = self._prepare(rt, obj, None)
-            warnings = self._apply_field_validation(rt, warnings, field_validation)
+            warnings = self._apply_field_validation(rt, sent, warnings, field_validation)
         for attempt in range(MAX_RETRIES if generate and not name else 1):
             candidate = obj
             if not name:
@@ -434,7 +440,7 @@ class Storage:
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         merged["metadata"] = meta
         candidate, warnings = self._prepare(rt, merged, old)
-        warnings = self._apply_field_validation(rt, warnings, field_validation)
+        warnings = self._apply_field_validation(rt, merged, warnings, field_validation)
         self._validate(rt, candidate, old)
         candidate = self._bump_generation(rt, old, candidate)
         if candidate == old:
