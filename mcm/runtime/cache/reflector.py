@@ -6,7 +6,9 @@ Guarantees:
   ("not older than"), or ``""`` (a consistent read) after the server said that RV is gone. A
   list that fails with 410 Expired or "too large resource version" is retried at once with ``""``.
 - The store gets ``replace(items, rv)`` with the list's own ``metadata.resourceVersion``, then
-  every watch event in order; the last synced RV follows every event, bookmarks included.
+  every watch event in order; the last synced RV follows every event, bookmarks included. A
+  store with ``update_resource_version(rv)`` is told the RV of every watch event (bookmarks
+  included); the list's RV reaches it only through ``replace``.
 - A watch that ends normally is reopened at once from the last RV, without a relist. A watch
   that ends with an error (410 Expired, an ``ERROR`` event, a very short watch with no events)
   ends :meth:`Reflector.list_and_watch`; :meth:`Reflector.run` relists after one back-off step
@@ -234,9 +236,6 @@ class Reflector:
     def _set_last_sync_resource_version(self, rv: str) -> None:
         with self._lock:
             self._last_sync_rv = rv
-        updater = getattr(self._store, "update_resource_version", None)
-        if updater is not None:
-            updater(rv)
 
     # -- resync ---------------------------------------------------------------------------------
     def _start_resync(self, cancel: threading.Event, errors: list[BaseException]) -> threading.Thread | None:
@@ -359,7 +358,11 @@ class Reflector:
             self._store_event(event.type, obj)
         except Exception as exc:
             handle_error(exc, reflector=self.name, msg=f"unable to apply watch event {event.type}")
-        self._set_last_sync_resource_version(str(meta.get("resourceVersion") or ""))
+        resource_version = str(meta.get("resourceVersion") or "")
+        self._set_last_sync_resource_version(resource_version)
+        updater = getattr(self._store, "update_resource_version", None)
+        if updater is not None:  # client-go's ResourceVersionUpdater: told about watch events only
+            updater(resource_version)
 
     def _store_event(self, event_type: str, obj: Object) -> None:
         if event_type == "ADDED":

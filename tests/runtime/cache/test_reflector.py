@@ -57,10 +57,10 @@ def no_jitter(clock: FakeClock) -> ExponentialBackoffManager:
 
 
 class Harness:
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, store: RecordingStore | None = None, **kwargs: Any) -> None:
         self.server = FakeServer()
         self.server.create(make_obj("a"))
-        self.store = RecordingStore()
+        self.store = store or RecordingStore()
         self.clock = FakeClock()
         self.stop = threading.Event()
         self.reflector = Reflector(
@@ -349,4 +349,26 @@ def test_watch_list_page_size_forces_the_page_size() -> None:
     h.server.wait_for_watches(1)
     assert [(c.limit, c.continue_) for c in h.server.list_calls] == [(2, None), (2, "2")]
     assert h.store.wait_for(1)[0] == ("replace", (["a", "b", "c"], "103"))
+    h.finish()
+
+
+def test_a_resource_version_updater_store_hears_every_watch_event_rv_but_not_the_lists() -> None:
+    class UpdaterStore(RecordingStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.resource_versions: list[str] = []
+
+        def update_resource_version(self, rv: str) -> None:
+            self._record("rv", rv)
+            self.resource_versions.append(rv)
+
+    store = UpdaterStore()
+    h = Harness(store)
+    h.start()
+    watch = h.server.wait_for_watches(1)
+    for event_type, rv in (("ADDED", "110"), ("MODIFIED", "120"), ("BOOKMARK", "130"), ("DELETED", "140")):
+        watch.send(WatchEvent(event_type, make_obj("b", rv=rv)))
+    store.wait_for(1 + 3 + 4)  # replace, three store changes, four RV updates
+    assert store.resource_versions == ["110", "120", "130", "140"]
+    assert store.ops[0] == ("replace", (["a"], "101"))
     h.finish()
