@@ -153,3 +153,28 @@ def test_recording_from_many_threads_then_shutting_down_is_safe() -> None:
     (stored,) = sink.stored.values()  # one Event, patched for every repeat the spam filter let through
     assert len(sink.calls) == 25
     assert stored["count"] == 25
+
+
+def test_a_stalled_watcher_drops_what_its_queues_cannot_hold_and_callers_never_wait() -> None:
+    broadcaster = EventBroadcaster(clock=FakeClock(T0))
+    entered, release = threading.Event(), threading.Event()
+    handled: list[str] = []
+
+    def stalled(event: dict[str, Any]) -> None:
+        entered.set()
+        release.wait(WAIT)
+        handled.append(event["message"])
+
+    watcher = broadcaster.start_event_watcher(stalled)
+    recorder = broadcaster.new_recorder("eventTest")
+    recorder.event(POD, "Normal", "First", "first")
+    assert entered.wait(WAIT)
+    for n in range(3 * MAX_QUEUED_EVENTS):  # returns at once although nothing is consumed
+        recorder.event(POD, "Normal", "Many", f"event {n}")
+    release.set()
+    broadcaster.shutdown()
+    assert watcher.join(WAIT)
+    # the watcher's queue holds 1000, the broadcaster's incoming queue at most 1000 more that the
+    # distributor had not handed on when the watcher woke up; everything beyond was dropped
+    assert 1 + MAX_QUEUED_EVENTS <= len(handled) <= 1 + 2 * MAX_QUEUED_EVENTS
+    assert handled[:3] == ["first", "event 0", "event 1"]  # the oldest are kept, later ones dropped
