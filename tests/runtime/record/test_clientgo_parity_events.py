@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from typing import Any
 
 from mcm.runtime.clock import FakeClock
@@ -169,8 +170,10 @@ def test_a_stalled_watcher_drops_what_its_queues_cannot_hold_and_callers_never_w
     recorder = broadcaster.new_recorder("eventTest")
     recorder.event(POD, "Normal", "First", "first")
     assert entered.wait(WAIT)
+    started = time.monotonic()
     for n in range(3 * MAX_QUEUED_EVENTS):  # returns at once although nothing is consumed
         recorder.event(POD, "Normal", "Many", f"event {n}")
+    assert time.monotonic() - started < WAIT / 2  # a blocking caller would wait for the release
     release.set()
     broadcaster.shutdown()
     assert watcher.join(WAIT)
