@@ -20,6 +20,7 @@ comes from the injected clock; nothing here does I/O.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as _dt
 import threading
 from collections import OrderedDict
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from mcm.runtime.client.ratelimit import TokenBucketRateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
 __all__ = [
@@ -61,6 +63,19 @@ class CorrelatorOptions:
     spam_burst: int = 25
     spam_qps: float = 1.0 / 300.0
     spam_key_func: Callable[[Event], str] | None = field(default=None, compare=False)
+
+
+def _with_defaults(options: CorrelatorOptions) -> CorrelatorOptions:
+    """Zero fields take client-go's defaults (``populateDefaults``)."""
+    defaults = CorrelatorOptions()
+    return dataclasses.replace(
+        options,
+        lru_cache_size=options.lru_cache_size or defaults.lru_cache_size,
+        max_events=options.max_events or defaults.max_events,
+        max_interval_seconds=options.max_interval_seconds or defaults.max_interval_seconds,
+        spam_burst=options.spam_burst or defaults.spam_burst,
+        spam_qps=options.spam_qps or defaults.spam_qps,
+    )
 
 
 @dataclass(frozen=True)
@@ -165,24 +180,6 @@ class _LRU(Generic[K, V]):
             self._items.popitem(last=False)
 
 
-class _TokenBucket:
-    """A passive token bucket (``x/time/rate`` ``Allow``) read against the clock."""
-
-    def __init__(self, qps: float, burst: int, now: float) -> None:
-        self._qps = qps
-        self._burst = burst
-        self._tokens = float(burst)
-        self._last = now
-
-    def try_accept(self, now: float) -> bool:
-        self._tokens = min(float(self._burst), self._tokens + (now - self._last) * self._qps)
-        self._last = now
-        if self._tokens < 1.0:
-            return False
-        self._tokens -= 1.0
-        return True
-
-
 @dataclass
 class _AggregateRecord:
     local_keys: set[str]
@@ -201,14 +198,14 @@ class EventCorrelator:
     """Correlates the events of one sink. Thread-safe; give each sink its own correlator."""
 
     def __init__(self, options: CorrelatorOptions | None = None, *, clock: Clock = REAL_CLOCK) -> None:
-        self._options = options or CorrelatorOptions()
+        self._options = _with_defaults(options or CorrelatorOptions())
         self._clock = clock
         self._spam_key = self._options.spam_key_func or spam_key
         self._mutex = threading.Lock()
         size = self._options.lru_cache_size
         self._aggregates: _LRU[str, _AggregateRecord] = _LRU(size)
         self._logs: _LRU[str, _EventLog] = _LRU(size)
-        self._buckets: _LRU[str, _TokenBucket] = _LRU(size)
+        self._buckets: _LRU[str, TokenBucketRateLimiter] = _LRU(size)
 
     def correlate(self, event: Event) -> EventCorrelateResult:
         """Aggregate, observe and filter ``event`` (not modified); see the module docstring."""
@@ -281,13 +278,14 @@ class EventCorrelator:
         return observed, patch
 
     def _filtered(self, event: Event) -> bool:
-        now = self._clock.monotonic()
         key = self._spam_key(event)
         bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = _TokenBucket(self._options.spam_qps, self._options.spam_burst, now)
+            bucket = TokenBucketRateLimiter(
+                self._options.spam_qps, self._options.spam_burst, clock=self._clock
+            )
         self._buckets.add(key, bucket)
-        return not bucket.try_accept(now)
+        return not bucket.try_accept()
 
 
 def _log_of(event: Event) -> _EventLog:

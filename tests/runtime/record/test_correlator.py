@@ -9,7 +9,7 @@ import pytest
 
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.record import COMBINED_PREFIX, EventCorrelator
-from mcm.runtime.record.correlator import aggregate_key, event_key, spam_key
+from mcm.runtime.record.correlator import CorrelatorOptions, aggregate_key, event_key, spam_key
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
@@ -135,8 +135,15 @@ def test_changing_resource_version_of_the_object_still_merges(clock: FakeClock) 
     assert again.event["count"] == 2
 
 
-def test_spam_filter_passes_25_then_one_per_five_minutes(clock: FakeClock) -> None:
-    correlator = EventCorrelator(clock=clock)
+@pytest.mark.parametrize(
+    "options",
+    [None, CorrelatorOptions(lru_cache_size=0, max_events=0, spam_burst=0, spam_qps=0.0)],
+    ids=["defaults", "zero-means-default"],
+)
+def test_spam_filter_passes_25_then_one_per_five_minutes(
+    clock: FakeClock, options: CorrelatorOptions | None
+) -> None:
+    correlator = EventCorrelator(options, clock=clock)
     results = [correlator.correlate(make_event()) for _ in range(30)]
     assert [r.skip for r in results] == [False] * 25 + [True] * 5
     clock.step(299)
