@@ -207,7 +207,7 @@ class Api:
             result = self.storage.create(
                 rt, body, namespace, dry_run=_dry_run(req), field_validation=_fv(req)
             )
-            return Response(201, result.body(), headers=_warnings(result))
+            return Response(201, encode(result.obj), headers=_warnings(result))
         if verb in ("update", "patch", "delete") and not info.name:
             raise errors.method_not_allowed(req.method)
         if verb == "update":
@@ -267,7 +267,7 @@ class Api:
             dry_run=_dry_run(req),
             field_validation=_fv(req),
         )
-        return Response(201 if result.created else 200, result.body(), headers=_warnings(result))
+        return Response(201 if result.created else 200, encode(result.obj), headers=_warnings(result))
 
     def _patch(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
         if info.subresource in ("eviction", "finalize"):
@@ -285,7 +285,7 @@ class Api:
             dry_run=_dry_run(req),
             field_validation=_fv(req),
         )
-        return Response(200, result.body(), headers=_warnings(result))
+        return Response(200, encode(result.obj), headers=_warnings(result))
 
     def _patch_function(self, rt: ResourceType, content_type: str, raw: bytes) -> Callable[[Obj], Obj]:
         smp_allowed = rt.strategy.smp_allowed

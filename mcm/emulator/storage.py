@@ -28,7 +28,7 @@ from mcm.emulator import builtinfields, errors, objectmeta
 from mcm.emulator.errors import ApiStatusError, Raw
 from mcm.emulator.kinds import FieldError
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import StaleObjectError, Stored, VersionedStore, encode
+from mcm.emulator.store import StaleObjectError, Stored, VersionedStore
 from mcm.emulator.timefmt import format_time
 
 __all__ = ["Storage", "WriteResult"]
@@ -46,12 +46,6 @@ class WriteResult:
     created: bool = False
     warnings: builtins.list[str] = field(default_factory=list)
     committed: bool = True
-    stored: Stored | None = None
-    """The committed version (its cached encoding is the response body), when one was written."""
-
-    def body(self) -> bytes:
-        """The response bytes: the committed version's shared encoding, else ``obj`` encoded."""
-        return self.stored.full() if self.stored is not None else encode(self.obj)
 
 
 def _utcnow() -> _dt.datetime:
@@ -260,7 +254,7 @@ class Storage:
                 if attempt + 1 < MAX_RETRIES and generate and not name:
                     continue
                 raise errors.already_exists(rt.group, rt.resource, cname) from None
-            return WriteResult(change.new.obj, True, warnings, stored=change.new)
+            return WriteResult(change.new.obj, True, warnings)
         raise errors.already_exists(rt.group, rt.resource, str(generate))  # pragma: no cover
 
     def _check_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
@@ -450,7 +444,7 @@ class Storage:
         if dry_run:
             return WriteResult(candidate, False, warnings, committed=False)
         change = self.store.commit(rt.storage_key, "MODIFIED", candidate, current)
-        return WriteResult(change.new.obj, False, warnings, stored=change.new)
+        return WriteResult(change.new.obj, False, warnings)
 
     @staticmethod
     def _bump_generation(rt: ResourceType, old: Obj, new: Obj) -> Obj:

@@ -16,10 +16,11 @@ Guarantees (see spec §2.4, §5.3, §5.5):
   and offers the change to that resource's watchers and to every hook, in RV order, while the
   lock is held. Watchers and hooks must not block or do I/O.
 - Committed object dicts are never mutated. :class:`Stored` wraps one object version with its RV
-  and caches its JSON encoding, so lists, GETs, write responses and watch events reuse the bytes.
+  and caches its JSON encoding, so lists, GETs and watch events reuse the bytes. Write responses
+  encode their own copy, so versions nobody reads or watches hold no bytes (memory, spec P4).
   Encodings (of a stored object, and of a change's watch line per event type) are computed at most
-  once, by whichever thread asks first, outside the store lock where the caller is (watch threads,
-  responses); a small encoding lock makes concurrent first requests wait instead of encoding twice.
+  once, by whichever thread asks first, outside the store lock (watch threads, readers); a small
+  encoding lock makes concurrent first requests wait instead of encoding twice.
 - ``commit(..., expect=s)`` succeeds only if the current version is exactly ``s`` (``None`` = the
   key is absent); otherwise it raises :class:`StaleObjectError` and changes nothing. This is the
   compare-and-swap that update loops retry on.
