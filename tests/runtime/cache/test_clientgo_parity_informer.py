@@ -118,3 +118,47 @@ def test_an_update_without_a_resource_version_change_is_a_sync_even_when_both_la
     assert [r.pending() for r in registrations] == [0, 0]
     informer.on_update(make_obj("x", rv="1"), make_obj("x", rv="2"))
     assert [r.pending() for r in registrations] == [1, 1]
+
+
+def test_every_handler_sees_each_objects_updates_in_order_and_ends_on_its_last_state() -> None:
+    """client-go's controller ``TestUpdate``/``TestHammerController``: per object, notifications
+    never go backwards, and the last one carries the object's final state."""
+    r = Running()
+    seen: dict[str, list[int]] = {}
+    seen_lock = threading.Lock()
+    out_of_order: list[str] = []
+
+    def record(obj: Any) -> None:
+        if "value" not in obj:  # the fixture's pre-existing object
+            return
+        name, value = obj["metadata"]["name"], int(obj["value"])
+        with seen_lock:
+            history = seen.setdefault(name, [])
+            if history and value <= history[-1]:
+                out_of_order.append(f"{name}: {value} after {history[-1]}")
+            history.append(value)
+
+    r.informer.add_event_handler(
+        ResourceEventHandlerFuncs(on_add=record, on_update=lambda old, new: record(new))
+    )
+    r.start()
+    names = [f"o{i}" for i in range(10)]
+
+    def write(name: str) -> None:
+        r.server.create({**make_obj(name), "value": 0})
+        for value in range(1, 30):
+            r.server.update({**make_obj(name), "value": value})
+
+    writers = [threading.Thread(target=write, args=(name,)) for name in names]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join(5)
+
+    def all_final() -> bool:
+        with seen_lock:
+            return all(seen.get(name, [-1])[-1] == 29 for name in names)
+
+    assert wait_for_cache_sync(r.stop, all_final, timeout=5)
+    assert out_of_order == []
+    r.finish()
