@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
@@ -104,6 +104,33 @@ def _machine_class(data: bytes) -> MachineClass:
     return MachineClass.from_dict(_json_object(data, "machine_class_json"))
 
 
+class _MachineRequest(Protocol):
+    """What every per-machine request carries: the machine, its class and the secret data."""
+
+    @property
+    def machine(self) -> Machine: ...
+
+    @property
+    def machine_class(self) -> MachineClass: ...
+
+    @property
+    def secret_data(self) -> Mapping[str, bytes]: ...
+
+
+def _machine_request_fields(r: _MachineRequest) -> dict[str, Any]:
+    """The wire fields of a per-machine request (same names in every request message)."""
+    return {
+        "machine_json": _to_json(r.machine.to_dict()),
+        "machine_class_json": _to_json(r.machine_class.to_dict()),
+        "secret_data": dict(r.secret_data),
+    }
+
+
+def _machine_request_args(m: Any) -> tuple[Machine, MachineClass, dict[str, bytes]]:
+    """The contract-side arguments decoded from a per-machine request message."""
+    return _machine(m.machine_json), _machine_class(m.machine_class_json), dict(m.secret_data)
+
+
 def _addresses_to_pb(addresses: Iterable[NodeAddress]) -> list[pb.NodeAddress]:
     return [pb.NodeAddress(type=a.type or "", address=a.address or "") for a in addresses]
 
@@ -116,17 +143,11 @@ def _addresses_from_pb(addresses: Iterable[pb.NodeAddress]) -> tuple[NodeAddress
 
 
 def _create_req_to_pb(r: CreateMachineRequest) -> pb.CreateMachineRequest:
-    return pb.CreateMachineRequest(
-        machine_json=_to_json(r.machine.to_dict()),
-        machine_class_json=_to_json(r.machine_class.to_dict()),
-        secret_data=dict(r.secret_data),
-    )
+    return pb.CreateMachineRequest(**_machine_request_fields(r))
 
 
 def _create_req_from_pb(m: pb.CreateMachineRequest) -> CreateMachineRequest:
-    return CreateMachineRequest(
-        _machine(m.machine_json), _machine_class(m.machine_class_json), dict(m.secret_data)
-    )
+    return CreateMachineRequest(*_machine_request_args(m))
 
 
 def _create_resp_to_pb(r: CreateMachineResponse) -> pb.CreateMachineResponse:
@@ -148,17 +169,11 @@ def _create_resp_from_pb(m: pb.CreateMachineResponse) -> CreateMachineResponse:
 
 
 def _init_req_to_pb(r: InitializeMachineRequest) -> pb.InitializeMachineRequest:
-    return pb.InitializeMachineRequest(
-        machine_json=_to_json(r.machine.to_dict()),
-        machine_class_json=_to_json(r.machine_class.to_dict()),
-        secret_data=dict(r.secret_data),
-    )
+    return pb.InitializeMachineRequest(**_machine_request_fields(r))
 
 
 def _init_req_from_pb(m: pb.InitializeMachineRequest) -> InitializeMachineRequest:
-    return InitializeMachineRequest(
-        _machine(m.machine_json), _machine_class(m.machine_class_json), dict(m.secret_data)
-    )
+    return InitializeMachineRequest(*_machine_request_args(m))
 
 
 def _init_resp_to_pb(r: InitializeMachineResponse) -> pb.InitializeMachineResponse:
@@ -175,17 +190,11 @@ def _init_resp_from_pb(m: pb.InitializeMachineResponse) -> InitializeMachineResp
 
 
 def _delete_req_to_pb(r: DeleteMachineRequest) -> pb.DeleteMachineRequest:
-    return pb.DeleteMachineRequest(
-        machine_json=_to_json(r.machine.to_dict()),
-        machine_class_json=_to_json(r.machine_class.to_dict()),
-        secret_data=dict(r.secret_data),
-    )
+    return pb.DeleteMachineRequest(**_machine_request_fields(r))
 
 
 def _delete_req_from_pb(m: pb.DeleteMachineRequest) -> DeleteMachineRequest:
-    return DeleteMachineRequest(
-        _machine(m.machine_json), _machine_class(m.machine_class_json), dict(m.secret_data)
-    )
+    return DeleteMachineRequest(*_machine_request_args(m))
 
 
 def _delete_resp_to_pb(r: DeleteMachineResponse) -> pb.DeleteMachineResponse:
@@ -200,17 +209,11 @@ def _delete_resp_from_pb(m: pb.DeleteMachineResponse) -> DeleteMachineResponse:
 
 
 def _status_req_to_pb(r: GetMachineStatusRequest) -> pb.GetMachineStatusRequest:
-    return pb.GetMachineStatusRequest(
-        machine_json=_to_json(r.machine.to_dict()),
-        machine_class_json=_to_json(r.machine_class.to_dict()),
-        secret_data=dict(r.secret_data),
-    )
+    return pb.GetMachineStatusRequest(**_machine_request_fields(r))
 
 
 def _status_req_from_pb(m: pb.GetMachineStatusRequest) -> GetMachineStatusRequest:
-    return GetMachineStatusRequest(
-        _machine(m.machine_json), _machine_class(m.machine_class_json), dict(m.secret_data)
-    )
+    return GetMachineStatusRequest(*_machine_request_args(m))
 
 
 def _status_resp_to_pb(r: GetMachineStatusResponse) -> pb.GetMachineStatusResponse:
