@@ -15,6 +15,7 @@ what is queued; :class:`KeyedFIFO` holds the rest. Guarantees:
 
 from __future__ import annotations
 
+import abc
 import builtins
 import enum
 import threading
@@ -83,7 +84,7 @@ class KeyListerGetter(Protocol):
     def get_by_key(self, key: str) -> Object | None: ...
 
 
-class KeyedFIFO:
+class KeyedFIFO(abc.ABC):
     """The shared half of the informer queues; subclasses store and hand out the deltas."""
 
     def __init__(
@@ -158,8 +159,10 @@ class KeyedFIFO:
             self._initial_population_count -= 1
         return in_initial_list
 
+    @abc.abstractmethod
     def _has_items(self) -> bool:
-        raise NotImplementedError
+        """Whether anything is queued (called with the lock held)."""
 
+    @abc.abstractmethod
     def _queue_action(self, action: DeltaType, obj: Any) -> None:
-        raise NotImplementedError
+        """Queue one delta for ``obj`` (called with the lock held)."""
