@@ -19,5 +19,10 @@ echo "== mypy"
 mypy
 echo "== import layers"
 lint-imports
+if [ "$#" -eq 0 ]; then
+  echo "== benchmark smoke runs (figures are informative; a crash fails the run)"
+  python benchmarks/emulator.py --smoke
+  python benchmarks/informer.py --objects 1000
+fi
 echo "== pytest"
 pytest -n 2 "$@"
