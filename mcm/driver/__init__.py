@@ -21,6 +21,7 @@ from mcm.driver.driver import (
     InitializeMachineResponse,
     ListMachinesRequest,
     ListMachinesResponse,
+    MachineRequest,
 )
 from mcm.driver.errors import MachineError, Status, status_from_error
 from mcm.driver.fake import DriverCall, FakeDriver, FakeVM
@@ -46,6 +47,7 @@ __all__ = [
     "ListMachinesRequest",
     "ListMachinesResponse",
     "MachineError",
+    "MachineRequest",
     "Status",
     "code_name",
     "status_from_error",

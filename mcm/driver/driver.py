@@ -45,17 +45,23 @@ __all__ = [
     "InitializeMachineResponse",
     "ListMachinesRequest",
     "ListMachinesResponse",
+    "MachineRequest",
     "NodeAddress",
 ]
 
 
 @dataclass(frozen=True)
-class CreateMachineRequest:
-    """Create the VM for ``machine``. ``secret_data`` holds ``userData`` with the bootstrap token."""
+class MachineRequest:
+    """What every per-machine request carries: the machine, its class and the class's secret data."""
 
     machine: Machine
     machine_class: MachineClass
     secret_data: Mapping[str, bytes] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CreateMachineRequest(MachineRequest):
+    """Create the VM for ``machine``. ``secret_data`` holds ``userData`` with the bootstrap token."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +75,8 @@ class CreateMachineResponse:
 
 
 @dataclass(frozen=True)
-class InitializeMachineRequest:
+class InitializeMachineRequest(MachineRequest):
     """Finish setting up the VM of ``machine`` after creation."""
-
-    machine: Machine
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes] = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,8 @@ class InitializeMachineResponse:
 
 
 @dataclass(frozen=True)
-class DeleteMachineRequest:
+class DeleteMachineRequest(MachineRequest):
     """Delete the VM of ``machine`` (found by ``spec.providerID`` or, failing that, by name)."""
-
-    machine: Machine
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes] = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -103,12 +101,8 @@ class DeleteMachineResponse:
 
 
 @dataclass(frozen=True)
-class GetMachineStatusRequest:
+class GetMachineStatusRequest(MachineRequest):
     """Report the VM of ``machine``."""
-
-    machine: Machine
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes] = field(repr=False)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
@@ -33,6 +33,7 @@ from mcm.driver.driver import (
     InitializeMachineResponse,
     ListMachinesRequest,
     ListMachinesResponse,
+    MachineRequest,
 )
 from mcm.driver.errors import MachineError
 from mcm.driver.proto.mcm.driver.v1 import driver_pb2 as pb
@@ -104,20 +105,7 @@ def _machine_class(data: bytes) -> MachineClass:
     return MachineClass.from_dict(_json_object(data, "machine_class_json"))
 
 
-class _MachineRequest(Protocol):
-    """What every per-machine request carries: the machine, its class and the secret data."""
-
-    @property
-    def machine(self) -> Machine: ...
-
-    @property
-    def machine_class(self) -> MachineClass: ...
-
-    @property
-    def secret_data(self) -> Mapping[str, bytes]: ...
-
-
-def _machine_request_fields(r: _MachineRequest) -> dict[str, Any]:
+def _machine_request_fields(r: MachineRequest) -> dict[str, Any]:
     """The wire fields of a per-machine request (same names in every request message)."""
     return {
         "machine_json": _to_json(r.machine.to_dict()),
