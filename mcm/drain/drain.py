@@ -296,6 +296,7 @@ class _Drain:
             duration=self.clock.since(self.started),
             evicted=self.tally.of("evicted"),
             deleted=self.tally.of("deleted"),
+            gone=self.tally.of("gone"),
             left_behind=left,
             warnings=self.warnings,
             error=aggregate(errors),

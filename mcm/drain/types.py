@@ -103,6 +103,8 @@ class DrainResult:
     deleted: tuple[str, ...] = ()
     """``<ns>/<name>`` of pods removed through DELETE (force mode, eviction unsupported or the
     final attempt after the eviction retries)."""
+    gone: tuple[str, ...] = ()
+    """Pods that were already gone (NotFound, or replaced by a pod with another UID)."""
     left_behind: tuple[PodOutcome, ...] = ()
     """Pods still on the node, each with the reason."""
     warnings: tuple[str, ...] = ()
