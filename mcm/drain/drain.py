@@ -67,8 +67,6 @@ POD_POLL_INTERVAL = 5.0
 """``Interval`` / ``VolumeDetachPollInterval``: re-check period for termination and detach."""
 TERMINATION_BUFFER = 30.0
 """Added to the (capped) grace period to bound the wait for a pod to terminate."""
-STOP_CHECK_INTERVAL = 1.0
-"""Longest wait on an event other than ``stop`` before ``stop`` is checked again."""
 DETACH_TIMEOUT_TEXT = "timeout while waiting for PVs to detach from node"
 REATTACH_TIMEOUT_TEXT = "Timeout occurred while waiting for PV to reattach to a different node"
 LEFT_DEADLINE = "drain deadline exceeded"
@@ -556,9 +554,8 @@ class _SerialPass:
     def _handle(self, pod: Obj, evict: bool) -> bool:
         """Remove one PV pod and wait for its volumes; True if it must be retried."""
         tracked = self.volumes.get(pod_key(pod), [])
-        watch = (
-            self.d.hub.watch(self.d.node, [v.pv_name for v in tracked]) if self.d.hub and tracked else None
-        )
+        hub = self.d.hub
+        watch = hub.watch(self.d.node, [v.pv_name for v in tracked], self.d.stop) if hub and tracked else None
         try:
             return self._remove_and_wait(pod, evict, tracked, watch)
         finally:
@@ -646,8 +643,8 @@ class _SerialPass:
     def _wait_for_reattach(self, pod: Obj, tracked: list[TrackedVolume], watch: VolumeWatch | None) -> None:
         """Wait for the volumes to attach elsewhere; a timeout only warns (the pod is drained)."""
         until = min(self.d.clock.monotonic() + self.d.options.pv_reattach_timeout, self.d.deadline.at)
-        done = watch.reattached if watch is not None else None
-        while not (done is not None and done.is_set()):
+        done = watch.reattached if watch is not None else self.d.stop
+        while not done.is_set() or self.d.stop.is_set():
             left = until - self.d.clock.monotonic()
             if left <= 0 or self.d.stop.is_set():
                 log.warning(
@@ -657,10 +654,7 @@ class _SerialPass:
                     error=REATTACH_TIMEOUT_TEXT,
                 )
                 return
-            if done is None:
-                self.d.clock.wait(self.d.stop, left)
-            else:
-                self.d.clock.wait(done, min(left, STOP_CHECK_INTERVAL))
+            self.d.clock.wait(done, left)
         log.info("Successfully reattached volumes", pod=pod_key(pod), volumes=[v.pv_name for v in tracked])
 
     def _recheck(self, pods: list[Obj]) -> list[Obj]:

@@ -157,19 +157,48 @@ def attachment_pv_name(attachment: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+STOP_POLL = 0.05
+"""Real seconds between checks of the stop event while a watch event is awaited."""
+
+
+class _StopAware(threading.Event):
+    """An event that also reads as set once ``stop`` is set, so one wait covers both."""
+
+    def __init__(self, stop: threading.Event | None) -> None:
+        super().__init__()
+        self._stop = stop
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self._stop is not None and self._stop.is_set())
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._stop is None:
+            return super().wait(timeout)
+        remaining = timeout
+        while not self.is_set():
+            if remaining is not None and remaining <= 0:
+                break
+            slice_ = STOP_POLL if remaining is None else min(STOP_POLL, remaining)
+            super().wait(slice_)
+            if remaining is not None:
+                remaining -= slice_
+        return self.is_set()
+
+
 class VolumeWatch:
     """One waiting PV pod's view of VolumeAttachment events (registered before it is evicted).
 
     ``changed`` is set on every event about one of its PVs (so a detach wait re-checks at once);
-    ``reattached`` once each of its PVs was seen attached to a node other than ``node``.
+    ``reattached`` once each of its PVs was seen attached to a node other than ``node``. Both
+    also read as set once ``stop`` is, so waits on them end when the drain is stopped.
     """
 
-    def __init__(self, node: str, pv_names: Iterable[str]) -> None:
+    def __init__(self, node: str, pv_names: Iterable[str], stop: threading.Event | None = None) -> None:
         self.node = node
         self.pv_names = frozenset(pv_names)
         self._pending = set(self.pv_names)
-        self.changed = threading.Event()
-        self.reattached = threading.Event()
+        self.changed: threading.Event = _StopAware(stop)
+        self.reattached: threading.Event = _StopAware(stop)
         if not self._pending:
             self.reattached.set()
 
@@ -198,9 +227,9 @@ class VolumeAttachmentHub:
         self._lock = threading.Lock()
         self._watches: list[VolumeWatch] = []
 
-    def watch(self, node: str, pv_names: Iterable[str]) -> VolumeWatch:
+    def watch(self, node: str, pv_names: Iterable[str], stop: threading.Event | None = None) -> VolumeWatch:
         """Start hearing events for ``pv_names``; call :meth:`unwatch` when done."""
-        watch = VolumeWatch(node, pv_names)
+        watch = VolumeWatch(node, pv_names, stop)
         with self._lock:
             self._watches.append(watch)
         return watch
