@@ -104,6 +104,7 @@ class DeploymentController:
         with self.reactor.storage.store.lock:
             for stored in self.reactor.storage.store.items(DEPLOYMENTS):
                 self._consider(stored.obj)
+        self.reactor.flush()
 
     def _on_change(self, change: Change) -> None:
         if self.enabled and change.resource == DEPLOYMENTS and change.type != "DELETED":
