@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
+import shutil
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +16,7 @@ from mcm.emulator.controllers.deployment import desired_status
 from mcm.runtime.clock import FakeClock
 
 NS = "default"
+KUBECTL = shutil.which("kubectl")
 DEPLOYMENTS = ("apps", "deployments")
 
 
@@ -106,3 +109,46 @@ def test_a_settled_status_is_not_rewritten() -> None:
     assert "replicas" not in wanted and "availableReplicas" not in wanted
     again = desired_status({**obj, "status": wanted}, "2026-01-02T03:09:05Z")
     assert [c["lastTransitionTime"] for c in again["conditions"]] == ["2026-01-02T03:04:05Z"] * 2
+
+
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: %d
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+"""
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+def test_kubectl_apply_rollout_status_and_scale(kubeconfig: str, emulator: Emulator) -> None:
+    def kubectl(*args: str, stdin: str | None = None) -> str:
+        result = subprocess.run(
+            [str(KUBECTL), "--kubeconfig", kubeconfig, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, f"kubectl {' '.join(args)} failed: {result.stderr}"
+        return result.stdout
+
+    assert "deployment.apps/web created" in kubectl("apply", "-f", "-", stdin=WEB % 2)
+    assert "deployment.apps/web configured" in kubectl("apply", "-f", "-", stdin=WEB % 4)
+    assert 'deployment "web" successfully rolled out' in kubectl(
+        "rollout", "status", "deployment/web", "--timeout=20s"
+    )
+    kubectl("scale", "deployment/web", "--replicas=1")
+    assert emulator.wait_for(lambda: status(emulator, "web").get("availableReplicas") == 1, timeout=5)
