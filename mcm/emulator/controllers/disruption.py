@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 
 from mcm.emulator import errors
-from mcm.emulator.selectors import labels_match
 from mcm.emulator.timefmt import format_time, parse_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.labels import selector_from_label_selector
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor, Scheduler
@@ -76,11 +76,10 @@ def _is_ready(pod: Mapping[str, Any]) -> bool:
 
 def _matches(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     try:
-        return labels_match(
-            (pdb.get("spec") or {}).get("selector"), (pod.get("metadata") or {}).get("labels") or {}
-        )
+        selector = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
     except ValueError:
         return False
+    return not selector.empty() and selector.matches_object(pod)
 
 
 def _controller_uid(pod: Mapping[str, Any]) -> str | None:
