@@ -93,7 +93,7 @@ class Emulator:
             self.watches,
             server_address=self._address,
             freshness_timeout=freshness_timeout,
-            evict=_find_evict(),
+            clock=clock,
         )
         self._server = HttpServer(
             self._handle,
@@ -435,14 +435,6 @@ def _request_meta(info: RequestInfo, req: Request) -> RequestMeta:
         name=info.name,
         user_agent=req.headers.get("User-Agent", ""),
     )
-
-
-def _find_evict() -> Any:
-    try:
-        from mcm.emulator.controllers import disruption
-    except ImportError:
-        return None
-    return getattr(disruption, "evict", None)
 
 
 def _start_controllers(emulator: Emulator) -> Any:
