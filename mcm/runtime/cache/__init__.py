@@ -37,7 +37,6 @@ from mcm.runtime.cache.keys import (
     meta_namespace_key_func,
     split_meta_namespace_key,
 )
-from mcm.runtime.cache.labels import Selector, everything, parse_selector, selector_from_set
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
 from mcm.runtime.cache.mutation_detector import CacheMutationDetector, CacheMutationError
 from mcm.runtime.cache.pager import ListPager
@@ -53,6 +52,7 @@ from mcm.runtime.cache.shared_informer import (
 )
 from mcm.runtime.cache.store import Indexer, Store
 from mcm.runtime.cache.thread_safe_store import ThreadSafeStore
+from mcm.runtime.labels import Selector, everything, parse_selector, selector_from_set
 
 ResourceEventHandlerRegistration = ProcessorListener
 """What ``add_event_handler`` returns: ``has_synced()``, and the handle for ``remove_event_handler``."""
