@@ -52,7 +52,7 @@ from mcm.runtime.cache.shared_informer import (
     wait_for_cache_sync,
 )
 from mcm.runtime.cache.store import Indexer, Store
-from mcm.runtime.cache.thread_safe_store import ThreadSafeStore
+from mcm.runtime.cache.thread_safe_store import IndexFuncError, ThreadSafeStore
 
 ResourceEventHandlerRegistration = ProcessorListener
 """What ``add_event_handler`` returns: ``has_synced()``, and the handle for ``remove_event_handler``."""
@@ -72,6 +72,7 @@ __all__ = [
     "FIFOClosedError",
     "FilteringResourceEventHandler",
     "IndexFunc",
+    "IndexFuncError",
     "Indexer",
     "IndexerError",
     "Indexers",
