@@ -146,8 +146,7 @@ class Controller:
 
 
 def _close_on(stop: threading.Event, queue: Queue) -> None:
-    while not stop.is_set():  # FakeClock.wait wakes other waiters of the same event spuriously
-        stop.wait()
+    stop.wait()
     queue.close()
 
 
