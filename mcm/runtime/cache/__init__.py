@@ -20,6 +20,7 @@ from mcm.runtime.cache.delta_fifo import (
     RequeueError,
 )
 from mcm.runtime.cache.factory import SharedInformerFactory
+from mcm.runtime.cache.fifo import FIFO
 from mcm.runtime.cache.handlers import (
     FilteringResourceEventHandler,
     ResourceEventHandler,
@@ -58,6 +59,7 @@ ResourceEventHandlerRegistration = ProcessorListener
 """What ``add_event_handler`` returns: ``has_synced()``, and the handle for ``remove_event_handler``."""
 
 __all__ = [
+    "FIFO",
     "NAMESPACE_INDEX",
     "CacheMutationDetector",
     "CacheMutationError",
