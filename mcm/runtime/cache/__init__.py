@@ -27,6 +27,7 @@ from mcm.runtime.cache.handlers import (
     ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
 )
+from mcm.runtime.cache.heap import Heap, HeapClosedError, LessFunc, ObjectNotFoundError
 from mcm.runtime.cache.index import IndexerError, Indexers, IndexFunc, index_func_to_key_func_adapter
 from mcm.runtime.cache.keys import (
     NAMESPACE_INDEX,
@@ -73,6 +74,8 @@ __all__ = [
     "ExplicitKey",
     "FIFOClosedError",
     "FilteringResourceEventHandler",
+    "Heap",
+    "HeapClosedError",
     "IndexFunc",
     "IndexFuncError",
     "Indexer",
@@ -81,9 +84,11 @@ __all__ = [
     "InformerStartedError",
     "InformerStoppedError",
     "KeyFuncError",
+    "LessFunc",
     "ListPager",
     "Lister",
     "NamespaceLister",
+    "ObjectNotFoundError",
     "ProcessorListener",
     "RealFIFO",
     "Reflector",
