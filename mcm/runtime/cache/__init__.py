@@ -19,6 +19,13 @@ from mcm.runtime.cache.delta_fifo import (
     FIFOClosedError,
     RequeueError,
 )
+from mcm.runtime.cache.expiration_cache import (
+    ExpirationCache,
+    ExpirationPolicy,
+    TimestampedEntry,
+    TTLPolicy,
+    new_ttl_store,
+)
 from mcm.runtime.cache.factory import SharedInformerFactory
 from mcm.runtime.cache.fifo import FIFO
 from mcm.runtime.cache.handlers import (
@@ -71,6 +78,8 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "ExpirationCache",
+    "ExpirationPolicy",
     "ExplicitKey",
     "FIFOClosedError",
     "FilteringResourceEventHandler",
@@ -101,7 +110,9 @@ __all__ = [
     "SharedIndexInformer",
     "SharedInformerFactory",
     "Store",
+    "TTLPolicy",
     "ThreadSafeStore",
+    "TimestampedEntry",
     "VeryShortWatchError",
     "deletion_handling_meta_namespace_key_func",
     "everything",
@@ -110,6 +121,7 @@ __all__ = [
     "meta_namespace_key_func",
     "new_namespace_indexers",
     "new_not_found",
+    "new_ttl_store",
     "parse_selector",
     "process_deltas",
     "selector_from_set",
