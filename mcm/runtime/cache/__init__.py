@@ -3,7 +3,9 @@
 ``reflector`` lists and watches the API into a ``delta_fifo``; the ``controller`` loop pops it
 into an indexer (``store`` over ``thread_safe_store``, keys from ``keys``) and the
 ``shared_informer`` fans the changes out to handlers through ``processor_listener`` threads.
-``factory`` builds one informer per resource; ``listers`` read the caches.
+``factory`` builds one informer per resource; ``listers`` read the caches. Smaller client-go
+pieces stand beside them: a plain keyed ``fifo``, a keyed priority ``heap`` and an
+``expiration_cache`` (TTL store).
 
 Start with :class:`SharedInformerFactory` (``informer_for``/``lister``, ``start``,
 ``wait_for_cache_sync``) and :class:`ResourceEventHandlerFuncs`. Cached objects are the
