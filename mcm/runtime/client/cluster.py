@@ -44,6 +44,7 @@ class ClusterClient:
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float | None = DEFAULT_TIMEOUT,
         rate_limiter: RateLimiter | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.api_client = api_client
         self.qps = qps
@@ -59,6 +60,7 @@ class ClusterClient:
             clock=clock,
             max_retries=max_retries,
             timeout=timeout,
+            stop=stop,
         )
         self._clients: dict[Resource, RESTClient] = {}
         self._lock = threading.Lock()
@@ -91,6 +93,7 @@ class ClusterClient:
             clock=self.clock,
             max_retries=self.transport.max_retries,
             timeout=self.transport.timeout,
+            stop=self.transport.stop,
         )
 
     def discovery(self) -> DiscoveryClient:
@@ -106,7 +109,9 @@ class ClusterClient:
         return self.transport.request_bytes("GET", path, query=query)
 
     def close(self) -> None:
-        """Close the pooled connections (the ApiClient is shared with siblings; close once)."""
+        """Cut pending Retry-After waits short and close the pooled connections (the ApiClient
+        is shared with siblings; close once)."""
+        self.transport.stop.set()
         self.api_client.close()  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:
