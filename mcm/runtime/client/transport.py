@@ -73,7 +73,7 @@ client-go has no default; a bounded wait keeps a dead connection from hanging a 
 
 DEFAULT_WATCH_READ_TIMEOUT = 3630.0
 """Seconds a watch opened without ``timeoutSeconds`` may stay silent before the client gives up:
-the API server ends such a watch within 2 × ``--min-request-timeout`` (1800 s), plus a margin.
+the API server ends such a watch within twice ``--min-request-timeout`` (1800 s), plus a margin.
 client-go waits forever."""
 
 MAX_RETRY_AFTER = 60.0
