@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ def _throttled(retry_after: str) -> Reply:
 
 def _get_in_thread(
     client: ClusterClient, cancel: threading.Event | None = None
-) -> tuple[threading.Thread, list[object]]:
-    outcome: list[object] = []
+) -> tuple[threading.Thread, list[Any]]:
+    outcome: list[Any] = []
     pods = client.resource(PODS) if cancel is None else client.resource(PODS).with_cancel(cancel)
 
     def call() -> None:
