@@ -34,6 +34,7 @@ __all__ = [
     "is_connection_refused",
     "is_forbidden",
     "is_gone",
+    "is_internal_error",
     "is_invalid",
     "is_not_found",
     "is_resource_expired",
@@ -267,6 +268,11 @@ def is_resource_expired(exc: BaseException | None) -> bool:
 
 def is_too_many_requests(exc: BaseException | None) -> bool:
     return _is(exc, TooManyRequests)
+
+
+def is_internal_error(exc: BaseException | None) -> bool:
+    """Reason ``InternalError`` (500), e.g. "etcdserver: no leader" (client-go ``IsInternalError``)."""
+    return _is(exc, InternalError)
 
 
 def is_forbidden(exc: BaseException | None) -> bool:
