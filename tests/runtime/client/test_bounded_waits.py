@@ -12,7 +12,7 @@ import pytest
 
 from mcm.runtime.client import ClusterClient, errors, load_config
 from mcm.runtime.client.resources import PODS
-from mcm.runtime.client.transport import DEFAULT_TIMEOUT, MAX_RETRY_AFTER
+from mcm.runtime.client.transport import DEFAULT_TIMEOUT, DEFAULT_WATCH_READ_TIMEOUT, MAX_RETRY_AFTER
 from mcm.runtime.clock import FakeClock
 from tests.runtime.client.stub_server import Reply, Request, StubServer, status_body
 
@@ -144,3 +144,20 @@ def test_after_the_headers_a_watch_reads_with_its_own_longer_timeout(
     threading.Timer(0.5, release.set).start()  # silence longer than the request timeout
     assert next(events).type == "ADDED"
     stream.stop()
+
+
+@pytest.mark.parametrize(("timeout_seconds", "expected"), [(None, DEFAULT_WATCH_READ_TIMEOUT), (100, 130.0)])
+def test_a_watch_body_read_timeout_replaces_the_header_timeout(
+    stub: StubServer, tmp_path: Path, timeout_seconds: int | None, expected: float
+) -> None:
+    """Without timeoutSeconds the read timeout used to be None: a silent server hung the watch."""
+    reply = Reply(200, chunks=[None])
+    stub.handler = lambda r: reply
+    client = load_config(stub.write_kubeconfig(tmp_path / "kc"), qps=-1, max_retries=0, timeout=2.0)
+    stream = client.resource(PODS).watch(timeout_seconds=timeout_seconds, resource_version="1")
+    try:
+        sock = stream._response.connection.sock  # type: ignore[attr-defined]
+        assert sock.gettimeout() == expected
+    finally:
+        reply.hold.set()
+        stream.stop()
