@@ -128,6 +128,11 @@ class TokenBucket:
                 self._tokens = self._refilled(self._monotonic())
             return self._tokens
 
+    def give_back(self) -> None:
+        """Return one reserved token that will not be used (a cancelled wait), up to ``burst``."""
+        with self._lock:
+            self._tokens = min(self._tokens + 1.0, self._burst)
+
     def _refilled(self, now: float) -> float:
         """The balance at ``now``; moves the refill mark. The caller holds the lock."""
         tokens = self._tokens

@@ -20,6 +20,7 @@ __all__ = [
     "Invalid",
     "MethodNotAllowed",
     "NotFound",
+    "RequestCancelled",
     "RequestEntityTooLarge",
     "ServerTimeout",
     "ServiceUnavailable",
@@ -215,6 +216,10 @@ class ConnectionFailed(Exception):
     def __init__(self, message: str, *, refused: bool = False) -> None:
         super().__init__(message)
         self.refused = refused
+
+
+class RequestCancelled(ConnectionFailed):
+    """The request was cancelled (its cancel event or the client's stop) before it was sent."""
 
 
 def suggests_client_delay(exc: BaseException | None) -> float | None:

@@ -10,12 +10,14 @@ Guarantees:
   machine-controller's flag defaults (20/30) are
   :data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS` / ``_BURST``.
 - :meth:`TokenBucketRateLimiter.accept` blocks on the injected clock for that delay; nothing ever
-  sleeps while holding the limiter's lock.
+  sleeps while holding the limiter's lock. Given a ``cancel`` event, the wait ends when it is set
+  and the token is given back (client-go's ``Wait(ctx)``).
 - One limiter is shared by every request of a cluster client (client-go: one per client instance).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -34,7 +36,9 @@ __all__ = [
 class RateLimiter(Protocol):
     """What the transport needs: block until the next request may go out."""
 
-    def accept(self) -> None: ...
+    def accept(self, cancel: threading.Event | None = None) -> bool:
+        """Wait for a token; False (without one) if ``cancel`` was set first."""
+        ...
 
     def try_accept(self) -> bool: ...
 
@@ -42,8 +46,8 @@ class RateLimiter(Protocol):
 class NoRateLimiter:
     """Lets every request through at once (client-go: a negative QPS)."""
 
-    def accept(self) -> None:
-        return None
+    def accept(self, cancel: threading.Event | None = None) -> bool:
+        return True
 
     def try_accept(self) -> bool:
         return True
@@ -77,11 +81,19 @@ class TokenBucketRateLimiter:
         """Take a token only if one is available now."""
         return self._bucket.try_take()
 
-    def accept(self) -> None:
-        """Block (on the clock) until a token is available, then take it."""
+    def accept(self, cancel: threading.Event | None = None) -> bool:
+        """Block (on the clock) until a token is available and take it: True. False, with the
+        token given back, when ``cancel`` is set first."""
         delay = self._bucket.reserve()
-        if delay > 0:
+        if delay <= 0:
+            return True
+        if cancel is None:
             self._clock.sleep(delay)
+            return True
+        if self._clock.wait(cancel, delay):
+            self._bucket.give_back()
+            return False
+        return True
 
     def tokens(self) -> float:
         """Tokens available now (negative while callers are queued on credit)."""

@@ -14,7 +14,9 @@ Guarantees:
   (default 10, client-go's ``maxRetries``) times; any other failure raises the typed
   :class:`~mcm.runtime.client.errors.ApiError` built from the ``Status`` body.
 - The wait before a retry ends early when the request's ``cancel`` event (or, without one, the
-  transport's ``stop`` event) is set; the request then raises the answer it last had.
+  transport's ``stop`` event) is set; the request then raises the answer it last had. So does
+  the wait for a rate-limiter token, which then raises
+  :class:`~mcm.runtime.client.errors.RequestCancelled`.
 - Every request has a deadline: ``timeout`` (default :data:`DEFAULT_TIMEOUT`; ``None`` means the
   default, never "forever") bounds connecting and each read of a plain request and the wait for a
   watch's response headers; a watch's body reads are bounded by the read timeout it asks for
@@ -37,7 +39,7 @@ import urllib3
 from kubernetes.client import ApiClient
 from urllib3.util.retry import Retry
 
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, error_from_status
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -295,7 +297,10 @@ class Transport:
         headers = self._headers(content_type if payload is not None else None)
         attempt = 0
         while True:
-            self.rate_limiter.accept()
+            if not self.rate_limiter.accept(cancel if cancel is not None else self.stop):
+                raise RequestCancelled(
+                    f"{method} {path}: cancelled while waiting for the client rate limiter"
+                )
             response = self._urlopen(method, url, payload=payload, headers=headers, preload=preload)
             if 200 <= response.status < 300:
                 return response

@@ -161,3 +161,28 @@ def test_a_watch_body_read_timeout_replaces_the_header_timeout(
     finally:
         reply.hold.set()
         stream.stop()
+
+
+def test_a_request_waiting_for_a_throttle_token_can_be_cancelled(stub: StubServer, tmp_path: Path) -> None:
+    """client-go's ``rateLimiter.Wait(ctx)``: cancelling ends the wait and returns the token."""
+    clock = FakeClock()
+    client = load_config(stub.write_kubeconfig(tmp_path / "kc"), clock=clock, qps=0.01, burst=1)
+    stub.handler = lambda r: Reply(200, {"kind": "Pod", "metadata": {"name": "p"}})
+    client.resource(PODS).get("p", namespace="ns")  # uses the only token
+    cancel = threading.Event()
+    failures: list[BaseException] = []
+
+    def throttled() -> None:
+        try:
+            client.resource(PODS).with_cancel(cancel).get("p", namespace="ns")
+        except errors.ConnectionFailed as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=throttled, daemon=True)
+    thread.start()
+    clock.block_until_waiters(1)
+    cancel.set()
+    thread.join(WAIT)
+    assert len(failures) == 1 and isinstance(failures[0], errors.RequestCancelled)
+    assert len(stub.requests) == 1
+    assert client.rate_limiter.tokens() == pytest.approx(0.0)  # type: ignore[attr-defined]
