@@ -100,8 +100,16 @@ class TokenBucket:
         if rate <= 0.0 or self._burst < 1.0:
             return self._reserve_without_refill()
         self._lock.acquire()
-        try:
-            tokens = self._refilled(self._monotonic()) - 1.0
+        try:  # _refilled, inlined: this is the workqueue's hot path
+            now = self._monotonic()
+            tokens = self._tokens
+            elapsed = now - self._last
+            if elapsed > 0.0:
+                tokens += elapsed * rate
+                if tokens > self._burst:  # noqa: PLR1730 - cheaper than min()
+                    tokens = self._burst
+                self._last = now
+            tokens -= 1.0
             self._tokens = tokens
         finally:
             self._lock.release()
