@@ -66,6 +66,10 @@ class TokenBucketRateLimiter:
         self._bucket = TokenBucket(qps, burst, clock=clock)
 
     @property
+    def bucket(self) -> TokenBucket:
+        return self._bucket
+
+    @property
     def qps(self) -> float:
         return self._bucket.qps
 

@@ -78,7 +78,7 @@ def test_one_bucket_behind_the_client_limiter_and_the_workqueue_limiter() -> Non
 
     client_limiter = TokenBucketRateLimiter(10.0, 2, clock=FakeClock())
     queue_limiter = BucketRateLimiter(10.0, 2, clock=FakeClock())
-    assert isinstance(client_limiter._bucket, TokenBucket)
+    assert isinstance(client_limiter.bucket, TokenBucket)
     assert isinstance(queue_limiter.bucket, TokenBucket)
     assert [client_limiter.reserve() for _ in range(4)] == [queue_limiter.when(i) for i in range(4)]
 
