@@ -46,6 +46,7 @@ __all__ = [
     "ListMachinesRequest",
     "ListMachinesResponse",
     "MachineRequest",
+    "MachineResponse",
     "NodeAddress",
 ]
 
@@ -65,13 +66,27 @@ class CreateMachineRequest(MachineRequest):
 
 
 @dataclass(frozen=True)
-class CreateMachineResponse:
-    """The new (or already existing) VM."""
+class MachineResponse:
+    """What create, initialise and status report about a VM: its IDs and addresses.
+
+    ``addresses`` must be a tuple of :class:`NodeAddress` (``TypeError`` otherwise, so a value
+    passed in the wrong position fails at once).
+    """
 
     provider_id: str
     node_name: str
-    last_known_state: str = ""
     addresses: tuple[NodeAddress, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.addresses, tuple):
+            raise TypeError(f"addresses must be a tuple of NodeAddress, got {type(self.addresses).__name__}")
+
+
+@dataclass(frozen=True)
+class CreateMachineResponse(MachineResponse):
+    """The new (or already existing) VM, and what the driver wants remembered about it."""
+
+    last_known_state: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -80,12 +95,8 @@ class InitializeMachineRequest(MachineRequest):
 
 
 @dataclass(frozen=True)
-class InitializeMachineResponse:
+class InitializeMachineResponse(MachineResponse):
     """The initialised VM."""
-
-    provider_id: str
-    node_name: str
-    addresses: tuple[NodeAddress, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,12 +117,8 @@ class GetMachineStatusRequest(MachineRequest):
 
 
 @dataclass(frozen=True)
-class GetMachineStatusResponse:
+class GetMachineStatusResponse(MachineResponse):
     """The VM backing the machine."""
-
-    provider_id: str
-    node_name: str
-    addresses: tuple[NodeAddress, ...] = ()
 
 
 @dataclass(frozen=True)
