@@ -8,9 +8,10 @@ a message; the gRPC server and client and :class:`~mcm.driver.safe.SafeDriver` a
 Guarantees of :func:`scrub_message`:
 
 - Every occurrence of a non-empty secret value is replaced by :data:`REDACTED`: the value as
-  UTF-8 text, its standard base64 form, and (for a multi-line value such as a PEM key or a
-  cloud-init script) each of its lines of at least :data:`MIN_LINE` characters. Longer matches
-  win over shorter ones. Values that are not UTF-8 are matched in their Latin-1 reading, which is
+  UTF-8 text, its standard base64 form, each of its lines of at least :data:`MIN_LINE`
+  characters (a PEM key, a cloud-init script) and each word of at least :data:`MIN_WORD`
+  characters (a bootstrap token inside ``userData``; words are split at whitespace, quotes,
+  ``=``, ``:`` and ``,``). Longer matches win over shorter ones. Values that are not UTF-8 are matched in their Latin-1 reading, which is
   how such bytes usually end up in text.
 - The result is at most ``limit`` characters plus a short note saying how much was cut. Scrubbing
   happens before cutting, so a cut never leaves the start of a secret behind.
@@ -22,7 +23,7 @@ import base64
 import re
 from collections.abc import Iterator, Mapping
 
-__all__ = ["MAX_MESSAGE", "MIN_LINE", "REDACTED", "scrub_message"]
+__all__ = ["MAX_MESSAGE", "MIN_LINE", "MIN_WORD", "REDACTED", "cap_message", "scrub_message"]
 
 REDACTED = "[redacted]"
 """What a secret value is replaced with."""
@@ -30,6 +31,10 @@ MAX_MESSAGE = 4096
 """Default cap, in characters, of a message crossing the driver boundary."""
 MIN_LINE = 8
 """Lines of a multi-line secret value shorter than this are not scrubbed on their own."""
+MIN_WORD = 16
+"""Words of a secret value shorter than this are not scrubbed on their own."""
+
+_WORD_SEPARATORS = re.compile(r"[\s'\"=:,]+")
 
 
 def scrub_message(text: str, secret_data: Mapping[str, bytes] | None, limit: int = MAX_MESSAGE) -> str:
@@ -72,3 +77,6 @@ def _forms(value: bytes | str) -> Iterator[str]:
     for line in text.splitlines():
         if len(line.strip()) >= MIN_LINE:
             yield line.strip()
+    for word in _WORD_SEPARATORS.split(text):
+        if len(word) >= MIN_WORD:
+            yield word
