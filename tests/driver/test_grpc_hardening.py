@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -63,7 +64,7 @@ def ctx() -> CallContext:
 def raw_call(endpoint: str, path: str, payload: bytes) -> grpc.RpcError:
     """Send ``payload`` as-is to ``path`` and return the error the server answers with."""
     with grpc.insecure_channel(endpoint) as channel:
-        call = channel.unary_unary(path)
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(path)
         with pytest.raises(grpc.RpcError) as raised:
             call(payload, timeout=10)
     return raised.value
@@ -101,7 +102,7 @@ def test_client_scrubs_what_a_foreign_sidecar_sends(tmp_path: Path) -> None:
         context.abort(grpc.StatusCode.PERMISSION_DENIED, f"denied for {CREDENTIAL} " + "x" * 20_000)
 
     foreign = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    handler = grpc.unary_unary_rpc_method_handler(leak)
+    handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(leak)
     foreign.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE_NAME, {"ListMachines": handler}),)
     )
@@ -161,13 +162,14 @@ def test_decoding_errors_through_the_client_carry_the_machine_code(
     fake: FakeDriver, server: DriverServer
 ) -> None:
     with grpc.insecure_channel(server.endpoint) as channel:
-        call = channel.unary_unary(LIST_MACHINES.path)
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(LIST_MACHINES.path)
         with pytest.raises(grpc.RpcError) as raised:
             call(
                 pb.ListMachinesRequest(machine_class_json=json.dumps([1]).encode()).SerializeToString(),
                 timeout=10,
             )
-    trailers = dict(raised.value.trailing_metadata() or ())  # type: ignore[attr-defined]
+    error: Any = raised.value
+    trailers = {key: value for key, value in error.trailing_metadata() or ()}
     assert trailers[MACHINE_CODE_KEY] == str(int(Code.InvalidArgument))
 
 
