@@ -11,8 +11,8 @@ Guarantees of :func:`scrub_message`:
   UTF-8 text, its standard base64 form, each of its lines of at least :data:`MIN_LINE`
   characters (a PEM key, a cloud-init script) and each word of at least :data:`MIN_WORD`
   characters (a bootstrap token inside ``userData``; words are split at whitespace, quotes,
-  ``=``, ``:`` and ``,``). Longer matches win over shorter ones. Values that are not UTF-8 are matched in their Latin-1 reading, which is
-  how such bytes usually end up in text.
+  ``=``, ``:`` and ``,``). Longer matches win over shorter ones. Values that are not UTF-8
+  are matched in their Latin-1 reading, which is how such bytes usually end up in text.
 - The result is at most ``limit`` characters plus a short note saying how much was cut. Scrubbing
   happens before cutting, so a cut never leaves the start of a secret behind.
 """

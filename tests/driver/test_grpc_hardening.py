@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
 from mcm.driver import (
@@ -28,6 +29,8 @@ from mcm.driver import (
 )
 from mcm.driver.fake import DriverRequest, DriverResponse
 from mcm.driver.grpc import DriverServer, GrpcDriver, InsecureEndpointError, UndecodableDriverError, serve
+from mcm.driver.grpc.__main__ import main as sidecar_main
+from mcm.driver.grpc.__main__ import parse_args, server_credentials
 from mcm.driver.grpc.rpcs import CREATE_MACHINE, GET_VOLUME_IDS, LIST_MACHINES, SERVICE_NAME
 from mcm.driver.grpc.server import is_local_endpoint
 from mcm.driver.grpc.status import MACHINE_CODE_KEY
@@ -292,3 +295,22 @@ def test_tls_on_all_interfaces(fake: FakeDriver, tmp_path: Path) -> None:
     assert raised.value.code == Code.Unavailable
     started = [entry for entry in logs if entry["event"] == "driver_server_started"]
     assert started[0]["transport"] == "tls"
+
+
+def test_sidecar_cli_refuses_plaintext_on_all_interfaces(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = sidecar_main(["--driver", "mcm.driver:FakeDriver", "--endpoint", "0.0.0.0:0"])
+    finally:
+        structlog.reset_defaults()
+    assert code == 2
+    assert "--insecure" in capsys.readouterr().err
+
+
+def test_sidecar_cli_tls_flags_go_together(tmp_path: Path) -> None:
+    cert = tmp_path / "cert.pem"
+    cert.write_text("x")
+    with pytest.raises(ValueError, match="go together"):
+        server_credentials(parse_args(["--driver", "m:f", "--tls-cert-file", str(cert)]))
+    with pytest.raises(ValueError, match="needs --tls-cert-file"):
+        server_credentials(parse_args(["--driver", "m:f", "--tls-client-ca-file", str(cert)]))
+    assert server_credentials(parse_args(["--driver", "m:f"])) is None

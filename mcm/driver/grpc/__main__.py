@@ -87,13 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ImportError, AttributeError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
     try:
         server = serve(
             driver,
@@ -107,6 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         driver.close()
         return 2
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
     print(f"serving {server.endpoint}", flush=True)
     # Wake up now and then: a signal delivered to one of gRPC's threads does not interrupt this
     # wait, and Python runs the handler only when the main thread gets control back.
