@@ -69,8 +69,8 @@ class CreateMachineRequest(MachineRequest):
 class MachineResponse:
     """What create, initialise and status report about a VM: its IDs and addresses.
 
-    ``addresses`` must be a tuple of :class:`NodeAddress` (``TypeError`` otherwise, so a value
-    passed in the wrong position fails at once).
+    ``addresses`` is stored as a tuple (a list of :class:`NodeAddress` is accepted too); anything
+    else, such as a string passed in the wrong position, is a ``TypeError``.
     """
 
     provider_id: str
@@ -78,8 +78,10 @@ class MachineResponse:
     addresses: tuple[NodeAddress, ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.addresses, tuple):
-            raise TypeError(f"addresses must be a tuple of NodeAddress, got {type(self.addresses).__name__}")
+        addresses: object = self.addresses
+        if not isinstance(addresses, (tuple, list)) or not all(isinstance(a, NodeAddress) for a in addresses):
+            raise TypeError(f"addresses must be NodeAddress values, got {addresses!r}")
+        object.__setattr__(self, "addresses", tuple(addresses))
 
 
 @dataclass(frozen=True)

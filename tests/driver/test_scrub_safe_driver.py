@@ -7,6 +7,7 @@ import traceback
 
 import pytest
 
+from mcm.apis.machine.v1alpha1 import NodeAddress
 from mcm.driver import (
     MAX_MESSAGE,
     REDACTED,
@@ -15,6 +16,7 @@ from mcm.driver import (
     CreateMachineRequest,
     CreateMachineResponse,
     FakeDriver,
+    GetMachineStatusResponse,
     GetVolumeIDsRequest,
     ListMachinesRequest,
     MachineError,
@@ -130,3 +132,11 @@ def test_safe_driver_lets_base_exceptions_through() -> None:
     fake.always("create_machine", interrupted)
     with pytest.raises(KeyboardInterrupt):
         SafeDriver(fake).create_machine(CallContext.background(), create_request())
+
+
+def test_vm_responses_take_any_address_sequence_and_refuse_misplaced_values() -> None:
+    address = NodeAddress(type="InternalIP", address="10.0.0.1")
+    assert GetMachineStatusResponse("p", "n", [address]).addresses == (address,)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="NodeAddress"):
+        CreateMachineResponse("p", "n", "last-known-state")  # type: ignore[arg-type]
+    assert CreateMachineResponse("p", "n", last_known_state="s").last_known_state == "s"
