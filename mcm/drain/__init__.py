@@ -8,18 +8,18 @@ VolumeAttachment informer's events into early wake-ups of waiting drains. ``docs
 describes the flow and where mcm differs from upstream.
 """
 
-from mcm.drain.drain import (
+from mcm.drain.drain import drain_node
+from mcm.drain.metrics import DrainMetrics
+from mcm.drain.node import cordon_node, delete_volume_attachments
+from mcm.drain.pods import is_misconfigured
+from mcm.drain.state import (
     EVICTION_RETRY_INTERVAL,
     POD_POLL_INTERVAL,
     REASON_DRAIN_BLOCKED,
     REASON_DRAIN_FAILED,
     REASON_DRAIN_STARTED,
     REASON_DRAIN_SUCCEEDED,
-    drain_node,
 )
-from mcm.drain.metrics import DrainMetrics
-from mcm.drain.node import cordon_node, delete_volume_attachments
-from mcm.drain.pods import is_misconfigured
 from mcm.drain.types import (
     DEFAULT_MAX_EVICT_RETRIES,
     DEFAULT_MAX_PARALLEL_EVICTIONS,
