@@ -169,9 +169,7 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) ->
         if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized):
             node = o.label(machine, c.LABEL_NODE) or ""
             return VM(provider_id, node, uninitialized=err.code == Code.Uninitialized)
-        return machine_create_error_handler(
-            deps, machine, err, reason="GetMachineStatusFailed", keep_state=True
-        )
+        return machine_create_error_handler(deps, machine, err, reason="GetMachineStatusFailed")
     addresses = tuple(a.to_dict() for a in response.addresses)
     return VM(response.provider_id, response.node_name, addresses=addresses)
 
