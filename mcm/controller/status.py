@@ -157,8 +157,14 @@ def machine_status_update(
     *,
     now: _dt.datetime,
     last_known_state: str = "",
+    exact: bool = False,
 ) -> Write:
-    """Upstream's ``machineStatusUpdate`` (``current`` ``None`` keeps currentStatus)."""
+    """Upstream's ``machineStatusUpdate`` (``current`` ``None`` keeps currentStatus).
+
+    ``exact`` skips only identical statuses, not merely similar ones: the deletion flow uses it
+    whenever the next-step marker changes, so a similar-looking description can never hide a
+    step transition.
+    """
     old = dict(o.sub(machine, "status"))
     status = o.clone(old)
     status["lastOperation"] = dict(operation)
