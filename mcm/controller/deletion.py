@@ -94,8 +94,6 @@ DESC_NODE_FINALIZER_FAILED = (
     'Removal of finalizers from Node Object "{node}" failed due to error: {err}, Retrying. '
     + c.MARKER_INITIATE_NODE_DELETION
 )
-    "Skipping drain as machine is NotReady for over 5minutes. " + c.MARKER_INITIATE_VM_DELETION
-)
 
 
 @dataclass(frozen=True)
@@ -219,7 +217,6 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInp
 
 
 def write_object_status(deps: Deps, machine: Obj, new: Obj) -> Obj | Result:
-    from mcm.controller.status import write_status
 
     write = write_status(deps.writers.machines, machine, new["status"])
     if not write.ok:
