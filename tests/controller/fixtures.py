@@ -1,4 +1,4 @@
-"""Test fixtures for the controller: object builders, a stub drainer, a running controller on a ClusterPair."""
+"""Controller test fixtures: object builders, a stub drainer, a controller on a ClusterPair."""
 
 from __future__ import annotations
 
@@ -37,7 +37,9 @@ def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def secret(name: str = "cloud-secret", user_data: str | None = "#!/bin/sh\necho <<BOOTSTRAP_TOKEN>>") -> dict[str, Any]:
+def secret(
+    name: str = "cloud-secret", user_data: str | None = "#!/bin/sh\necho <<BOOTSTRAP_TOKEN>>"
+) -> dict[str, Any]:
     data = {"userData": b64(user_data)} if user_data is not None else {}
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS}, "data": data}
 
@@ -72,7 +74,12 @@ def ready_node(name: str, provider_id: str = "", ready: str = "True") -> dict[st
         "status": {
             "conditions": [
                 {"type": "Ready", "status": ready, "reason": "KubeletReady", "message": "ready"},
-                {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure", "message": "ok"},
+                {
+                    "type": "DiskPressure",
+                    "status": "False",
+                    "reason": "KubeletHasNoDiskPressure",
+                    "message": "ok",
+                },
             ]
         },
     }
@@ -101,7 +108,9 @@ class StubDrainer:
 class Env:
     """A ClusterPair, clients, a FakeDriver and (once started) a running controller."""
 
-    def __init__(self, directory: Path, *, drainer: Any = None, options: ControllerOptions | None = None) -> None:
+    def __init__(
+        self, directory: Path, *, drainer: Any = None, options: ControllerOptions | None = None
+    ) -> None:
         self.pair = ClusterPair.start(directory)
         self.control: ClusterClient = load_config(str(self.pair.control_kubeconfig), qps=-1, burst=0)
         self.target: ClusterClient = load_config(str(self.pair.target_kubeconfig), qps=-1, burst=0)
@@ -118,7 +127,9 @@ class Env:
 
     def start(self, workers: int = 2) -> Controller:
         self.stop = threading.Event()
-        self.controller = Controller(self.control, self.target, self.driver, self.options, drainer=self.drainer)
+        self.controller = Controller(
+            self.control, self.target, self.driver, self.options, drainer=self.drainer
+        )
         self.thread = threading.Thread(target=self.controller.run, args=(workers, self.stop), daemon=True)
         self.thread.start()
         return self.controller

@@ -46,7 +46,7 @@ def _running(env: Env, name: str) -> None:
 def _node_exists(env: Env, name: str) -> bool:
     try:
         env.nodes.get(name)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
     return True
 
@@ -75,7 +75,9 @@ def test_node_not_ready_goes_unknown_then_failed(tmp_path: Path) -> None:
         node = environment.nodes.get("machine-three")
         node["status"]["conditions"][0]["status"] = "False"
         environment.nodes.update_status(node)
-        eventually(lambda: environment.phase("machine-three") in (c.PHASE_UNKNOWN, c.PHASE_FAILED), what="Unknown")
+        eventually(
+            lambda: environment.phase("machine-three") in (c.PHASE_UNKNOWN, c.PHASE_FAILED), what="Unknown"
+        )
         eventually(lambda: environment.phase("machine-three") == c.PHASE_FAILED, what="Failed")
         stored = environment.get_machine("machine-three") or {}
         assert "health checks failing since last" in stored["status"]["lastOperation"]["description"]
