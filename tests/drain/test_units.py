@@ -183,3 +183,36 @@ def test_empty_node_drains_without_api_calls() -> None:
         stop=threading.Event(),
     )
     assert result.ok and result.evicted == () and sum(cluster.calls.values()) == 0
+
+
+def test_node_drainer_fits_the_controller_seam() -> None:
+    from mcm.controller import Drainer, DrainRequest
+    from mcm.drain import DrainError, NodeDrainer
+
+    s = build(FakeCluster(), FakeClock(), nopv=2)
+    s.cluster.handlers.append(s.delete_pod)
+    drainer: Drainer = NodeDrainer(
+        s.cluster.as_client(), s.listers(), FakeDriver(), clock=s.clock, stop=threading.Event()
+    )
+    request = DrainRequest(NODE, timeout=60, max_evict_retries=3, force=False, pv_detach_timeout=5,
+                           pv_reattach_timeout=5, machine={"metadata": {"name": "m"}})  # fmt: skip
+    drainer.cordon(NODE)
+    assert s.cluster.nodes[NODE]["spec"]["unschedulable"] is True
+    drainer.drain(request)
+    assert s.left() == {}
+
+    failing = build(FakeCluster(), FakeClock(), nopv=1)
+
+    def broken(_victim: Obj) -> None:
+        raise server_error("nope")
+
+    failing.cluster.evict_reactor = broken
+    drainer = NodeDrainer(failing.cluster.as_client(), failing.listers(), FakeDriver(), clock=failing.clock,
+                          stop=threading.Event())  # fmt: skip
+    try:
+        drainer.drain(request)
+    except DrainError as err:
+        assert str(err) == 'error when evicting pod "nopv-0": nope scheduled on node old-node'
+        assert err.result.left_behind[0].key == "default/nopv-0"
+    else:
+        raise AssertionError("the failed drain did not raise")
