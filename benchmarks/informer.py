@@ -312,9 +312,9 @@ def main() -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     args = parser.parse_args()
 
-    import structlog
+    from mcm.runtime import logs
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    logs.configure("console", level=30)
     n = args.objects
     size = len(json.dumps(machine(0), separators=(",", ":")))
     report = Report(
