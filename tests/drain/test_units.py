@@ -14,7 +14,7 @@ from mcm.drain import (
     delete_volume_attachments,
     drain_node,
 )
-from mcm.drain.pods import select_pods
+from mcm.drain.pods import blocking_pdb, select_pods
 from mcm.driver import FakeDriver
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.record import EventRecorder
@@ -216,3 +216,25 @@ def test_node_drainer_fits_the_controller_seam() -> None:
         assert err.result.left_behind[0].key == "default/nopv-0"
     else:
         raise AssertionError("the failed drain did not raise")
+
+
+def _pdb(name: str, selector: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": {"selector": selector}}
+
+
+def test_blocking_pdb_uses_policy_v1_selector_semantics() -> None:
+    """policy/v1: a nil selector selects nothing, ``{}`` every pod; expressions as labels.Selector."""
+    target = pod("web-0", labels={"app": "web", "tier": "front"})
+    cases: list[tuple[Any, bool]] = [
+        (None, False),
+        ({}, True),
+        ({"matchLabels": {"app": "web"}}, True),
+        ({"matchLabels": {"app": "db"}}, False),
+        ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "back"]}]}, True),
+        ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["front"]}]}, False),
+        ({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}, True),
+        ({"matchExpressions": [{"key": "tier", "operator": "Bogus", "values": ["x"]}]}, False),
+    ]
+    for selector, selected in cases:
+        pdbs = lister([_pdb("budget", selector)], "poddisruptionbudget", namespaced=True, group="policy")
+        assert (blocking_pdb(target, pdbs) is not None) is selected, selector
