@@ -1,17 +1,19 @@
-"""Informer benchmark: ``.venv/bin/python benchmarks/informer.py [--objects N]``.
+"""Informer benchmark: ``.venv/bin/python benchmarks/informer.py [--objects N] [--list-runs R]``.
 
 The emulator runs in a child process (this file with ``--serve``): it seeds N Machine objects of
 about 4 KB each (in process, not over HTTP) and, when told, commits N updates in process, so the
-measuring process does nothing but list, decode, cache and deliver. Prints:
+measuring process does nothing but list, decode, cache and deliver. Each figure is printed beside
+a yardstick measured in the same run:
 
 - list phase: objects/s from ``start`` until ``has_synced`` (HTTP list in pages of 500, JSON
-  decode, DeltaFIFO, indexer, one handler) — target ≥ 5,000;
-- watch phase: events/s from the first to the last of N MODIFIED events reaching the handler,
-  next to the emulator's own commit rate (the watch cannot be faster than the writer) — target
-  ≥ 3,000;
+  decode, DeltaFIFO, indexer, one handler), beside a bare paged GET + ``json.loads`` of the same
+  list — target ≥ 5,000/s;
+- watch phase: events/s from releasing a parked watch to the last of N MODIFIED events at the
+  handler, beside the emulator's own commit rate for the same updates (committed beforehand,
+  while the watch was parked) — target ≥ 3,000/s;
 - memory per cached object (tracemalloc, a separate run so tracing does not slow the phases
-  above) after the list and after the watch, next to a plain ``json.loads`` dict of the same
-  object decoded one by one and as one list body, measured in the same run — target ≤ 1.1x.
+  above) after the list and after the watch, beside a plain ``json.loads`` dict of the same
+  objects (as one list body, and one by one) — target ≤ 1.1x. ``--no-memory`` skips it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _report import Report, at_least, ratio_at_most  # noqa: E402
 
 from mcm.apis.machine.resources import MACHINES  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
@@ -288,6 +294,26 @@ def watch_phase(child: Child, objects: int, counter: Counter) -> dict[str, float
     return figures
 
 
+def bare_list_seconds(child: Child) -> float:
+    """Seconds for the yardstick list: the same pages of 500 over HTTP and ``json.loads``, nothing else."""
+    client = load_config(child.kubeconfig, qps=1_000.0, burst=1_000)
+    path = f"/apis/machine.sapcloud.io/v1alpha1/namespaces/{NAMESPACE}/machines"
+    start = time.perf_counter()
+    query = {"limit": "500"}
+    count = 0
+    while True:
+        page = json.loads(client.get_bytes(path, query=query))
+        count += len(page["items"])
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+        query = {"limit": "500", "continue": token}
+    elapsed = time.perf_counter() - start
+    client.close()
+    del count
+    return elapsed
+
+
 def plain_dict_memory(child: Child) -> tuple[float, float]:
     """Bytes per object for json.loads of each item, and of the whole list body, in this process."""
     client = load_config(child.kubeconfig, qps=1_000.0, burst=1_000)
@@ -309,62 +335,79 @@ def plain_dict_memory(child: Child) -> tuple[float, float]:
     return per_item, as_list
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--objects", type=int, default=10_000, help="Machines to list and update (10,000)")
+    parser.add_argument("--list-runs", type=int, default=3, help="list runs; the best counts (3)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.objects, args.kubeconfig)
-        return
+        return 0
 
-    import structlog
+    from mcm.runtime import logs
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    logs.configure("console", level=30)
     n = args.objects
+    size = len(json.dumps(machine(0), separators=(",", ":")))
+    report = Report(
+        f"informer benchmark: {n:,} Machines of ~{size:,} bytes of JSON, emulator in a child process"
+    )
     child = Child(n)
     try:
-        lists = [run_phases(child, n, trace=False, watch=False) for _ in range(2)]
+        lists = [run_phases(child, n, trace=False, watch=False) for _ in range(max(1, args.list_runs - 1))]
         speed = run_phases(child, n, trace=False)
+        bare = min(bare_list_seconds(child) for _ in range(max(1, args.list_runs)))
     finally:
         child.close()
     best_list = min([*lists, speed], key=lambda f: f["list_seconds"])
-    child = Child(n)
-    try:
-        memory = run_phases(child, n, trace=True)
-        per_item, as_list = plain_dict_memory(child)
-    finally:
-        child.close()
-    size = len(json.dumps(machine(0), separators=(",", ":")))
-    list_rate = n / best_list["list_seconds"]
-    watch_rate = n / speed["watch_seconds"]
-    stream_rate = n / speed["watch_stream_seconds"]
-    write_rate = n / speed["write_seconds"]
-    print(f"objects: {n} Machines, ~{size} bytes of JSON each; emulator in a child process")
-    list_seconds, list_cpu = best_list["list_seconds"], best_list["list_cpu"]
-    print(
-        f"list  : {list_rate:8.0f} objects/s  (best of 3: {list_seconds:.2f} s from start to has_synced; "
-        f"{n / list_cpu:.0f}/s per CPU-second of this process; target >= 5000)"
+    report.figure(
+        "list: start to has_synced",
+        n / best_list["list_seconds"],
+        "objects/s",
+        yardstick=report.yardstick("bare paged GET + json.loads", n / bare, "objects/s"),
+        target=at_least(5_000, "objects/s"),
     )
-    print(
-        f"watch : {watch_rate:8.0f} events/s   (release of the parked watch to the last MODIFIED at the "
-        f"handler; {stream_rate:.0f}/s first to last; target >= 3000)"
+    report.figure(
+        "list: per CPU-second of this process",
+        n / best_list["list_cpu"],
+        "objects/s",
     )
-    print(
-        f"        ({n / speed['watch_cpu']:.0f}/s per CPU-second of this process; the emulator committed "
-        f"the {n} updates beforehand at {write_rate:.0f} writes/s)"
+    report.figure(
+        "watch: release to the last MODIFIED at the handler",
+        n / speed["watch_seconds"],
+        "events/s",
+        yardstick=report.yardstick("emulator commit rate", n / speed["write_seconds"], "writes/s"),
+        target=at_least(3_000, "events/s"),
     )
-    print(f"plain json.loads dict, item by item : {per_item / 1024:7.2f} KiB/object")
-    print(f"plain json.loads dict, whole list   : {as_list / 1024:7.2f} KiB/object")
-    after_list, after_watch = memory["cache_after_list"], memory["cache_after_watch"]
-    ratio = after_list / as_list
-    print(f"informer cache after the list       : {after_list / 1024:7.2f} KiB/object ({ratio:.2f}x)")
-    print(
-        f"informer cache after the watch      : {after_watch / 1024:7.2f} KiB/object "
-        f"({after_watch / per_item:.2f}x; objects now decoded one event at a time; target <= 1.1x)"
-    )
+    report.figure("watch: first to last event", n / speed["watch_stream_seconds"], "events/s")
+    report.figure("watch: per CPU-second of this process", n / speed["watch_cpu"], "events/s")
+    if not args.no_memory:
+        child = Child(n)
+        try:
+            memory = run_phases(child, n, trace=True)
+            per_item, as_list = plain_dict_memory(child)
+        finally:
+            child.close()
+        report.figure(
+            "cache after the list",
+            memory["cache_after_list"] / 1024,
+            "KiB/object",
+            yardstick=report.yardstick("json.loads of the list body", as_list / 1024, "KiB/object"),
+            target=ratio_at_most(1.1),
+        )
+        report.figure(
+            "cache after the watch (objects decoded one event at a time)",
+            memory["cache_after_watch"] / 1024,
+            "KiB/object",
+            yardstick=report.yardstick("json.loads item by item", per_item / 1024, "KiB/object"),
+            target=ratio_at_most(1.1),
+        )
+    report.print()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

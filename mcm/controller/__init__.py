@@ -8,7 +8,7 @@ reached through :class:`Drainer` (:mod:`.drainer`).
 """
 
 from mcm.controller.controller import QUEUE_NAMES, Controller
-from mcm.controller.drainer import DrainFailed, Drainer, DrainRequest
+from mcm.controller.drainer import Drainer, DrainFailed, DrainRequest
 from mcm.controller.options import ControllerOptions
 
 __all__ = ["QUEUE_NAMES", "Controller", "ControllerOptions", "DrainFailed", "DrainRequest", "Drainer"]

@@ -1,0 +1,35 @@
+"""Drain metrics (HEAD #1104): drain duration and the pods each drain evicted or deleted."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from mcm.drain.types import DrainResult
+
+__all__ = ["DrainMetrics"]
+
+DURATION_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0)
+
+
+class DrainMetrics:
+    """``mcm_machine_drain_duration_seconds`` (histogram) and ``mcm_machine_drain_evicted_pods_total`` /
+    ``mcm_machine_drain_deleted_pods_total`` (counters), registered on ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.duration = Histogram(
+            "mcm_machine_drain_duration_seconds",
+            "Time taken to drain a node, in seconds.",
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.evicted = Counter(
+            "mcm_machine_drain_evicted_pods", "Pods removed from nodes by eviction.", registry=registry
+        )
+        self.deleted = Counter(
+            "mcm_machine_drain_deleted_pods", "Pods removed from nodes by deletion.", registry=registry
+        )
+
+    def observe(self, result: DrainResult) -> None:
+        self.duration.observe(result.duration)
+        self.evicted.inc(len(result.evicted))
+        self.deleted.inc(len(result.deleted))
