@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,5 +82,42 @@ def test_node_not_ready_goes_unknown_then_failed(tmp_path: Path) -> None:
         eventually(lambda: environment.phase("machine-three") == c.PHASE_FAILED, what="Failed")
         stored = environment.get_machine("machine-three") or {}
         assert "health checks failing since last" in stored["status"]["lastOperation"]["description"]
+    finally:
+        environment.close()
+
+
+def _pod(name: str, node: str) -> dict[str, Any]:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner]},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "busybox:1"}],
+        },
+    }
+
+
+def test_delete_with_pods_goes_through_the_real_drain(tmp_path: Path) -> None:
+    """The issue's resolution criterion: a Machine with a Node and pods really goes through mcm.drain."""
+    from mcm.runtime.client.resources import PODS
+
+    from .realdrain import drain_factory
+
+    environment = Env(tmp_path, drainer_factory=drain_factory)
+    try:
+        environment.setup_class()
+        environment.start()
+        _running(environment, "machine-four")
+        pods = environment.target.resource(PODS)
+        for index in range(3):
+            pods.create(_pod(f"app-{index}", "machine-four"), namespace=NS)
+        environment.machines.delete("machine-four", namespace=NS)
+        eventually(lambda: environment.get_machine("machine-four") is None, what="machine gone")
+        assert pods.list(namespace=NS)["items"] == []
+        assert environment.driver.vms == {}
+        assert not _node_exists(environment, "machine-four")
     finally:
         environment.close()
