@@ -12,6 +12,10 @@ event recorder and a Prometheus registry.
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers are supplied
   by their own module (``safety_reconcilers``); without one those queues are drained as no-ops.
+- The drain: ``drainer`` (a ready :class:`~mcm.controller.drainer.Drainer`) or
+  ``drainer_factory`` (built from a :class:`~mcm.controller.drainer.DrainWiring`; the application
+  passes one on ``mcm.drain``). Without either, a Machine with a Node fails its drain step
+  ("no drainer configured") and retries, unless the deletion is forced.
 - :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
   ``workers`` workers per queue and blocks until ``stop``; then it shuts every queue down with
   drain and joins the workers, so no reconcile is cut in half.
@@ -19,6 +23,7 @@ event recorder and a Prometheus registry.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 
@@ -28,7 +33,7 @@ from prometheus_client import CollectorRegistry
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.controller.classes import reconcile_machine_class_key, reconcile_secret_key
 from mcm.controller.context import Deps, Listers, Writers
-from mcm.controller.drainer import Drainer
+from mcm.controller.drainer import Drainer, DrainerFactory, DrainWiring
 from mcm.controller.drivercalls import DriverCaller
 from mcm.controller.handlers import EventHandlers
 from mcm.controller.machine import MachineReconciler
@@ -37,7 +42,12 @@ from mcm.controller.node import reconcile_node_key
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
 from mcm.driver import Driver
-from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory
+from mcm.runtime.cache import (
+    ResourceEventHandler,
+    ResourceEventHandlerFuncs,
+    SharedIndexInformer,
+    SharedInformerFactory,
+)
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import (
     NODES,
@@ -77,6 +87,10 @@ JOIN_TIMEOUT = 60.0
 """How long :meth:`Controller.run` waits for each worker after the queues were drained."""
 
 
+def _add_handler(informer: SharedIndexInformer, handler: ResourceEventHandler) -> None:
+    informer.add_event_handler(handler)
+
+
 def _noop(_key: str) -> Result:
     return DONE
 
@@ -95,6 +109,7 @@ class Controller:
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
         drainer: Drainer | None = None,
+        drainer_factory: DrainerFactory | None = None,
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
     ) -> None:
@@ -112,7 +127,11 @@ class Controller:
             )
             for name in QUEUE_NAMES
         }
+        self.drain_stop = threading.Event()
+        """Set when the controller shuts down: interrupts running drains (they are retried)."""
         self._build_informers(control, target)
+        if drainer is None and drainer_factory is not None and target is not None:
+            drainer = drainer_factory(self._drain_wiring(target, driver, recorder))
         self.deps = self._build_deps(control, target, driver, recorder, drainer)
         self.machines = MachineReconciler(self.deps)
         self.reconcilers: dict[str, Reconciler] = {
@@ -152,6 +171,27 @@ class Controller:
                 POD_DISRUPTION_BUDGETS,
             ):
                 self.target_factory.informer_for(resource)
+
+    def _drain_wiring(
+        self, target: ClusterClient, driver: Driver, recorder: EventRecorder | None
+    ) -> DrainWiring:
+        factory = self.target_factory
+        assert factory is not None
+        attachments = factory.informer_for(VOLUME_ATTACHMENTS)
+        return DrainWiring(
+            target=target,
+            pods=factory.lister(PODS),
+            pdbs=factory.lister(POD_DISRUPTION_BUDGETS),
+            pvs=factory.lister(PERSISTENT_VOLUMES),
+            pvcs=factory.lister(PERSISTENT_VOLUME_CLAIMS),
+            volume_attachments=factory.lister(VOLUME_ATTACHMENTS),
+            pods_synced=factory.informer_for(PODS).has_synced,
+            driver=driver,
+            clock=self.clock,
+            stop=self.drain_stop,
+            recorder=recorder,
+            add_volume_attachment_handler=functools.partial(_add_handler, attachments),
+        )
 
     def _build_deps(
         self,
@@ -271,6 +311,7 @@ class Controller:
         return threads
 
     def _shut_down(self) -> None:
+        self.drain_stop.set()
         for queue in self.queues.values():
             threading.Thread(target=queue.shut_down_with_drain, daemon=True).start()
         self.deps.permits.close()
