@@ -42,7 +42,7 @@ from mcm.controller import objects as o
 from mcm.controller.common import machine_key, now, phase_of, record_normal, record_warning
 from mcm.controller.context import Deps
 from mcm.controller.status import last_operation, write_status
-from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, is_not_found
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["PROBE_NAME", "UNFREEZE_REQUEUE_DELAY", "APIServerSafety", "probe_reachable"]
@@ -189,10 +189,10 @@ class APIServerSafety:
         writer = self.deps.writers.machines
         try:
             live: Mapping[str, Any] = writer.get(name, namespace=self.deps.namespace)
-        except ApiError as err:
+        except (ApiError, ConnectionFailed) as err:
             if is_not_found(err):
                 return True
-            log.error("unfreeze_machine_get_failed", machine=name, error=err.message)
+            log.error("unfreeze_machine_get_failed", machine=name, error=str(err))
             return False
         if phase_of(live) != c.PHASE_UNKNOWN:
             return True
@@ -205,7 +205,11 @@ class APIServerSafety:
         status["lastOperation"] = last_operation(
             c.DESC_HEALTH_TIMEOUT_RESET, c.STATE_SUCCESSFUL, c.OPERATION_HEALTH_CHECK, when
         )
-        write = write_status(writer, live, status)
+        try:
+            write = write_status(writer, live, status)
+        except ConnectionFailed as err:
+            log.error("unfreeze_machine_update_failed", machine=name, error=str(err))
+            return False
         if not write.ok:
             return False
         log.info("machine_health_timeout_reset", machine=name)

@@ -11,7 +11,7 @@ handlers add ``""``). Guarantees:
   **twice**: once from the cache and once from a live GET of the Machine (so a lagging or
   empty cache can never cause a deletion; a failing GET keeps the VM). A VM whose Machine is
   inside the creation flow (:class:`~mcm.controller.context.CreationTracker`) is kept.
-- **One bad class never blocks the others** (§1.8 bugs 3 and 5): a class that does not decode,
+- **One bad class never blocks the others** (§1.8 bugs 3 and 5): a class that does not decode (or has fields of the wrong type),
   whose Secret lookup fails or whose ``ListMachines`` fails is skipped with a log line and a
   Warning Event on the class; the run goes on with the next class and comes back after
   LongRetry at the latest.
@@ -38,11 +38,12 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass
+from mcm.apis.machine.validation import format_error_list, type_errors
 from mcm.controller import objects as o
 from mcm.controller.common import now
 from mcm.controller.context import Deps
 from mcm.driver import DeleteMachineRequest, ListMachinesRequest, MachineError
-from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, is_not_found
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import Result
 
@@ -63,6 +64,8 @@ REASON_MACHINE_NOT_FOUND = "MachineNotFound"
 REASON_PROVIDER_ID_MISMATCH = "ProviderIDMismatch"
 """Orphan reason: the Machine exists but is backed by another VM and is past creation."""
 
+_REQUEST_ERRORS = (ApiError, ConnectionFailed)
+"""What a request may raise: an API error or no answer at all."""
 _STILL_CREATING = ("", c.PHASE_CRASH_LOOP_BACK_OFF)
 _CLASS_API_VERSION = "machine.sapcloud.io/v1alpha1"
 
@@ -142,29 +145,29 @@ class OrphanCollector:
             log.info("orphan_collection_waiting_for_cache")
             return Result.after(min(period, c.SHORT_RETRY))
         log.debug("orphan_collection_started")
-        retries = [period, self.check_machine_classes()]
-        node_retry = self.annotate_unmanaged_nodes()
-        if node_retry is not None:
-            retries.append(node_retry)
-        log.debug("orphan_collection_finished", next_run=min(retries))
-        return Result.after(min(retries))
+        retries = [period, self.check_machine_classes(), self.annotate_unmanaged_nodes()]
+        next_run = min(r for r in retries if r is not None)
+        log.debug("orphan_collection_finished", next_run=next_run)
+        return Result.after(next_run)
 
     # --- classes ------------------------------------------------------------------------------
 
-    def check_machine_classes(self) -> float:
-        """Scan every cached class; LongRetry (the retry of a failed class) either way."""
+    def check_machine_classes(self) -> float | None:
+        """Scan every cached class; ``None`` when all were scanned, else LongRetry."""
         try:
             classes = sorted(self.deps.listers.classes.list(), key=o.name_of)
         except ApiError as err:
             log.error("orphan_collection_class_list_failed", error=err.message)
             return c.LONG_RETRY
+        retry = None
         for raw in classes:
             try:
                 self.check_machine_class(raw)
             except ClassSkipped as err:
+                retry = c.LONG_RETRY
                 self._class_event(raw, EVENT_TYPE_WARNING, "OrphanCollectionFailed", str(err))
                 log.error("orphan_collection_class_skipped", machine_class=o.name_of(raw), error=str(err))
-        return c.LONG_RETRY
+        return retry
 
     def check_machine_class(self, raw: Mapping[str, Any]) -> list[str]:
         """Collect the orphans of one class; the provider IDs deleted. Raises :class:`ClassSkipped`."""
@@ -172,6 +175,9 @@ class OrphanCollector:
             machine_class = MachineClass.from_dict(raw)
         except Exception as err:  # bad input must not stop the other classes
             raise ClassSkipped(f"MachineClass does not decode: {type(err).__name__}") from err
+        invalid = type_errors(machine_class)
+        if invalid:
+            raise ClassSkipped(f"MachineClass is invalid: {format_error_list(invalid)}")
         secret_data = class_secret_data(self.deps, machine_class)
         request = ListMachinesRequest(machine_class, secret_data)
         try:
@@ -215,10 +221,10 @@ class OrphanCollector:
                 found: Mapping[str, Any] = self.deps.writers.machines.get(name, namespace=self.deps.namespace)
             else:
                 found = self.deps.listers.machines.get(name)
-        except ApiError as err:
+        except _REQUEST_ERRORS as err:
             if is_not_found(err):
                 return None
-            log.error("orphan_check_machine_unreadable", machine=name, live=live, error=err.message)
+            log.error("orphan_check_machine_unreadable", machine=name, live=live, error=str(err))
             raise _Unreadable from err
         return found
 
@@ -333,8 +339,8 @@ class OrphanCollector:
         try:
             body = {"metadata": {"finalizers": remaining}}
             patched: Mapping[str, Any] = writer.patch(o.name_of(node), body)
-        except ApiError as err:
-            log.error("unmanaged_node_finalizer_removal_failed", node=o.name_of(node), error=err.message)
+        except _REQUEST_ERRORS as err:
+            log.error("unmanaged_node_finalizer_removal_failed", node=o.name_of(node), error=str(err))
             return None
         return patched
 
@@ -348,8 +354,8 @@ class OrphanCollector:
         writer = self.deps.writers.nodes
         assert writer is not None
         result = update_node_annotations(writer, node, add=add, remove=remove)
-        if isinstance(result, ApiError):
-            log.error("unmanaged_node_annotation_failed", node=o.name_of(node), error=result.message)
+        if isinstance(result, Exception):
+            log.error("unmanaged_node_annotation_failed", node=o.name_of(node), error=str(result))
             return None
         log.info(
             "unmanaged_node_annotation_updated", node=o.name_of(node), added=sorted(add or {}), removed=remove
@@ -363,11 +369,11 @@ def update_node_annotations(
     *,
     add: Mapping[str, str] | None = None,
     remove: tuple[str, ...] = (),
-) -> Mapping[str, Any] | ApiError:
+) -> Mapping[str, Any] | ApiError | ConnectionFailed:
     """Update a copy of ``node`` with ``add`` merged into and ``remove`` taken out of its annotations.
 
     ``node`` itself is never changed (HEAD ``updateNodeWithAnnotations``, minus the mutation of
-    the caller's object). Returns the stored Node, or the API error unchanged.
+    the caller's object). Returns the stored Node, or the request's error unchanged.
     """
     new = o.clone(node)
     annotations = {k: v for k, v in o.annotations_of(node).items() if k not in remove}
@@ -375,6 +381,6 @@ def update_node_annotations(
     new.setdefault("metadata", {})["annotations"] = annotations
     try:
         stored: Mapping[str, Any] = writer.update(new)
-    except ApiError as err:
+    except _REQUEST_ERRORS as err:
         return err
     return stored
