@@ -13,8 +13,8 @@ handlers add ``""``). Guarantees:
   inside the creation flow (:class:`~mcm.controller.context.CreationTracker`) is kept.
 - **One bad class never blocks the others** (§1.8 bugs 3 and 5): a class that does not decode
   (or has fields of the wrong type), whose Secret lookup fails or whose ``ListMachines`` fails
-  is skipped with a log line and a Warning Event on the class; the run goes on with the next class and comes back after
-  LongRetry at the latest.
+  is skipped with a log line and a Warning Event on the class; the run goes on with the next
+  class and comes back after LongRetry at the latest.
 - Every orphan deletion is logged (class, provider ID, machine, reason), counted in
   ``mcm_machine_orphan_vms_deleted_total{machine_class, reason}`` and recorded as an Event on
   the MachineClass. A failed deletion is logged, recorded and retried in the next run.
