@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -57,8 +58,7 @@ class Rig:
     state: dict[str, bool]
     events: list[dict[str, Any]]
 
-    @property
-    def frozen(self) -> bool:
+    def is_frozen(self) -> bool:
         return self.state["frozen"]
 
 
@@ -97,7 +97,7 @@ INACTIVE = {"Inactive": None, "Started": 5.0, "Elapsed": 5 * MIN}
 
 
 def _entries() -> list[Any]:
-    expected = {
+    expected: dict[tuple[bool, bool], Callable[[str, bool], bool]] = {
         (True, True): lambda inactive, pre: False,
         (True, False): lambda inactive, pre: pre or inactive == "Elapsed",
         (False, True): lambda inactive, pre: pre or inactive == "Elapsed",
@@ -128,7 +128,7 @@ def test_reconcile_api_server(
     r.control.down = None if control_up else unreachable()
     r.target.down = None if target_up else unreachable()
     result = r.safety.reconcile("")
-    assert r.frozen is post_frozen
+    assert r.is_frozen() is post_frozen
     up = control_up and target_up
     if pre_frozen or up:
         assert result == Result.after(P)
@@ -156,7 +156,7 @@ def test_unfreeze_resets_unknown_machines_and_keeps_other_status() -> None:
     r = rig(frozen=True, machines=[machine, running, deleting])
     r.world.clock.step(42)
     assert r.safety.reconcile("") == Result.after(P)
-    assert not r.frozen
+    assert not r.is_frozen()
     stored = r.world.machines.get("testmachine1")["status"]
     now = r.world.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
     assert stored["currentStatus"] == {
@@ -200,7 +200,7 @@ def test_unfreeze_skips_machine_no_longer_unknown_live() -> None:
     r.world.machines.put(live)
     r.world.deps.listers = dataclasses.replace(r.world.deps.listers, machines=cast(Any, stale))
     r.safety.reconcile("")
-    assert not r.frozen
+    assert not r.is_frozen()
     assert r.world.machines.writes == []
 
 
@@ -213,7 +213,7 @@ def test_bug1_short_outage_does_not_arm_a_later_freeze() -> None:
     r.safety.reconcile("")
     r.world.clock.step(6)
     r.safety.reconcile("")  # 6 s of outage: shorter than the timeout
-    assert not r.frozen
+    assert not r.is_frozen()
     r.control.down = None
     r.world.clock.step(6)
     r.safety.reconcile("")
@@ -221,10 +221,10 @@ def test_bug1_short_outage_does_not_arm_a_later_freeze() -> None:
     r.world.clock.step(3 * 3600)
     r.control.down = unreachable()
     r.safety.reconcile("")  # one failed probe hours later
-    assert not r.frozen
+    assert not r.is_frozen()
     r.world.clock.step(31)
     r.safety.reconcile("")  # continuous outage longer than the timeout
-    assert r.frozen
+    assert r.is_frozen()
 
 
 def test_freeze_needs_more_than_the_timeout() -> None:
@@ -234,10 +234,10 @@ def test_freeze_needs_more_than_the_timeout() -> None:
         r.safety.reconcile("")
         r.world.clock.step(6)
     r.safety.reconcile("")  # exactly 30 s: not more than the timeout
-    assert not r.frozen
+    assert not r.is_frozen()
     r.world.clock.step(0.5)
     r.safety.reconcile("")
-    assert r.frozen
+    assert r.is_frozen()
     frozen = [e for e in r.events if e["reason"] == "MachineControllerFrozen"]
     assert [e["involvedObject"]["name"] for e in frozen] == ["testmachine1"]
     assert frozen[0]["type"] == "Warning"
@@ -282,9 +282,9 @@ def test_bug2_unfreeze_failures_are_retried_forever(breakage: str) -> None:
     r.world.deps.listers = dataclasses.replace(r.world.deps.listers, machines=cast(Any, FlakyList()))
     for _ in range(20):
         assert r.safety.reconcile("") == Result.after(c.SHORT_RETRY)  # never an exception, never dropped
-        assert r.frozen
+        assert r.is_frozen()
     assert r.safety.reconcile("") == Result.after(P)
-    assert not r.frozen
+    assert not r.is_frozen()
     assert r.world.machines.get("testmachine1")["status"]["currentStatus"]["phase"] == c.PHASE_RUNNING
 
 
@@ -318,7 +318,7 @@ def test_no_target_cluster_never_freezes() -> None:
     r.control.down = unreachable()
     assert r.safety.reconcile("") == DONE
     assert r.control.gets == 0
-    assert not r.frozen
+    assert not r.is_frozen()
 
 
 # --- §1.5: what the frozen flag blocks ------------------------------------------------------------
