@@ -6,7 +6,7 @@ controller (``Deps.frozen`` reads it, ``set_frozen`` writes it). Guarantees:
 
 - **Probe** (§1.4): GET Machine ``dummy_name`` in the controller namespace, then Node
   ``dummy_name`` on the target; success or NotFound is "up"; an error, or no answer within
-  the probe deadline (``max(timeout / 5, 1 s)``: a hanging server is down, the worker is never
+  the probe deadline (``max(timeout / 5, 0.5 s)``: a hanging server is down, the worker is never
   held), is "down".
 - **State machine**: not frozen and up → the outage start is cleared (bug 1 fixed), next run
   after the period. Not frozen and down → the outage start is the start of the first failed
@@ -53,7 +53,7 @@ PROBE_NAME = "dummy_name"
 """The object both probes GET (it need not exist: NotFound counts as reachable)."""
 UNFREEZE_REQUEUE_DELAY = 30.0
 """Every Machine is reconciled again this long after an unfreeze (upstream)."""
-PROBE_DEADLINE_FLOOR = 1.0
+PROBE_DEADLINE_FLOOR = 0.5
 """The probe deadline is ``max(timeout / 5, PROBE_DEADLINE_FLOOR)`` seconds."""
 
 Probe = Callable[[], object]

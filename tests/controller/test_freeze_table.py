@@ -304,7 +304,7 @@ def test_hanging_probe_counts_as_down() -> None:
     baseline = r.world.clock.waiter_count()  # the permit giver's janitor
     threading.Thread(target=run, daemon=True).start()
     r.world.clock.block_until_waiters(baseline + 1)
-    r.world.clock.step(6)  # the probe deadline: max(T / 5, 1 s)
+    r.world.clock.step(6)  # the probe deadline: max(T / 5, 0.5 s)
     assert done.wait(5)
     r.control.hang.set()
     assert outcome == [Result.after(T / 5)]
