@@ -10,7 +10,8 @@ handlers add ``""``). Guarantees:
   whose ``spec.providerID`` differs and whose phase is neither empty nor ``CrashLoopBackOff``)
   **twice**: once from the cache and once from a live GET of the Machine (so a lagging or
   empty cache can never cause a deletion; a failing GET keeps the VM). A VM whose Machine is
-  inside the creation flow (:class:`~mcm.controller.context.CreationTracker`) is kept.
+  inside the creation flow (:class:`~mcm.controller.context.CreationTracker`) is kept, and
+  no creation flow of that Machine can start between the live GET and the deletion.
 - **One bad class never blocks the others** (§1.8 bugs 3 and 5): a class that does not decode
   (or has fields of the wrong type), whose Secret lookup fails or whose ``ListMachines`` fails
   is skipped with a log line and a Warning Event on the class; the run goes on with the next
@@ -188,31 +189,38 @@ class OrphanCollector:
             raise ClassSkipped(f"Failed to LIST VMs at provider. Error: {err}") from err
         deleted: list[str] = []
         for provider_id, machine_name in sorted(listed.machine_list.items()):
-            reason = self.confirmed_orphan(provider_id, machine_name)
-            if reason is None:
-                continue
-            orphan = _Deletion(provider_id, machine_name, reason)
-            if self.delete_orphan(raw, machine_class, secret_data, orphan):
+            if self.collect_if_orphan(raw, machine_class, secret_data, provider_id, machine_name):
                 deleted.append(provider_id)
         return deleted
 
+    def collect_if_orphan(
+        self,
+        raw_class: Mapping[str, Any],
+        machine_class: MachineClass,
+        secret_data: Mapping[str, bytes],
+        provider_id: str,
+        machine_name: str,
+    ) -> bool:
+        """Delete the VM if it is a confirmed orphan; no creation flow of its machine runs meanwhile."""
+        with self.deps.creation.hold_off(f"{self.deps.namespace}/{machine_name}") as clear:
+            if not clear:
+                log.info("orphan_check_vm_in_creation", provider_id=provider_id, machine=machine_name)
+                return False
+            reason = self.confirmed_orphan(provider_id, machine_name)
+            if reason is None:
+                return False
+            orphan = _Deletion(provider_id, machine_name, reason)
+            return self.delete_orphan(raw_class, machine_class, secret_data, orphan)
+
     def confirmed_orphan(self, provider_id: str, machine_name: str) -> str | None:
         """The orphan reason when both the cache and the API say orphan; ``None`` keeps the VM."""
-        if self._creating(machine_name):
-            log.info("orphan_check_vm_in_creation", provider_id=provider_id, machine=machine_name)
-            return None
         try:
             if orphan_reason(self._machine(machine_name, live=False), provider_id) is None:
                 return None
             live = self._machine(machine_name, live=True)
         except _Unreadable:
             return None
-        if self._creating(machine_name):
-            return None
         return orphan_reason(live, provider_id)
-
-    def _creating(self, machine_name: str) -> bool:
-        return f"{self.deps.namespace}/{machine_name}" in self.deps.creation
 
     def _machine(self, name: str, *, live: bool) -> Mapping[str, Any] | None:
         """The Machine (cache or API), ``None`` when not found; raises ``_Unreadable`` otherwise."""

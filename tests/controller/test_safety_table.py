@@ -5,6 +5,7 @@ as table tests, adapted to HEAD (§1.9) and decisions.md §2, §3 where said, pl
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -19,7 +20,7 @@ from mcm.controller.safety import (
     orphan_reason,
     update_node_annotations,
 )
-from mcm.driver import Code, DeleteMachineRequest, ListMachinesRequest, MachineError
+from mcm.driver import Code, DeleteMachineRequest, DeleteMachineResponse, ListMachinesRequest, MachineError
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 from mcm.runtime.cache.listers import NamespaceLister
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, InternalError
@@ -307,6 +308,27 @@ def test_vm_in_creation_is_never_collected() -> None:
     with world.deps.creation.creating(f"{NS}/new-machine"):
         assert collector.check_machine_class(world.classes.get("class-0")) == []
     assert collector.check_machine_class(world.classes.get("class-0")) == ["vm-1"]
+
+
+def test_no_creation_flow_starts_while_an_orphan_is_deleted() -> None:
+    world = world_with_class()
+    world.driver.add_vm("vm-1", "m")
+    entered = threading.Event()
+    entered_during_delete: list[bool] = []
+
+    def creator() -> None:
+        with world.deps.creation.creating(f"{NS}/m"):
+            entered.set()
+
+    def delete(ctx: Any, request: Any) -> DeleteMachineResponse:
+        threading.Thread(target=creator, daemon=True).start()
+        entered_during_delete.append(entered.wait(0.2))  # a negative check: it must not enter
+        return DeleteMachineResponse()
+
+    world.driver.script("delete_machine", delete)
+    assert OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0")) == ["vm-1"]
+    assert entered_during_delete == [False]
+    assert entered.wait(5)
 
 
 def test_nothing_listed_before_the_machine_cache_synced() -> None:
