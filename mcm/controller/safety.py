@@ -162,6 +162,8 @@ class OrphanCollector:
             return c.LONG_RETRY
         retry = None
         for raw in classes:
+            if self.deps.stop.is_set():
+                return None
             try:
                 self.check_machine_class(raw)
             except ClassSkipped as err:
