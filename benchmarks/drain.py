@@ -27,7 +27,10 @@ from typing import Any
 import structlog
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
+
+from _report import Report, at_most  # noqa: E402
 
 from mcm.drain import (  # noqa: E402
     DrainListers,
@@ -188,7 +191,7 @@ def phase_volumes(remote: RemoteEmulator, kubeconfig: Path, args: argparse.Names
     return {"seconds": seconds}
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=110, help="pods without PVs in phase 1 (default 110)")
     parser.add_argument("--pv-pods", type=int, default=10, help="pods with a PV in phase 2 (default 10)")
@@ -196,22 +199,39 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=20, help="max_parallel_evictions (default 20)")
     parser.add_argument("--qps", type=float, default=200.0, help="client QPS (default 200)")
     parser.add_argument("--burst", type=int, default=400, help="client burst (default 400)")
+    parser.add_argument("--smoke", action="store_true", help="20 + 2 pods, 0.2 s detach (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.pods, args.pv_pods, args.detach_delay = 20, 2, 0.2
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    full = (args.pods, args.pv_pods, args.detach_delay) == (110, 10, 1.0)
+    report = Report(f"drain benchmark, python {sys.version.split()[0]}", full_size=full)
 
     with tempfile.TemporaryDirectory() as tmp:
         child = spawn(tmp, "target")
         try:
             child.remote.set_controller("kubelet", run_pods=True, mode="immediate")
             plain = phase_plain(child.remote, child.kubeconfig, args)
-            pv = phase_volumes(child.remote, child.kubeconfig, args) if args.pv_pods else {"seconds": 0.0}
+            report.figure(
+                f"drain of {args.pods} pods without PVs",
+                plain["seconds"],
+                "s",
+                target=at_most(2, "s", sized=True),
+            )
+            report.figure("API requests per pod", plain["calls_per_pod"], "", target=at_most(3))
+            if args.pv_pods:
+                pv = phase_volumes(child.remote, child.kubeconfig, args)
+                report.figure(
+                    f"drain of {args.pv_pods} PV pods, {args.detach_delay:g} s detach each",
+                    pv["seconds"],
+                    "s",
+                    target=at_most(12, "s", sized=True),
+                )
         finally:
             child.close()
-    print(f"phase 1: {args.pods} pods without PVs drained in {plain['seconds']:.2f} s (target <= 2 s)")
-    print(f"         {plain['calls']:.0f} API requests, {plain['calls_per_pod']:.2f} per pod (target <= 3)")
-    detach = f"{args.detach_delay:g} s detach"
-    print(f"phase 2: {args.pv_pods} PV pods with {detach} drained in {pv['seconds']:.2f} s (target <= 12 s)")
+    report.print()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,16 +1,17 @@
 """Informer benchmark: ``.venv/bin/python benchmarks/informer.py [--objects N] [--list-runs R]``.
 
-The emulator runs in a child process (this file with ``--serve``): it seeds N Machine objects of
-about 4 KB each (in process, not over HTTP) and, when told, commits N updates in process, so the
-measuring process does nothing but list, decode, cache and deliver. Each figure is printed beside
-a yardstick measured in the same run:
+The emulator runs in its own process (``mcm.emulator.process.spawn``), seeded with N Machine
+objects of about 4 KB each through its admin listener. For the watch phase the informer's watch
+is parked (``pause("hang")``) while N updates are committed in the server process (through the
+admin listener), then released, so the measured span is decoding, caching and delivery only.
+Each figure is printed beside a yardstick measured in the same run:
 
 - list phase: objects/s from ``start`` until ``has_synced`` (HTTP list in pages of 500, JSON
   decode, DeltaFIFO, indexer, one handler), beside a bare paged GET + ``json.loads`` of the same
   list — target ≥ 5,000/s;
 - watch phase: events/s from releasing a parked watch to the last of N MODIFIED events at the
-  handler, beside the emulator's own commit rate for the same updates (committed beforehand,
-  while the watch was parked) — target ≥ 3,000/s;
+  handler, beside the emulator's commit rate for the same updates (committed beforehand, while
+  the watch was parked) — target ≥ 3,000/s;
 - memory per cached object (tracemalloc, a separate run so tracing does not slow the phases
   above) after the list and after the watch, beside a plain ``json.loads`` dict of the same
   objects (as one list body, and one by one) — target ≤ 1.1x. ``--no-memory`` skips it.
@@ -21,8 +22,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,11 +38,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _report import Report, at_least, ratio_at_most  # noqa: E402
 
 from mcm.apis.machine.resources import MACHINES  # noqa: E402
+from mcm.emulator.process import spawn  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
 from mcm.runtime.client import load_config  # noqa: E402
 
 NAMESPACE = "shoot--bench"
 CRDS = REPO / "charts" / "machine-controller" / "crds"
+SEED_BATCH = 500
 
 
 # --------------------------------------------------------------------------------------------
@@ -51,9 +52,13 @@ CRDS = REPO / "charts" / "machine-controller" / "crds"
 # --------------------------------------------------------------------------------------------
 
 
+def machine_name(i: int) -> str:
+    return f"shoot--bench-worker-z1-5d8f7-{i:05d}"
+
+
 def machine(i: int) -> dict[str, Any]:
     """A realistic Machine of about 4 KB of JSON."""
-    name = f"shoot--bench-worker-z1-5d8f7-{i:05d}"
+    name = machine_name(i)
     return {
         "apiVersion": "machine.sapcloud.io/v1alpha1",
         "kind": "Machine",
@@ -133,83 +138,48 @@ def machine(i: int) -> dict[str, Any]:
     }
 
 
-def update_all(emu: Any, objects: int) -> float:
-    """Commit one MODIFIED per object, in process; return the seconds it took."""
-    rt = emu.resource_type(("machine.sapcloud.io", "machines"))
-
-    def bump(current: dict[str, Any]) -> dict[str, Any]:
-        new: dict[str, Any] = json.loads(json.dumps(current))
-        new["metadata"]["annotations"]["bench/generation"] = "1"
-        return new
-
-    start = time.perf_counter()
-    for i in range(objects):
-        emu.storage.guaranteed_update(rt, NAMESPACE, machine(i)["metadata"]["name"], bump)
-    return time.perf_counter() - start
-
-
-def serve(objects: int, kubeconfig: str) -> None:
-    """Child process: run the emulator, seed, and commit updates on request (stdin commands)."""
-    from mcm.emulator import Emulator
-
-    emu = Emulator(history_size=max(10_000, objects * 3), controllers=False)
-    emu.start()
-    emu.install_crds(sorted(CRDS.glob("*.yaml")))
-    emu.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
-    emu.seed((machine(i) for i in range(objects)), bypass_strategy=True)
-    emu.write_kubeconfig(kubeconfig)
-    print("READY", flush=True)
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "hold":
-            # Park the client's next watch request, then end its current watch: it reconnects
-            # into the pause and, on release, replays the whole history at streaming speed.
-            emu.pause("hang")
-            emu.watches.drop("close")
-            print("HELD", flush=True)
-        elif command == "update":
-            print(f"DONE {update_all(emu, objects):.6f}", flush=True)
-        elif command == "release":
-            emu.resume()
-            print("RELEASED", flush=True)
-    emu.close()
-
-
 # --------------------------------------------------------------------------------------------
 # The measuring side
 # --------------------------------------------------------------------------------------------
 
 
 class Child:
+    """The emulator in its own process (:func:`mcm.emulator.process.spawn`), seeded and updated
+    through its admin listener (commits in the server process, unaffected by the pause)."""
+
     def __init__(self, objects: int) -> None:
+        self.objects = objects
         self.dir = tempfile.mkdtemp(prefix="mcm-bench-")
-        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", "--objects", str(objects), "--kubeconfig", self.kubeconfig],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        self.process = spawn(
+            self.dir, "informer", crds=CRDS, controllers=False, history_size=max(10_000, objects * 3)
         )
-        self._expect("READY")
+        self.kubeconfig = str(self.process.kubeconfig)
+        remote = self.process.remote
+        remote.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
+        for first in range(0, objects, SEED_BATCH):
+            batch = [machine(i) for i in range(first, min(objects, first + SEED_BATCH))]
+            remote.seed(batch, bypass_strategy=True)
 
-    def _expect(self, word: str) -> str:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(word):
-                return line
-        raise RuntimeError(f"emulator child ended before {word}")
+    def hold(self) -> None:
+        """Park the client's next watch request, then end its current watch: it reconnects into
+        the pause and, on release, receives every update committed meanwhile at streaming speed."""
+        self.process.remote.pause("hang")
+        self.process.remote.drop_watches("close")
 
-    def send(self, command: str, answer: str) -> str:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        return self._expect(answer)
+    def update_all(self) -> float:
+        """One MODIFIED per object, committed in the server process; return the seconds taken."""
+        patch = {"metadata": {"annotations": {"bench/generation": "1"}}}
+        start = time.perf_counter()
+        for first in range(0, self.objects, SEED_BATCH):
+            names = [machine_name(i) for i in range(first, min(self.objects, first + SEED_BATCH))]
+            self.process.remote.merge_patch_all("machines.machine.sapcloud.io", NAMESPACE, names, patch)
+        return time.perf_counter() - start
+
+    def release(self) -> None:
+        self.process.remote.resume()
 
     def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(10)
+        self.process.close()
 
 
 class Counter:
@@ -282,10 +252,10 @@ def watch_phase(child: Child, objects: int, counter: Counter) -> dict[str, float
     figures: dict[str, float] = {}
     time.sleep(1.5)  # let the watch live past client-go's "very short watch" second
     counter.target = objects
-    child.send("hold", "HELD")
-    figures["write_seconds"] = float(child.send("update", "DONE").split()[1])
+    child.hold()
+    figures["write_seconds"] = child.update_all()
     released, cpu = time.perf_counter(), time.process_time()
-    child.send("release", "RELEASED")
+    child.release()
     if not counter.reached.wait(120):
         raise RuntimeError(f"only {counter.updates} of {objects} updates arrived")
     figures["watch_cpu"] = time.process_time() - cpu
@@ -340,12 +310,7 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=10_000, help="Machines to list and update (10,000)")
     parser.add_argument("--list-runs", type=int, default=3, help="list runs; the best counts (3)")
     parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve(args.objects, args.kubeconfig)
-        return 0
 
     from mcm.runtime import logs
 

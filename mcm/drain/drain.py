@@ -19,64 +19,46 @@ Guarantees:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 import structlog
 
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.pods import blocking_pdb, is_misconfigured, pod_key, select_pods
-from mcm.drain.types import DrainListers, DrainOptions, DrainResult, PodOutcome
-from mcm.drain.volumes import (
-    TrackedVolume,
-    VolumeAttachmentHub,
-    VolumeWatch,
-    is_attached,
-    pod_volumes,
-    uses_pvc,
+from mcm.drain.serial import SerialPass, priority
+from mcm.drain.state import (
+    API_ERRORS,
+    EVICTION_RETRY_INTERVAL,
+    LEFT_DEADLINE,
+    LEFT_NODE_GONE,
+    LEFT_STOPPED,
+    POD_POLL_INTERVAL,
+    REASON_DRAIN_BLOCKED,
+    REASON_DRAIN_FAILED,
+    REASON_DRAIN_STARTED,
+    REASON_DRAIN_SUCCEEDED,
+    TERMINATION_BUFFER,
+    Deadline,
+    Obj,
+    Removed,
+    Tally,
+    aggregate,
 )
+from mcm.drain.types import DrainListers, DrainOptions, DrainResult
+from mcm.drain.volumes import VolumeAttachmentHub, pod_volumes, uses_pvc
 from mcm.driver import Driver
 from mcm.runtime.cache.shared_informer import wait_for_cache_sync
 from mcm.runtime.client import ClusterClient
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound, TooManyRequests
+from mcm.runtime.client.errors import NotFound, TooManyRequests
 from mcm.runtime.client.resources import NODES, PODS
 from mcm.runtime.client.rest import delete_options
 from mcm.runtime.clock import Clock
 from mcm.runtime.record import EventRecorder
 from mcm.runtime.workqueue import parallelize_until
 
-__all__ = [
-    "EVICTION_RETRY_INTERVAL",
-    "POD_POLL_INTERVAL",
-    "REASON_DRAIN_BLOCKED",
-    "REASON_DRAIN_FAILED",
-    "REASON_DRAIN_STARTED",
-    "REASON_DRAIN_SUCCEEDED",
-    "drain_node",
-]
+__all__ = ["Drain", "drain_node"]
 
 log = structlog.get_logger(__name__)
-
-Obj = Mapping[str, Any]
-API_ERRORS = (ApiError, ConnectionFailed)
-
-EVICTION_RETRY_INTERVAL = 20.0
-"""``PodEvictionRetryInterval``: pause after a PDB refused an eviction."""
-POD_POLL_INTERVAL = 5.0
-"""``Interval`` / ``VolumeDetachPollInterval``: re-check period for termination and detach."""
-TERMINATION_BUFFER = 30.0
-"""Added to the (capped) grace period to bound the wait for a pod to terminate."""
-DETACH_TIMEOUT_TEXT = "timeout while waiting for PVs to detach from node"
-REATTACH_TIMEOUT_TEXT = "Timeout occurred while waiting for PV to reattach to a different node"
-LEFT_DEADLINE = "drain deadline exceeded"
-LEFT_STOPPED = "drain stopped"
-LEFT_NODE_GONE = "node not found"
-
-REASON_DRAIN_STARTED = "DrainStarted"
-REASON_DRAIN_BLOCKED = "DrainBlockedByPDB"
-REASON_DRAIN_SUCCEEDED = "DrainSucceeded"
-REASON_DRAIN_FAILED = "DrainFailed"
 
 
 def drain_node(
@@ -99,7 +81,7 @@ def drain_node(
     detach is polled and the reattach wait lasts ``pv_reattach_timeout``, as upstream. Events go
     to ``machine_ref`` through ``recorder`` when both are given. Never raises for API errors.
     """
-    drain = _Drain(
+    drain = Drain(
         client,
         listers,
         driver,
@@ -117,67 +99,11 @@ def drain_node(
     return result
 
 
-class _Deadline:
-    """The drain-wide deadline on ``clock``, and interruptible waits bounded by it."""
+class Drain:
+    """One drain run: selection, the parallel path for pods without PVs, and the calls and waits
+    :class:`~mcm.drain.serial.SerialPass` shares for pods with PVs. Used once, by one thread
+    (plus the serial path's thread and the parallel workers, which only touch ``tally``)."""
 
-    def __init__(self, clock: Clock, stop: threading.Event, seconds: float) -> None:
-        self.clock = clock
-        self.stop = stop
-        self.at = clock.monotonic() + max(seconds, 0.0)
-
-    def remaining(self) -> float:
-        return max(0.0, self.at - self.clock.monotonic())
-
-    def over(self) -> bool:
-        return self.stop.is_set() or self.remaining() <= 0
-
-    def reason(self) -> str:
-        return LEFT_STOPPED if self.stop.is_set() else LEFT_DEADLINE
-
-    def sleep(self, seconds: float) -> bool:
-        """Wait ``seconds`` (bounded by the deadline) or until ``stop``; False once over."""
-        wait = min(seconds, self.remaining())
-        if wait > 0:
-            self.clock.wait(self.stop, wait)
-        return not self.over()
-
-
-@dataclass
-class _Tally:
-    """Outcomes of all pods; shared by the parallel and the serial path."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    outcomes: dict[str, PodOutcome] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    node_gone: bool = False
-
-    def record(self, pod: Obj, action: str, reason: str = "", error: str | None = None) -> None:
-        meta = pod["metadata"]
-        outcome = PodOutcome(str(meta.get("namespace", "")), str(meta.get("name", "")), action, reason)
-        with self.lock:
-            self.outcomes[outcome.key] = outcome
-            if error:
-                self.errors.append(error)
-
-    def of(self, action: str) -> tuple[str, ...]:
-        with self.lock:
-            return tuple(o.key for o in self.outcomes.values() if o.action == action)
-
-    def left(self) -> tuple[PodOutcome, ...]:
-        with self.lock:
-            return tuple(o for o in self.outcomes.values() if o.action == "left")
-
-
-@dataclass
-class _Removed:
-    """A pod whose evict/delete call succeeded and that has yet to terminate."""
-
-    pod: Obj
-    action: str
-    until: float
-
-
-class _Drain:
     def __init__(
         self,
         client: ClusterClient,
@@ -205,8 +131,8 @@ class _Drain:
         self.recorder = recorder
         self.machine_ref = machine_ref
         self.started = clock.monotonic()
-        self.deadline = _Deadline(clock, stop, options.timeout)
-        self.tally = _Tally()
+        self.deadline = Deadline(clock, stop, options.timeout)
+        self.tally = Tally()
         self.evict_supported = False
         self.warnings: tuple[str, ...] = ()
         self.skipped: tuple[str, ...] = ()
@@ -309,7 +235,7 @@ class _Drain:
             self.recorder.event(self.machine_ref, event_type, reason, message)
 
     # -- one evict or delete call -----------------------------------------------------------------
-    def _act(self, pod: Obj, evict: bool) -> str:
+    def act(self, pod: Obj, evict: bool) -> str:
         """Evict or delete the pod; return the action name (API errors propagate)."""
         meta = pod["metadata"]
         name, namespace = str(meta["name"]), str(meta.get("namespace", ""))
@@ -323,7 +249,7 @@ class _Drain:
         self.pods_api.delete(name, namespace=namespace, grace_period_seconds=0)
         return "deleted"
 
-    def _refused_by_pdb(self, pod: Obj, err: TooManyRequests) -> str | None:
+    def refused_by_pdb(self, pod: Obj, err: TooManyRequests) -> str | None:
         """Log a 429; return the misconfigured-PDB error if the pod can never be evicted."""
         pdb = blocking_pdb(pod, self.listers.pdbs)
         pdb_name = pod_key(pdb) if pdb is not None else None
@@ -357,7 +283,7 @@ class _Drain:
 
     # -- pods without PV (parallel) ---------------------------------------------------------------
     def _remove_in_parallel(self, pods: Sequence[Obj]) -> None:
-        removed: list[_Removed | None] = [None] * len(pods)
+        removed: list[Removed | None] = [None] * len(pods)
 
         def remove(i: int) -> None:
             removed[i] = self._evict_with_retries(pods[i])
@@ -368,9 +294,9 @@ class _Drain:
             for item in waiting:
                 self.tally.record(item.pod, item.action)
             return
-        self._wait_for_termination(waiting)
+        self.wait_for_termination(waiting)
 
-    def _evict_with_retries(self, pod: Obj) -> _Removed | None:
+    def _evict_with_retries(self, pod: Obj) -> Removed | None:
         """Evict (retrying PDB refusals) or delete one pod; None once its outcome is recorded."""
         attempt = 0
         while True:
@@ -380,7 +306,7 @@ class _Drain:
             evict = self.evict_supported and attempt < self.options.max_evict_retries
             attempt += 1
             try:
-                action = self._act(pod, evict)
+                action = self.act(pod, evict)
             except NotFound:
                 self.tally.record(pod, "gone")
                 return None
@@ -388,7 +314,7 @@ class _Drain:
                 if not evict:
                     self._failed(pod, evict, err)
                     return None
-                pdb_error = self._refused_by_pdb(pod, err)
+                pdb_error = self.refused_by_pdb(pod, err)
                 if pdb_error is not None:
                     self.tally.record(pod, "left", "misconfigured PodDisruptionBudget", pdb_error)
                     return None
@@ -397,7 +323,7 @@ class _Drain:
             except API_ERRORS as err:
                 self._failed(pod, evict, err)
                 return None
-            return _Removed(pod, action, self._termination_deadline(pod))
+            return Removed(pod, action, self.termination_deadline(pod))
 
     def _failed(self, pod: Obj, evict: bool, err: Exception) -> None:
         verb = "evicting" if evict else "deleting"
@@ -405,12 +331,12 @@ class _Drain:
         log.error("drain_pod_failed", pod=pod_key(pod), node=self.node, error=str(err))
         self.tally.record(pod, "left", str(err), error)
 
-    def _termination_deadline(self, pod: Obj) -> float:
+    def termination_deadline(self, pod: Obj) -> float:
         grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0
         wait = min(float(grace), self.options.timeout) + TERMINATION_BUFFER
         return min(self.clock.monotonic() + wait, self.deadline.at)
 
-    def _wait_for_termination(self, waiting: list[_Removed]) -> None:
+    def wait_for_termination(self, waiting: list[Removed]) -> None:
         """Poll (at once, then every 5 s) until each pod is gone or its wait is over."""
         first = True
         while waiting:
@@ -430,13 +356,13 @@ class _Drain:
                     self.tally.record(item.pod, "left", LEFT_NODE_GONE)
                 return
 
-    def _poll_terminations(self, waiting: list[_Removed]) -> list[_Removed]:
-        still: list[_Removed | None] = [None] * len(waiting)
+    def _poll_terminations(self, waiting: list[Removed]) -> list[Removed]:
+        still: list[Removed | None] = [None] * len(waiting)
 
         def check(i: int) -> None:
             item = waiting[i]
             try:
-                gone = self._is_gone(item.pod)
+                gone = self.is_gone(item.pod)
             except API_ERRORS as err:
                 name = item.pod["metadata"]["name"]
                 error = f'error when waiting for pod "{name}"/{self.node} terminating: {err}'
@@ -452,7 +378,7 @@ class _Drain:
         parallelize_until(None, max(self.options.max_parallel_evictions, 1), len(waiting), check)
         return [item for item in still if item is not None]
 
-    def _termination_timed_out(self, item: _Removed) -> None:
+    def _termination_timed_out(self, item: Removed) -> None:
         if self.clock.monotonic() >= self.deadline.at:
             self.tally.record(item.pod, "left", LEFT_DEADLINE)
             return
@@ -462,7 +388,7 @@ class _Drain:
         )
         self.tally.record(item.pod, "left", "timed out waiting for termination", error)
 
-    def _is_gone(self, pod: Obj) -> bool:
+    def is_gone(self, pod: Obj) -> bool:
         meta = pod["metadata"]
         try:
             current = self.pods_api.get(str(meta["name"]), namespace=str(meta.get("namespace", "")))
@@ -484,7 +410,7 @@ class _Drain:
 
     # -- pods with PV (serial) --------------------------------------------------------------------
     def _remove_serially(self, pods: list[Obj]) -> None:
-        ordered = sorted(pods, key=_priority, reverse=True)
+        ordered = sorted(pods, key=priority, reverse=True)
         try:
             volumes = pod_volumes(
                 ordered,
@@ -494,7 +420,7 @@ class _Drain:
                 clock=self.clock,
                 deadline=self.deadline.at,
             )
-            _SerialPass(self, volumes).run(ordered)
+            SerialPass(self, volumes).run(ordered)
         except Exception as err:
             log.exception("drain_pv_path_failed", node=self.node)
             for pod in ordered:
@@ -502,183 +428,3 @@ class _Drain:
                     known = pod_key(pod) in self.tally.outcomes
                 if not known:
                     self.tally.record(pod, "left", str(err), f"error draining pod {pod_key(pod)}: {err}")
-
-
-def _priority(pod: Obj) -> int:
-    value = (pod.get("spec") or {}).get("priority")
-    return value if isinstance(value, int) else 0
-
-
-class _SerialPass:
-    """The PV pods, one at a time: passes of evictions, then one delete pass (§5.8, HEAD)."""
-
-    def __init__(self, drain: _Drain, volumes: dict[str, list[TrackedVolume]]) -> None:
-        self.d = drain
-        self.volumes = volumes
-        self.halted: str | None = None
-        self.last_action: dict[str, str] = {}
-
-    def run(self, pods: list[Obj]) -> None:
-        pending = pods
-        passes = self.d.options.max_evict_retries if self.d.evict_supported else 0
-        for number in range(max(passes, 0)):
-            if number > 0:
-                log.debug("Eviction/deletion for some pods will be retried after 20s", node=self.d.node)
-                if not self.d.deadline.sleep(EVICTION_RETRY_INTERVAL):
-                    self.halted = self.d.deadline.reason()
-            pending = self._recheck(self._one_pass(pending, evict=True))
-            if not pending or self.halted:
-                break
-        if pending and not self.halted:
-            pending = self._recheck(self._one_pass(pending, evict=False))
-        for pod in pending:
-            if self.halted:
-                self.d.tally.record(pod, "left", self.halted)
-                continue
-            verb = "evicting" if self.last_action.get(pod_key(pod)) == "evicted" else "deleting"
-            error = f'error {verb} pod {pod_key(pod)} from node "{self.d.node}"'
-            self.d.tally.record(pod, "left", "could not be evicted or deleted", error)
-
-    def _one_pass(self, pods: list[Obj], *, evict: bool) -> list[Obj]:
-        retry: list[Obj] = []
-        for pod in pods:
-            if self.halted is None and self.d.deadline.over():
-                self.halted = self.d.deadline.reason()
-            if self.halted is not None:
-                retry.append(pod)
-                continue
-            if self._handle(pod, evict):
-                retry.append(pod)
-        return retry
-
-    def _handle(self, pod: Obj, evict: bool) -> bool:
-        """Remove one PV pod and wait for its volumes; True if it must be retried."""
-        tracked = self.volumes.get(pod_key(pod), [])
-        hub = self.d.hub
-        watch = hub.watch(self.d.node, [v.pv_name for v in tracked], self.d.stop) if hub and tracked else None
-        try:
-            return self._remove_and_wait(pod, evict, tracked, watch)
-        finally:
-            if watch is not None and self.d.hub is not None:
-                self.d.hub.unwatch(watch)
-
-    def _remove_and_wait(
-        self, pod: Obj, evict: bool, tracked: list[TrackedVolume], watch: VolumeWatch | None
-    ) -> bool:
-        key = pod_key(pod)
-        self.last_action[key] = "evicted" if evict else "deleted"
-        started = self.d.clock.monotonic()
-        try:
-            action = self.d._act(pod, evict)
-        except NotFound:
-            self.d.tally.record(pod, "gone")
-            return False
-        except TooManyRequests as err:
-            if evict:
-                pdb_error = self.d._refused_by_pdb(pod, err)
-                if pdb_error is not None:
-                    self.d.tally.record(pod, "left", "misconfigured PodDisruptionBudget", pdb_error)
-                    return False
-            return True
-        except API_ERRORS as err:
-            log.debug("Error when evicting pod. Will be retried", pod=key, node=self.d.node, error=str(err))
-            return True
-        if not tracked:
-            self.d._wait_for_termination([_Removed(pod, action, self.d._termination_deadline(pod))])
-            return False
-        log.info(
-            "Pod eviction/deletion done. Now waiting for volume detachment.",
-            pod=key,
-            node=self.d.node,
-            took=round(self.d.clock.since(started), 3),
-        )
-        detach_error = self._wait_for_detach(pod, tracked, watch)
-        if detach_error is not None:
-            return False
-        self._wait_for_reattach(pod, tracked, watch)
-        self.d.tally.record(pod, action)
-        return False
-
-    def _wait_for_detach(
-        self, pod: Obj, tracked: list[TrackedVolume], watch: VolumeWatch | None
-    ) -> str | None:
-        """Wait until no tracked volume is attached to the node; record and return any failure."""
-        grace = float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0)
-        until = min(self.d.clock.monotonic() + grace + self.d.options.pv_detach_timeout, self.d.deadline.at)
-        while True:
-            if watch is not None:
-                watch.changed.clear()
-            try:
-                node = self.d.nodes_api.get(self.d.node)
-            except NotFound:
-                log.info("Node not found anymore", node=self.d.node)
-                with self.d.tally.lock:
-                    self.d.tally.node_gone = True
-                self.halted = LEFT_NODE_GONE
-                self.d.tally.record(pod, "left", LEFT_NODE_GONE)
-                return LEFT_NODE_GONE
-            except API_ERRORS as err:
-                self.d.tally.record(pod, "left", str(err), f"error waiting for PVs to detach: {err}")
-                return str(err)
-            attached = (node.get("status") or {}).get("volumesAttached") or []
-            if not any(is_attached(v.volume_id, attached) for v in tracked):
-                log.debug("Detached volumes", pod=pod_key(pod), node=self.d.node)
-                return None
-            left = until - self.d.clock.monotonic()
-            if left <= 0 or self.d.stop.is_set():
-                return self._detach_timed_out(pod)
-            self.d.clock.wait(
-                watch.changed if watch is not None else self.d.stop, min(POD_POLL_INTERVAL, left)
-            )
-
-    def _detach_timed_out(self, pod: Obj) -> str:
-        if self.d.deadline.over():
-            self.halted = self.d.deadline.reason()
-            self.d.tally.record(pod, "left", self.halted)
-            return self.halted
-        log.warning(DETACH_TIMEOUT_TEXT, pod=pod_key(pod), node=self.d.node)
-        self.d.tally.record(pod, "left", DETACH_TIMEOUT_TEXT, DETACH_TIMEOUT_TEXT)
-        return DETACH_TIMEOUT_TEXT
-
-    def _wait_for_reattach(self, pod: Obj, tracked: list[TrackedVolume], watch: VolumeWatch | None) -> None:
-        """Wait for the volumes to attach elsewhere; a timeout only warns (the pod is drained)."""
-        until = min(self.d.clock.monotonic() + self.d.options.pv_reattach_timeout, self.d.deadline.at)
-        done = watch.reattached if watch is not None else self.d.stop
-        while not done.is_set() or self.d.stop.is_set():
-            left = until - self.d.clock.monotonic()
-            if left <= 0 or self.d.stop.is_set():
-                log.warning(
-                    "Timeout occurred for following volumes to reattach",
-                    pod=pod_key(pod),
-                    volumes=[v.pv_name for v in tracked],
-                    error=REATTACH_TIMEOUT_TEXT,
-                )
-                return
-            self.d.clock.wait(done, left)
-        log.info("Successfully reattached volumes", pod=pod_key(pod), volumes=[v.pv_name for v in tracked])
-
-    def _recheck(self, pods: list[Obj]) -> list[Obj]:
-        """HEAD #979: drop pending pods that are gone (or replaced) after a pass."""
-        if self.halted:
-            return pods
-        remaining = []
-        for pod in pods:
-            try:
-                gone = self.d._is_gone(pod)
-            except API_ERRORS:
-                gone = False
-            if gone:
-                self.d.tally.record(pod, "gone")
-            else:
-                remaining.append(pod)
-        return remaining
-
-
-def aggregate(errors: Sequence[str]) -> str | None:
-    """apimachinery's aggregate: None, the one message, or the distinct ones as ``[a, b]``."""
-    distinct = list(dict.fromkeys(e for e in errors if e))
-    if not distinct:
-        return None
-    if len(distinct) == 1:
-        return distinct[0]
-    return "[" + ", ".join(distinct) + "]"

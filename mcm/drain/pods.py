@@ -22,6 +22,7 @@ import structlog
 
 from mcm.drain.types import DrainOptions
 from mcm.runtime.cache import Lister
+from mcm.runtime.labels import selector_from_label_selector
 
 __all__ = [
     "MIRROR_ANNOTATION",
@@ -167,29 +168,18 @@ def blocking_pdb(pod: Obj, pdbs: Lister) -> Obj | None:
 
 
 def _selects(pdb: Obj, labels: Mapping[str, str]) -> bool:
+    """Whether a policy/v1 PDB selects a pod: nil selects nothing, ``{}`` every pod of the namespace.
+
+    A selector the parser rejects (bad operator, key or value) selects nothing, as the
+    disruption controller ignores such a budget.
+    """
     selector = (pdb.get("spec") or {}).get("selector")
     if not isinstance(selector, Mapping):
-        return False  # a nil selector selects nothing
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    return all(_expression_holds(e, labels) for e in selector.get("matchExpressions") or [])
-
-
-def _expression_holds(expression: Any, labels: Mapping[str, str]) -> bool:
-    if not isinstance(expression, Mapping):
         return False
-    key, operator = str(expression.get("key")), expression.get("operator")
-    values = expression.get("values") or []
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False
+    try:
+        return selector_from_label_selector(selector).matches(labels)
+    except ValueError:
+        return False
 
 
 def is_misconfigured(pdb: Obj) -> bool:
