@@ -16,6 +16,7 @@ handlers add ``""``). Guarantees:
   (or has fields of the wrong type), whose Secret lookup fails or whose ``ListMachines`` fails
   is skipped with a log line and a Warning Event on the class; the run goes on with the next
   class and comes back after LongRetry at the latest.
+- A listed entry without a provider ID or machine name is logged and kept (never guessed at).
 - Every orphan deletion is logged (class, provider ID, machine, reason), counted in
   ``mcm_machine_orphan_vms_deleted_total{machine_class, reason}`` and recorded as an Event on
   the MachineClass. A failed deletion is logged, recorded and retried in the next run.
@@ -190,7 +191,7 @@ class OrphanCollector:
         except MachineError as err:
             raise ClassSkipped(f"Failed to LIST VMs at provider. Error: {err}") from err
         deleted: list[str] = []
-        for provider_id, machine_name in sorted(listed.machine_list.items()):
+        for provider_id, machine_name in _well_formed(o.name_of(raw), listed.machine_list):
             if self.collect_if_orphan(raw, machine_class, secret_data, provider_id, machine_name):
                 deleted.append(provider_id)
         return deleted
@@ -394,3 +395,19 @@ def update_node_annotations(
     except _REQUEST_ERRORS as err:
         return err
     return stored
+
+
+def _well_formed(class_name: str, machine_list: Mapping[Any, Any]) -> list[tuple[str, str]]:
+    """The listed ``(providerID, machine name)`` pairs, sorted; malformed entries are logged, kept."""
+    pairs: list[tuple[str, str]] = []
+    for provider_id, machine_name in machine_list.items():
+        if isinstance(provider_id, str) and provider_id and isinstance(machine_name, str) and machine_name:
+            pairs.append((provider_id, machine_name))
+        else:
+            log.warning(
+                "orphan_check_malformed_vm_entry",
+                machine_class=class_name,
+                provider_id=repr(provider_id)[:100],
+                machine=repr(machine_name)[:100],
+            )
+    return sorted(pairs)

@@ -20,7 +20,14 @@ from mcm.controller.safety import (
     orphan_reason,
     update_node_annotations,
 )
-from mcm.driver import Code, DeleteMachineRequest, DeleteMachineResponse, ListMachinesRequest, MachineError
+from mcm.driver import (
+    Code,
+    DeleteMachineRequest,
+    DeleteMachineResponse,
+    ListMachinesRequest,
+    ListMachinesResponse,
+    MachineError,
+)
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 from mcm.runtime.cache.listers import NamespaceLister
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, InternalError
@@ -219,6 +226,13 @@ def test_orphan_delete_request_and_bookkeeping() -> None:
     assert reasons(events) == ["OrphanVMDeleted"]
     assert events[0]["involvedObject"]["kind"] == "MachineClass"
     assert "vm-1" in events[0]["message"]
+
+
+def test_malformed_listing_entries_are_kept() -> None:
+    world = world_with_class()
+    world.driver.script("list_machines", ListMachinesResponse({"": "m", "vm-2": "", "vm-3": "gone"}))
+    assert OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0")) == ["vm-3"]
+    assert deleted_ids(world) == {"vm-3"}
 
 
 def test_orphan_reason_rule() -> None:
