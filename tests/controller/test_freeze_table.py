@@ -1,6 +1,11 @@
 """safety-class-secret-node-drain.md §7.1 ``reconcileClusterMachineSafetyAPIServer`` (24 entries)
 plus the fixes of decisions.md §3: §1.8 bugs 1, 2 and 6 as regressions, a hanging probe, and
-what the frozen flag blocks (§1.5)."""
+what the frozen flag blocks (§1.5).
+
+The 24 entries keep upstream's frozen outcomes; adapted: every entry with both servers up also
+asserts that the outage start is cleared (bug 1), and the unfreeze keeps every status field but
+phase, ``timeoutActive`` and ``lastUpdateTime`` (bug 6).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,15 @@
 """safety-class-secret-node-drain.md §7.1 / §7.2 (orphan VMs, unmanaged nodes, safety handlers)
-as table tests, adapted to HEAD (§1.9) and decisions.md §2, §3 where said, plus regressions for
-§1.8 bugs 3, 4 and 5 and mcm's no-false-deletion guards."""
+as table tests, plus regressions for §1.8 bugs 3, 4 and 5 and mcm's no-false-deletion guards.
+
+Adapted where HEAD (§1.9, §7.7) or decisions.md §2-§3 change the outcome:
+
+- AnnotateNodes: HEAD entries added (finalizer removed before annotating, annotation removed
+  when a machine claims the node); HEAD's age rule (exactly the creation timeout is old enough).
+- updateNodeWithAnnotation (§7.2): same NotFound and the same merged annotations in the request,
+  but the caller's object is not mutated (cache objects are immutable in mcm).
+- The orphan entries keep upstream's outcomes; mcm additionally confirms an orphan with a live
+  GET and keeps VMs of machines in the creation flow (own entries below).
+"""
 
 from __future__ import annotations
 
