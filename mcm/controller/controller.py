@@ -10,8 +10,9 @@ event recorder and a Prometheus registry.
   policy/v1 PodDisruptionBudgets.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
-  ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers are supplied
-  by their own module (``safety_reconcilers``); without one those queues are drained as no-ops.
+  ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
+  :class:`~mcm.controller.safety.OrphanCollector` and
+  :class:`~mcm.controller.freeze.APIServerSafety` (``safety_reconcilers`` replaces them).
 - The drain: ``drainer`` (a ready :class:`~mcm.controller.drainer.Drainer`) or
   ``drainer_factory`` (built from a :class:`~mcm.controller.drainer.DrainWiring`; the application
   passes one on ``mcm.drain``). Without either, a Machine with a Node fails its drain step
@@ -35,12 +36,14 @@ from mcm.controller.classes import reconcile_machine_class_key, reconcile_secret
 from mcm.controller.context import Deps, Listers, Writers
 from mcm.controller.drainer import Drainer, DrainerFactory, DrainWiring
 from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.freeze import APIServerSafety
 from mcm.controller.handlers import EventHandlers
 from mcm.controller.machine import MachineReconciler
 from mcm.controller.metrics import ControllerMetrics
 from mcm.controller.node import reconcile_node_key
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
+from mcm.controller.safety import OrphanCollector
 from mcm.driver import Driver
 from mcm.runtime.cache import (
     ResourceEventHandler,
@@ -60,7 +63,7 @@ from mcm.runtime.client.resources import (
 )
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.record import EventRecorder
-from mcm.runtime.worker import DEFAULT_MAX_RETRIES, DONE, Reconciler, Result, start_workers
+from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, start_workers
 from mcm.runtime.workqueue import (
     NOOP_PROVIDER,
     MetricsProvider,
@@ -89,10 +92,6 @@ JOIN_TIMEOUT = 60.0
 
 def _add_handler(informer: SharedIndexInformer, handler: ResourceEventHandler) -> None:
     informer.add_event_handler(handler)
-
-
-def _noop(_key: str) -> Result:
-    return DONE
 
 
 class Controller:
@@ -134,14 +133,16 @@ class Controller:
             drainer = drainer_factory(self._drain_wiring(target, driver, recorder))
         self.deps = self._build_deps(control, target, driver, recorder, drainer)
         self.machines = MachineReconciler(self.deps)
+        self.orphans = OrphanCollector(self.deps, self.control_factory.informer_for(MACHINES).has_synced)
+        self.apiserver_safety = APIServerSafety(self.deps, self._set_frozen)
         self.reconcilers: dict[str, Reconciler] = {
             "secret": lambda key: reconcile_secret_key(self.deps, key),
             "machineclass": lambda key: reconcile_machine_class_key(self.deps, key),
             "node": lambda key: reconcile_node_key(self.deps, key),
             "machine": self.machines.reconcile_machine_key,
             "machinetermination": self.machines.reconcile_machine_termination_key,
-            "machinesafetyorphanvms": _noop,
-            "machinesafetyapiserver": _noop,
+            "machinesafetyorphanvms": self.orphans.reconcile,
+            "machinesafetyapiserver": self.apiserver_safety.reconcile,
         }
         self.reconcilers.update(safety_reconcilers or {})
         self.handlers = EventHandlers(self.deps, self.enqueue)
@@ -258,6 +259,9 @@ class Controller:
                     on_add=h.node_added, on_update=h.node_updated, on_delete=h.node_deleted
                 )
             )
+
+    def _set_frozen(self, frozen: bool) -> None:
+        self.frozen = frozen
 
     # --- queues ---------------------------------------------------------------------------------
 
