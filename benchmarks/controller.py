@@ -30,9 +30,11 @@ from typing import Any
 import structlog
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
 
-from benchmarks._report import Report, at_most  # noqa: E402
+from _report import Report, at_most  # noqa: E402
+
 from mcm.apis.machine import constants as c  # noqa: E402
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
 from mcm.controller import Controller, ControllerOptions, DrainRequest  # noqa: E402
