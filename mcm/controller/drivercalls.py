@@ -3,8 +3,9 @@ anything but :class:`~mcm.driver.MachineError`.
 
 Guarantees of :meth:`DriverCaller.call`:
 
-- The call gets a :class:`~mcm.driver.CallContext` with ``deadline`` seconds. A driver that has
-  not answered by then is abandoned (its context is cancelled so a cooperative driver stops)
+- The call runs on a bounded thread pool and gets a :class:`~mcm.driver.CallContext` with
+  ``deadline`` seconds (waiting for a pool thread counts). A driver that has not answered by
+  then is abandoned (its context is cancelled so a cooperative driver stops)
   and the call fails with ``DeadlineExceeded``; the worker is never held longer.
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
   (decisions.md §3): its text is kept but it never reaches the worker as a crash.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import structlog
@@ -43,10 +45,13 @@ _OPERATIONS = {
 class DriverCaller:
     """Runs driver methods with a deadline on a helper thread and records metrics."""
 
-    def __init__(self, clock: Clock, metrics: ControllerMetrics, deadline: float) -> None:
+    def __init__(
+        self, clock: Clock, metrics: ControllerMetrics, deadline: float, *, max_threads: int = 64
+    ) -> None:
         self._clock = clock
         self._metrics = metrics
         self._deadline = deadline
+        self._pool = ThreadPoolExecutor(max_threads, thread_name_prefix="driver-call")
 
     def call(self, method: str, fn: Callable[[CallContext], R]) -> R:
         """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name."""

@@ -81,8 +81,7 @@ def write_status(client: RESTClient, old: Mapping[str, Any], status: Mapping[str
     """PUT ``status`` onto a copy of ``old`` (status subresource) unless it is unchanged."""
     if old.get("status") == status:
         return Write(dict(old))
-    new = o.clone(old)
-    new["status"] = o.clone(status)
+    new = {**old, "status": status}  # never changed after this: a shallow copy is enough
     return _put(client, new, status=True)
 
 
@@ -136,17 +135,17 @@ def levenshtein_ratio(first: str, second: str) -> float:
 def is_machine_status_similar(new: Mapping[str, Any], old: Mapping[str, Any], now: _dt.datetime) -> bool:
     """Upstream's ``isMachineStatusSimilar`` over two ``status`` dicts (see the spec §5.3)."""
     new_op, old_op = o.sub(new, "lastOperation"), o.sub(old, "lastOperation")
+    new_cur, old_cur = o.sub(new, "currentStatus"), o.sub(old, "currentStatus")
+    same_op = all(new_op.get(k) == old_op.get(k) for k in ("state", "type", "errorCode"))
+    same_cur = bool(new_cur.get("timeoutActive")) == bool(old_cur.get("timeoutActive"))
+    if not (same_op and same_cur and new_cur.get("phase") == old_cur.get("phase")):
+        return False
     for op in (new_op, old_op):
         updated = o.parse_time(op.get("lastUpdateTime"))
         if updated is None or (now - updated).total_seconds() > STATUS_REFRESH_PERIOD:
             return False
     new_desc, old_desc = str(new_op.get("description") or ""), str(old_op.get("description") or "")
-    if new_desc != old_desc and levenshtein_ratio(new_desc, old_desc) <= SIMILARITY_THRESHOLD:
-        return False
-    same_op = all(new_op.get(k) == old_op.get(k) for k in ("state", "type", "errorCode"))
-    new_cur, old_cur = o.sub(new, "currentStatus"), o.sub(old, "currentStatus")
-    same_cur = all(bool(new_cur.get(k)) == bool(old_cur.get(k)) for k in ("timeoutActive",))
-    return same_op and same_cur and new_cur.get("phase") == old_cur.get("phase")
+    return new_desc == old_desc or levenshtein_ratio(new_desc, old_desc) > SIMILARITY_THRESHOLD
 
 
 def machine_status_update(
@@ -166,14 +165,13 @@ def machine_status_update(
     step transition.
     """
     old = dict(o.sub(machine, "status"))
-    status = o.clone(old)
+    status = dict(old)  # only top-level keys are replaced below
     status["lastOperation"] = dict(operation)
     if current is not None:
         status["currentStatus"] = dict(current)
     if last_known_state:
         status["lastKnownState"] = last_known_state
-    if is_machine_status_similar(status, old, now) and status.get("lastKnownState") == old.get(
-        "lastKnownState"
-    ):
+    same_state = status.get("lastKnownState") == old.get("lastKnownState")
+    if not exact and same_state and is_machine_status_similar(status, old, now):
         return Write(dict(machine))
     return write_status(client, machine, status)
