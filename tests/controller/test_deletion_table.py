@@ -327,3 +327,18 @@ def test_get_vm_status_fills_a_missing_node_label_head() -> None:
     result, stored = step(world, machine)
     assert result is None
     assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+
+
+def test_a_similar_description_never_hides_a_step_transition() -> None:
+    """A long drain error makes the not-forced and forced descriptions >75 % similar; the marker
+    changes, so the write happens (upstream's similarity check would have skipped it)."""
+    error = "pods left behind: " + ", ".join(f"default/pod-{i}" for i in range(40))
+    failed = c.DESC_DRAIN_FAILED.format(err=error)
+    world, drainer, machine = world_for(
+        lambda w: terminating(w, failed, state=c.STATE_PROCESSING, deleting_ago=3 * 3600.0)
+    )
+    world.nodes.put(mk_node("fakeNode-0"))
+    drainer.fail_with = error
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_DRAIN_FAILED_FORCED.format(err=error)
