@@ -2,8 +2,10 @@
 
 Built from a control and a target :class:`~mcm.runtime.client.ClusterClient` (target ``None``
 = no target cluster: no node queue, no drain, machines become Available), a
-:class:`~mcm.driver.Driver`, :class:`~mcm.controller.options.ControllerOptions`, a clock, an
-event recorder and a Prometheus registry.
+:class:`~mcm.driver.Driver` (wrapped in :class:`~mcm.driver.SafeDriver`, so driver errors reach
+statuses, events and logs scrubbed of secret data),
+:class:`~mcm.controller.options.ControllerOptions`, a clock, an event recorder and a Prometheus
+registry.
 
 - Informers (``SharedInformerFactory``): control, restricted to ``options.namespace``:
   Machines, MachineClasses, Secrets; target: Nodes, Pods, PVs, PVCs, VolumeAttachments and
@@ -44,7 +46,7 @@ from mcm.controller.node import reconcile_node_key
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
 from mcm.controller.safety import OrphanCollector
-from mcm.driver import Driver
+from mcm.driver import Driver, SafeDriver
 from mcm.runtime.cache import (
     ResourceEventHandler,
     ResourceEventHandlerFuncs,
@@ -112,6 +114,7 @@ class Controller:
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
     ) -> None:
+        driver = driver if isinstance(driver, SafeDriver) else SafeDriver(driver)
         self.options = options or ControllerOptions()
         self.clock = clock
         self.frozen = False
@@ -286,6 +289,7 @@ class Controller:
     def run(self, workers: int, stop: threading.Event) -> None:
         """Run until ``stop`` is set; see the module docstring."""
         self.deps.stop = stop
+        threads: list[threading.Thread] = []
         try:
             if not self.start_informers(stop):
                 return
