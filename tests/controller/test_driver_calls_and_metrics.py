@@ -1,0 +1,109 @@
+"""Driver calls: per-call deadline, non-MachineError → Internal, metrics; the metrics collector."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.metrics import ControllerMetrics
+from mcm.driver import CallContext, Code, MachineError
+from mcm.runtime.clock import FakeClock
+
+from .builders import HEALTHY, mk_machine
+from .fakes import START
+
+
+def test_a_hanging_driver_call_ends_at_its_deadline() -> None:
+    clock = FakeClock(START)
+    registry = CollectorRegistry()
+    caller = DriverCaller(clock, ControllerMetrics(registry, "fake"), 30.0)
+    cancelled: list[bool] = []
+
+    def hang(ctx: CallContext) -> str:
+        ctx.cancelled.wait(10)
+        cancelled.append(ctx.cancelled.is_set())
+        return "late"
+
+    errors: list[MachineError] = []
+
+    def call() -> None:
+        try:
+            caller.call("create_machine", hang)
+        except MachineError as err:
+            errors.append(err)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    clock.block_until_waiters()
+    clock.step(30.0)
+    thread.join(5)
+    assert [e.code for e in errors] == [Code.DeadlineExceeded]
+    failed = registry.get_sample_value(
+        "mcm_cloud_api_driver_requests_failed_total",
+        {"provider": "fake", "operation": "CreateMachine", "error_code": "DeadlineExceeded"},
+    )
+    assert failed == 1.0
+
+
+def test_a_driver_raising_anything_else_is_internal_and_measured() -> None:
+    clock = FakeClock(START)
+    registry = CollectorRegistry()
+    caller = DriverCaller(clock, ControllerMetrics(registry, "fake"), 30.0)
+
+    def boom(ctx: CallContext) -> str:
+        raise KeyError("x")
+
+    with pytest.raises(MachineError) as info:
+        caller.call("get_machine_status", boom)
+    assert info.value.code == Code.Internal
+    assert caller.call("delete_machine", lambda ctx: "ok") == "ok"
+    count = registry.get_sample_value(
+        "mcm_cloud_api_driver_request_duration_seconds_count",
+        {"provider": "fake", "operation": "DeleteMachine"},
+    )
+    assert count == 1.0
+
+
+def test_collector_exposes_items_frozen_info_condition_and_head_phase_mapping() -> None:
+    clock = FakeClock(START)
+    registry = CollectorRegistry()
+    metrics = ControllerMetrics(registry, "fake")
+    machines = [
+        mk_machine(clock, "m-0", phase="Running", node="n-0", conditions=HEALTHY),
+        mk_machine(clock, "m-1", phase="Terminating"),
+    ]
+    metrics.register_collector(lambda: machines, lambda: True)
+    assert registry.get_sample_value("mcm_machine_items_total") == 2
+    assert registry.get_sample_value("mcm_machine_controller_frozen") == 1
+    assert (
+        registry.get_sample_value("mcm_machine_current_status_phase", {"name": "m-0", "namespace": "test-ns"})
+        == 1
+    )
+    assert (
+        registry.get_sample_value("mcm_machine_current_status_phase", {"name": "m-1", "namespace": "test-ns"})
+        == -4
+    )
+    assert (
+        registry.get_sample_value(
+            "mcm_machine_status_condition", {"name": "m-0", "namespace": "test-ns", "condition": "Ready"}
+        )
+        == 1
+    )
+    names = {metric.name for metric in registry.collect()}
+    for name in (
+        "mcm_machine_info",
+        "mcm_cloud_api_requests",
+        "mcm_cloud_api_requests_failed",
+        "mcm_cloud_api_api_request_duration_seconds",
+        "mcm_misc_scrape_failure",
+        "mcm_machine_create_duration_seconds",
+        "mcm_machine_initialize_duration_seconds",
+        "mcm_machine_join_duration_seconds",
+        "mcm_machine_delete_duration_seconds",
+        "mcm_machine_drain_duration_seconds",
+        "mcm_machine_num_failed_join",
+    ):
+        assert name in names, name
