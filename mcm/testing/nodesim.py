@@ -79,7 +79,8 @@ class SimulatedVM:
     boots: bool = True
     """False: the VM never registers its Node (a boot that never completes)."""
     boot_delay: float | None = None
-    """Seconds from first sight to registration; ``None`` takes the simulator's default."""
+    """Seconds from first sight to registration; ``None`` takes the simulator's default. Read
+    once, when the simulator first sees the VM."""
 
     @classmethod
     def of(cls, value: SimulatedVM | Mapping[str, Any]) -> SimulatedVM:
@@ -134,7 +135,8 @@ class _NodeState:
     """What the simulator tracks per node it plays the kubelet of."""
 
     vm: SimulatedVM
-    first_seen: float
+    boot_at: float
+    """Monotonic reading at which the node registers (first sight plus the boot delay)."""
     conditions: dict[str, tuple[str, str, str]] = field(default_factory=lambda: dict(KUBELET_CONDITIONS))
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Condition type → (status, lastTransitionTime) as last written."""
@@ -216,7 +218,8 @@ class NodeSimulator:
             for name, vm in vms.items():
                 state = self._states.get(name)
                 if state is None:
-                    state = self._states[name] = _NodeState(vm, now)
+                    delay = self.boot_delay if vm.boot_delay is None else vm.boot_delay
+                    state = self._states[name] = _NodeState(vm, now + delay)
                 state.vm = vm
         for name in list(vms):
             self._sync_node(name, now)
@@ -234,8 +237,7 @@ class NodeSimulator:
             state = self._states.get(name)
             if state is None or state.vanished or not state.vm.boots:
                 return
-            delay = self.boot_delay if state.vm.boot_delay is None else state.vm.boot_delay
-            if now - state.first_seen < delay:
+            if now < state.boot_at:
                 return
             due = state.last_heartbeat is None or now - state.last_heartbeat >= self.heartbeat_interval
         try:
