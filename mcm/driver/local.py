@@ -211,9 +211,10 @@ class LocalDriver(Driver):
         try:
             created = _api_call("create VM", lambda: self._records.create(record, namespace=self.namespace))
         except MachineError:
-            created = self._find(request.machine)
-            if created is None:
+            raced = self._find(request.machine)  # a concurrent create of the same machine won
+            if raced is None:
                 raise
+            created = raced
         log.info(
             "local VM created",
             machine=request.machine.metadata.name,
