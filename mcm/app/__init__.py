@@ -11,7 +11,7 @@ election, controller, graceful shutdown; it returns the exit code.
 """
 
 from mcm.app.options import FLAGS, Options
-from mcm.app.run import StartupError, run
+from mcm.app.runner import StartupError, run
 
 
 def parse_options(argv: list[str] | None = None) -> Options:

@@ -112,7 +112,7 @@ def machine_controller(ctx: click.Context, /, **values: Any) -> int:
     ctx.obj = options
     if ctx.invoked_subcommand is not None:
         return 0
-    from mcm.app.run import main_with_options
+    from mcm.app.runner import main_with_options
 
     return main_with_options(options)
 

@@ -38,6 +38,7 @@ from types import FrameType
 from typing import IO, Any, Protocol
 
 import structlog
+import yaml
 
 from mcm.app.logs import configure_logging
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
@@ -45,7 +46,7 @@ from mcm.app.server import HealthServer
 from mcm.driver.driver import Driver
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
-from mcm.runtime.client.errors import ApiError, ConnectionFailed
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
@@ -117,6 +118,9 @@ def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterC
         )
     except ConfigError as exc:
         raise StartupError(f"{what} cluster: {exc}") from None
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise StartupError(f"{what} cluster: kubeconfig {kubeconfig!r} is not valid YAML: {detail}") from None
 
 
 def build_clients(options: Options) -> Clients:
@@ -159,6 +163,8 @@ def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIM
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     try:
         served = discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines")
+    except NotFound:
+        served = False
     except (ApiError, ConnectionFailed) as exc:
         raise StartupError(f"control cluster {control.host}: discovery failed: {_describe(exc)}") from None
     if not served:
