@@ -181,7 +181,7 @@ def test_missing_crds_and_unreachable_cluster_are_one_line_errors(tmp_path: Path
     with Emulator() as bare:
         bare.write_kubeconfig(tmp_path / "bare")
         client = load_config(str(tmp_path / "bare"))
-        with pytest.raises(StartupError, match="does not serve machine.sapcloud.io/v1alpha1 machines"):
+        with pytest.raises(StartupError, match=r"does not serve machine\.sapcloud\.io/v1alpha1 machines"):
             check_control_cluster(client)
         client.close()
     client = load_config(str(tmp_path / "bare"), max_retries=0)
