@@ -15,7 +15,6 @@ import multiprocessing
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -27,6 +26,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from mcm.emulator.process import spawn  # noqa: E402  (after the path insert)
+
 CRDS = REPO / "charts" / "machine-controller" / "crds"
 NS = "/api/v1/namespaces/default"
 PAYLOAD = "x" * 1800  # ~2 KiB objects
@@ -54,39 +56,10 @@ class Conn:
 
 @contextmanager
 def emulator_process(tmp: Path) -> Iterator[tuple[int, int, float]]:
-    """Start ``python -m mcm.emulator serve``; yield (port, pid, seconds to ready)."""
-    ready = tmp / "ready.json"
+    """Start ``python -m mcm.emulator serve`` with the MCM CRDs; yield (port, pid, seconds to ready)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mcm.emulator",
-            "serve",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(tmp / "kc"),
-            "--crds",
-            str(CRDS),
-            "--ready-file",
-            str(ready),
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        while not ready.exists():
-            if proc.poll() is not None:
-                raise RuntimeError("emulator exited early")
-            time.sleep(0.005)
-        elapsed = time.perf_counter() - start
-        url = json.loads(ready.read_text())["url"]
-        yield int(url.rsplit(":", 1)[1]), proc.pid, elapsed
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with spawn(tmp, "bench", crds=CRDS) as process:
+        yield process.port, process.pid, time.perf_counter() - start
 
 
 def cpu_seconds(pid: int) -> float:

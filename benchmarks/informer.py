@@ -319,9 +319,9 @@ def main() -> None:
         serve(args.objects, args.kubeconfig)
         return
 
-    import structlog
+    from mcm.runtime import logs
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    logs.configure("console", level=30)
     n = args.objects
     child = Child(n)
     try:

@@ -16,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+import structlog
+
 from mcm.emulator.admin import AdminServer
 from mcm.emulator.emulator import Emulator
 
@@ -85,9 +87,19 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def configure_logging() -> None:
+    """Log to stderr; tracebacks are plain, never with local variables (request bodies hold secrets)."""
+    console = structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), console],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     args = _parser().parse_args(argv)
+    configure_logging()
     if args.command == "serve":
         return serve(args)
     return 2  # pragma: no cover - argparse rejects unknown commands

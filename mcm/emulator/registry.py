@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcm.emulator.deployments import DEPLOYMENT
 from mcm.emulator.kinds import Strategy, custom_strategy, strategy_for
 
 __all__ = ["ALL_VERBS", "Registry", "ResourceType", "ScaleSpec", "builtin_types", "types_from_crd"]
@@ -87,20 +88,23 @@ def _builtin(
     group: str, version: str, resource: str, kind: str, namespaced: bool, **extra: Any
 ) -> ResourceType:
     singular = extra.pop("singular", kind.lower())
+    strategy = extra.pop("strategy", None) or (
+        Strategy() if kind == "ConfigMap" else strategy_for(group, kind)
+    )
     return ResourceType(
         group=group,
         version=version,
         resource=resource,
         kind=kind,
         namespaced=namespaced,
-        strategy=Strategy() if kind == "ConfigMap" else strategy_for(group, kind),
+        strategy=strategy,
         singular=singular,
         **extra,
     )
 
 
 def builtin_types() -> list[ResourceType]:
-    """The built-in resources of spec §1.1 (plus ConfigMaps)."""
+    """The built-in resources of spec §1.1 (plus ConfigMaps and apps/v1 Deployments)."""
     no_dc = tuple(v for v in ALL_VERBS if v != "deletecollection")
     return [
         _builtin(
@@ -147,6 +151,18 @@ def builtin_types() -> list[ResourceType]:
             True,
             short_names=("pdb",),
             status=True,
+        ),
+        _builtin(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            True,
+            short_names=("deploy",),
+            status=True,
+            scale=ScaleSpec(),
+            categories=("all",),
+            strategy=DEPLOYMENT,
         ),
         _builtin("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),

@@ -29,6 +29,7 @@ ROOTS = {
     "policy/PodDisruptionBudget": "V1PodDisruptionBudget",
     "storage.k8s.io/VolumeAttachment": "V1VolumeAttachment",
     "apiextensions.k8s.io/CustomResourceDefinition": "V1CustomResourceDefinition",
+    "apps/Deployment": "V1Deployment",
 }
 
 

@@ -10,7 +10,8 @@ Usage by the emulator (``start_controllers(emulator)`` does exactly this)::
 Each controller is an attribute with its switches: ``crds``, ``namespaces``, ``gc``, ``pdb``
 (``mode``, ``delay``, ``enabled``), ``kubelet`` (``mode``, ``max_grace``, ``time_scale``,
 ``run_pods``, ``set_terminal_phase``, ``finish()``, ``finish_all()``), ``podgc`` (``delay``,
-``enabled``), ``eventttl`` (``ttl``), ``attachdetach`` (``enabled``, ``detach_delay``).
+``enabled``), ``eventttl`` (``ttl``), ``attachdetach`` (``enabled``, ``detach_delay``), ``deployments``
+(``delay``, ``hold()``, ``release()``).
 Controllers react synchronously to every commit through the store's post-commit hook (see
 :mod:`mcm.emulator.controllers.base`); timed work runs on one scheduler thread driven by
 ``clock``.
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from mcm.emulator.controllers.attachdetach import AttachDetach
 from mcm.emulator.controllers.base import Reactor, Scheduler
 from mcm.emulator.controllers.crd import CrdController
-from mcm.emulator.controllers.disruption import DisruptionController, evict
+from mcm.emulator.controllers.deployment import DeploymentController
+from mcm.emulator.controllers.disruption import DisruptionController
 from mcm.emulator.controllers.eventttl import EventTTL
 from mcm.emulator.controllers.gc import GarbageCollector
 from mcm.emulator.controllers.kubelet import KubeletSimulator
@@ -34,7 +36,7 @@ from mcm.runtime.clock import REAL_CLOCK, Clock
 if TYPE_CHECKING:
     from mcm.emulator.storage import Storage
 
-__all__ = ["Controllers", "evict", "start_controllers"]
+__all__ = ["Controllers", "start_controllers"]
 
 
 class Controllers:
@@ -53,6 +55,7 @@ class Controllers:
         self.podgc = PodGC(self.reactor, self.scheduler)
         self.eventttl = EventTTL(self.reactor, self.scheduler)
         self.attachdetach = AttachDetach(self.reactor, self.scheduler)
+        self.deployments = DeploymentController(self.reactor, self.scheduler, clock)
         self._started = False
 
     def start(self) -> None:
@@ -66,6 +69,7 @@ class Controllers:
         self.pdb.start()
         self.kubelet.start()
         self.podgc.start()
+        self.deployments.start()
         self.scheduler.start()
 
     def stop(self) -> None:

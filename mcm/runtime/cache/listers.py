@@ -20,10 +20,10 @@ import structlog
 
 from mcm.runtime.cache.index import IndexerError
 from mcm.runtime.cache.keys import NAMESPACE_INDEX
-from mcm.runtime.cache.labels import Selector, parse_selector, selector_from_set
 from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.types import Object
+from mcm.runtime.labels import Selector, parse_selector, selector_from_set
 
 __all__ = ["Lister", "NamespaceLister", "SelectorLike", "new_not_found", "to_selector"]
 

@@ -5,6 +5,11 @@ cluster's transport, so the QPS/burst budget is per cluster client as in client-
 client built from a rest config has its own token bucket). :meth:`ClusterClient.with_user_agent`
 gives a sibling client with its own user agent and its own bucket over the same pool, like
 building a second clientset from the same config.
+
+Without explicit limits a client gets client-go ``rest``'s 5 qps / burst 10
+(:data:`DEFAULT_QPS`, :data:`DEFAULT_BURST`, defined once in :mod:`mcm.runtime.tokenbucket`);
+the machine-controller passes its flags' 20 / 30
+(:data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS`).
 """
 
 from __future__ import annotations
@@ -15,18 +20,13 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from mcm.runtime.client.discovery import DiscoveryClient
-from mcm.runtime.client.ratelimit import RateLimiter, new_rate_limiter
+from mcm.runtime.client.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter, new_rate_limiter
 from mcm.runtime.client.resources import Resource
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Transport, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
 __all__ = ["DEFAULT_BURST", "DEFAULT_QPS", "ClusterClient"]
-
-DEFAULT_QPS = 20.0
-"""MCM's ``--kube-api-qps`` default."""
-DEFAULT_BURST = 30
-"""MCM's ``--kube-api-burst`` default."""
 
 
 class ClusterClient:
@@ -44,6 +44,7 @@ class ClusterClient:
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float | None = DEFAULT_TIMEOUT,
         rate_limiter: RateLimiter | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.api_client = api_client
         self.qps = qps
@@ -59,6 +60,7 @@ class ClusterClient:
             clock=clock,
             max_retries=max_retries,
             timeout=timeout,
+            stop=stop,
         )
         self._clients: dict[Resource, RESTClient] = {}
         self._lock = threading.Lock()
@@ -91,6 +93,7 @@ class ClusterClient:
             clock=self.clock,
             max_retries=self.transport.max_retries,
             timeout=self.transport.timeout,
+            stop=self.transport.stop,
         )
 
     def discovery(self) -> DiscoveryClient:
@@ -106,7 +109,9 @@ class ClusterClient:
         return self.transport.request_bytes("GET", path, query=query)
 
     def close(self) -> None:
-        """Close the pooled connections (the ApiClient is shared with siblings; close once)."""
+        """Cut pending Retry-After waits short and close the pooled connections (the ApiClient
+        is shared with siblings; close once)."""
+        self.transport.stop.set()
         self.api_client.close()  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:

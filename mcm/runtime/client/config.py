@@ -9,6 +9,9 @@ Guarantees:
   ``None``, ``""`` or ``"inClusterConfig"`` for the in-cluster service account
   (``KUBERNETES_SERVICE_HOST``/``_PORT``, token and CA under :data:`SERVICE_ACCOUNT_DIR`; the
   token is re-read every minute so rotated tokens are used).
+- A kubeconfig is checked first (:func:`~mcm.runtime.client.kubeconfig.check_kubeconfig`): bad
+  YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
+  what is wrong, never a raw YAML error.
 - Whatever the kubeconfig can express (tokens, client certificates, CA data, insecure TLS,
   exec plugins) is handled by the ``kubernetes`` package's loaders; failures raise
   :class:`ConfigError` with the reason.
@@ -27,6 +30,7 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from mcm.runtime.client.cluster import DEFAULT_BURST, DEFAULT_QPS, ClusterClient
+from mcm.runtime.client.kubeconfig import ConfigError, check_kubeconfig
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -46,10 +50,6 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 CONNECTION_POOL_SIZE = 64
 """Connections kept per host: every informer holds one for its watch."""
-
-
-class ConfigError(Exception):
-    """The kubeconfig or in-cluster configuration cannot be used."""
 
 
 def _is_in_cluster(kubeconfig: str | None) -> bool:
@@ -90,6 +90,7 @@ def _kubeconfig_configuration(
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
         raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
+    check_kubeconfig(paths, context)
     kubeconfig = os.pathsep.join(paths)
     try:
         load_kube_config(  # type: ignore[no-untyped-call]
