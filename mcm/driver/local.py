@@ -202,7 +202,7 @@ class LocalDriver(Driver):
         existing = self._find(request.machine)
         if existing is not None:
             return CreateMachineResponse(
-                _data(existing)["providerID"], _data(existing)["nodeName"], "", _addresses(existing)
+                _data(existing)["providerID"], _data(existing)["nodeName"], _addresses(existing)
             )
         if spec.create_error_code is not None:
             raise MachineError(spec.create_error_code, spec.create_error_message)
@@ -221,7 +221,7 @@ class LocalDriver(Driver):
             provider_id=_data(created)["providerID"],
         )
         return CreateMachineResponse(
-            _data(created)["providerID"], _data(created)["nodeName"], "", _addresses(created)
+            _data(created)["providerID"], _data(created)["nodeName"], _addresses(created)
         )
 
     def delete_machine(self, ctx: CallContext, request: DeleteMachineRequest) -> DeleteMachineResponse:
