@@ -37,9 +37,11 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, Protocol
 
+import prometheus_client
 import structlog
 import yaml
 
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.app.logs import configure_logging
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
@@ -47,13 +49,18 @@ from mcm.driver.driver import Driver
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
+from mcm.runtime.client.resources import NODES, SECRETS
 from mcm.runtime.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaseLock,
+    PrometheusLeaderMetrics,
     new_leader_elector,
 )
+from mcm.runtime.leaderelection import set_provider as set_leader_metrics_provider
+from mcm.runtime.record import EventBroadcaster, EventRecorder
+from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
 
 __all__ = [
     "LEASE_NAME",
@@ -240,16 +247,69 @@ def controller_options(options: Options) -> Any:
     return ControllerOptions(**options.controller_values(names))
 
 
-def new_controller(options: Options, driver: Driver, clients: Clients) -> RunnableController:
+def new_controller(
+    options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
+) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor."""
     try:
-        from mcm.controller import Controller  # type: ignore[attr-defined]
+        from mcm.controller import Controller
     except ImportError:
         raise StartupError("the machine controller (mcm.controller.Controller) is not available") from None
-    controller: RunnableController = Controller(
-        controller_options(options), control=clients.control, target=clients.target, driver=driver
+    controller = Controller(
+        clients.control,
+        clients.target,
+        driver,
+        controller_options(options),
+        recorder=recorder,
+        registry=prometheus_client.REGISTRY,
+        workqueue_metrics=workqueue_metrics_provider(),
     )
-    return controller
+    return _Readiness(controller)
+
+
+class _Readiness:
+    """Adds ``has_synced`` to the controller for ``/readyz``: the Machine, MachineClass, Secret
+    (and, with a target cluster, Node) caches have synced."""
+
+    def __init__(self, controller: Any) -> None:
+        self.controller = controller
+
+    def run(self, workers: int, stop: threading.Event) -> None:
+        self.controller.run(workers, stop)
+
+    def has_synced(self) -> bool:
+        informers = [
+            self.controller.control_factory.informer_for(r) for r in (MACHINES, MACHINE_CLASSES, SECRETS)
+        ]
+        if self.controller.target_factory is not None:
+            informers.append(self.controller.target_factory.informer_for(NODES))
+        return all(informer.has_synced() for informer in informers)
+
+
+_METRICS_LOCK = threading.Lock()
+_WORKQUEUE_PROVIDER: list[Any] = []
+
+
+def workqueue_metrics_provider() -> Any:
+    """The process's work-queue metrics under upstream's names (``mcm_workqueue_*``), built once.
+
+    Also installs the leader-election gauge ``leader_election_master_status`` on the default
+    registry (once per process).
+    """
+    with _METRICS_LOCK:
+        if not _WORKQUEUE_PROVIDER:
+            _WORKQUEUE_PROVIDER.append(PrometheusMetricsProvider(namespace="mcm", stability=None))
+            set_leader_metrics_provider(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
+        return _WORKQUEUE_PROVIDER[0]
+
+
+def event_recorder(control: ClusterClient) -> tuple[EventBroadcaster, EventRecorder]:
+    """Events go to the control cluster (the involved object's namespace), component
+    ``machine-controller``, and to the log."""
+    broadcaster = EventBroadcaster()
+    broadcaster.start_recording_to_sink(control)
+    broadcaster.start_structured_logging()
+    return broadcaster, broadcaster.new_recorder("machine-controller")
 
 
 # --- identity -----------------------------------------------------------------------------------
@@ -295,6 +355,8 @@ class _Process:
         self.controller_done = threading.Event()
         self.lost_lease = False
         self.healthz = HealthzAdaptor(timeout=20.0)
+        workqueue_metrics_provider()  # installs the process's metric providers once
+        self.broadcaster, self.recorder = event_recorder(clients.control)
         self.server = HealthServer(options.address, options.port, healthz=self._healthz, readyz=self._readyz)
 
     def _healthz(self) -> str | None:
@@ -308,7 +370,7 @@ class _Process:
 
     def run_controller(self, stop: threading.Event) -> None:
         try:
-            self.controller = new_controller(self.options, self.driver, self.clients)
+            self.controller = new_controller(self.options, self.driver, self.clients, self.recorder)
             log.info("starting the machine controller", workers=self.options.concurrent_syncs)
             self.controller.run(self.options.concurrent_syncs, stop)
         finally:
@@ -324,6 +386,7 @@ class _Process:
             return self._run_elected()
         finally:
             self.server.stop()
+            self.broadcaster.shutdown()
 
     def _run_without_election(self) -> int:
         thread = threading.Thread(target=self._guarded_controller, args=(self.stop,), daemon=True)
@@ -341,7 +404,13 @@ class _Process:
 
     def _run_elected(self) -> int:
         with leader_identity(self.clients, self.options.namespace) as identity:
-            lock = LeaseLock(self.clients.leader_election, self.options.namespace, LEASE_NAME, identity)
+            lock = LeaseLock(
+                self.clients.leader_election,
+                self.options.namespace,
+                LEASE_NAME,
+                identity,
+                event_recorder=self.recorder,
+            )
             config = LeaderElectionConfig(
                 lock,
                 LeaderCallbacks(

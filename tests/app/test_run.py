@@ -53,7 +53,7 @@ def pair(tmp_path: Path) -> Iterator[ClusterPair]:
 def stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[StandIn]:
     made: list[StandIn] = []
 
-    def new_controller(options: Options, driver: Any, clients: Clients) -> StandIn:
+    def new_controller(options: Options, driver: Any, clients: Clients, recorder: Any = None) -> StandIn:
         made.append(StandIn(options, driver, clients))
         return made[-1]
 
@@ -126,6 +126,7 @@ def test_leads_serves_endpoints_and_releases_the_lease_on_stop(
     assert _get(f"{base}/readyz") == (200, "ok")
     status, metrics = _get(f"{base}/metrics")
     assert status == 200 and "python_info" in metrics
+    assert 'leader_election_master_status{name="machine-controller"} 1.0' in metrics
     assert _get(f"{base}/configz") == (200, "{}")
     assert stand_ins[0].clients.target is not None
     assert "machine-leader-election" in stand_ins[0].clients.leader_election.user_agent
