@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -92,6 +93,7 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, interval: float 
 def _start_emulator(procs: Processes, name: str, crds: Path | None) -> Path:
     kubeconfig = procs.workdir / f"{name}.kubeconfig"
     ready = procs.workdir / f"{name}.ready.json"
+    ready.unlink(missing_ok=True)
     args = [sys.executable, "-m", "mcm.emulator", "serve", "--name", name, "--kubeconfig", str(kubeconfig)]
     args += ["--ready-file", str(ready), "--admin-port", "-1"]
     if crds is not None:
@@ -109,7 +111,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _machine_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any]]]:
+def demo_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any]]]:
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -123,8 +125,10 @@ def _machine_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str,
         "provider": "local",
         "providerSpec": {"bootDelaySeconds": boot_delay},
         "nodeTemplate": {
-            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "capacity": {"cpu": "2", "gpu": "0", "memory": "4Gi", "pods": "110"},
             "instanceType": "local.small",
+            "region": "local",
+            "zone": "local-a",
         },
         "secretRef": {"name": "local-userdata", "namespace": NAMESPACE},
     }
@@ -166,14 +170,17 @@ def _table(machines: list[dict[str, Any]]) -> list[str]:
 
 
 class Screen:
-    """Redraws the table in place on a terminal; prints changed tables otherwise."""
+    """Redraws the table in place on a terminal; elsewhere prints it when a row changes (ages
+    aside)."""
 
     def __init__(self) -> None:
         self.tty = sys.stdout.isatty()
         self.last: list[str] = []
+        self.last_key: list[str] = []
 
     def show(self, lines: list[str]) -> None:
-        if lines == self.last:
+        key = [re.sub(r"\s\d+s\s", " ", line) for line in lines]
+        if lines == self.last or (not self.tty and key == self.last_key):
             return
         if self.tty and self.last:
             sys.stdout.write(f"\x1b[{len(self.last)}F\x1b[J")
@@ -181,7 +188,7 @@ class Screen:
             sys.stdout.write("\n")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
-        self.last = lines
+        self.last, self.last_key = lines, key
 
 
 def _list(
@@ -256,7 +263,7 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
         control = load_config(str(control_cfg), qps=-1)
         target = load_config(str(target_cfg), qps=-1)
         _say(f"creating MachineClass {CLASS_NAME}, its Secret and {count} Machines")
-        for resource, body in _machine_objects(count, boot_delay=2.0):
+        for resource, body in demo_objects(count, boot_delay=2.0):
             control.resource(resource).create(body, namespace=NAMESPACE)
         _say("running machine-controller --driver=local")
         port = _free_port()
@@ -395,7 +402,7 @@ def demo(count: int, keep: bool, workdir: str | None, timeout: float, summary_js
     with _workdir(workdir, keep) as path:
         try:
             summary = run_demo(count, keep, path, timeout)
-        except DemoFailed as exc:
+        except (DemoFailed, ApiError, ConnectionFailed) as exc:
             click.echo(f"error: {exc} (logs in {path})", err=True)
             raise SystemExit(1) from None
     if summary_json:
