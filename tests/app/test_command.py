@@ -145,7 +145,6 @@ class Controller:
             "--address=127.0.0.1",
             f"--port={self.port}",
             "--log-format=json",
-            f"--local-vm-namespace=vms-{tmp_path.name[-20:].lower().strip('-_')}",
             *extra,
         ]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
