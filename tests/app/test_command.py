@@ -301,3 +301,25 @@ def test_two_replicas_one_leads_the_other_takes_over(
     finally:
         first.stop(signal.SIGKILL)
         assert second.stop() == 0
+
+
+@needs_controller
+@pytest.mark.slow
+def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    started = time.monotonic()
+    result = subprocess.run(
+        _command(
+            "demo", "--machines", "3", "--workdir", str(tmp_path / "work"), "--summary-json", str(summary)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.monotonic() - started < 60
+    report = json.loads(summary.read_text())
+    assert report["machines_created"] == 3
+    assert report["vms_left"] == 2 and report["nodes_left"] == 2
