@@ -241,21 +241,28 @@ def _import_driver(spec: str, options: Options) -> Driver:
 
 def controller_options(options: Options) -> Any:
     """``mcm.controller.options.ControllerOptions`` from the flags (fields share the flag names)."""
-    from mcm.controller.options import ControllerOptions
+    controller_options_class = _controller_attr("ControllerOptions")
+    names = {f.name for f in dataclasses.fields(controller_options_class)}
+    return controller_options_class(**options.controller_values(names))
 
-    names = {f.name for f in dataclasses.fields(ControllerOptions)}
-    return ControllerOptions(**options.controller_values(names))
+
+def _controller_attr(name: str) -> Any:
+    """``mcm.controller.<name>``, imported late (flag handling must not need the controller)."""
+    try:
+        module = importlib.import_module("mcm.controller")
+    except ImportError as exc:
+        raise StartupError(f"the machine controller (mcm.controller) cannot be imported: {exc}") from None
+    attr = getattr(module, name, None)
+    if attr is None:
+        raise StartupError(f"mcm.controller.{name} is not available in this build")
+    return attr
 
 
 def new_controller(
     options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
 ) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor."""
-    try:
-        from mcm.controller import Controller
-    except ImportError:
-        raise StartupError("the machine controller (mcm.controller.Controller) is not available") from None
-    controller = Controller(
+    controller = _controller_attr("Controller")(
         clients.control,
         clients.target,
         driver,
