@@ -505,13 +505,20 @@ def start(options: Options, driver: Driver | None, stop: threading.Event) -> int
         clients.close()
 
 
-def run(options: Options, driver: Driver | None = None, *, stop: threading.Event | None = None) -> int:
+def run(
+    options: Options,
+    driver: Driver | None = None,
+    *,
+    stop: threading.Event | None = None,
+    really_crash: bool = True,
+) -> int:
     """Run the controller until SIGTERM/SIGINT (or ``stop``); returns the process exit code.
 
     ``driver`` ``None`` builds the one ``--driver``/``--driver-endpoint`` names. Start-up
-    failures print one line ``error: <reason>`` on stderr and return 1.
+    failures print one line ``error: <reason>`` on stderr and return 1. ``really_crash`` (on, as
+    upstream) makes a panic in a reconcile end the process; in-process tests turn it off.
     """
-    runtime_errors.configure_crash(really_crash=True)
+    runtime_errors.configure_crash(really_crash=really_crash)
     stop = stop or threading.Event()
     with _signals_set(stop):
         try:

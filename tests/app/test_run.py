@@ -97,7 +97,9 @@ class Running:
         self.stop = threading.Event()
         self.code: list[int] = []
         self.thread = threading.Thread(
-            target=lambda: self.code.append(app_run.run(options, FakeDriver(), stop=self.stop))
+            target=lambda: self.code.append(
+                app_run.run(options, FakeDriver(), stop=self.stop, really_crash=False)
+            )
         )
         self.thread.start()
 
