@@ -150,3 +150,18 @@ def _wait_for_node(target: ClusterClient, name: str) -> dict[str, Any]:
         except NotFound:
             time.sleep(0.02)
     raise AssertionError(f"node {name} was never registered")
+
+
+def test_any_driver_is_listed_per_class(target: ClusterClient) -> None:
+    from mcm.driver.grpc import GrpcDriver, serve
+
+    fake = FakeDriver()
+    machine_class = sample_machine_class()
+    fake.create_machine(
+        CallContext.background(), CreateMachineRequest(sample_machine("m-2"), machine_class, {})
+    )
+    with serve(fake, "127.0.0.1:0") as server, GrpcDriver(server.endpoint, timeout=10.0) as client:
+        sim = NodeSimulator(target, client, machine_classes=[(machine_class, {})], clock=FakeClock())
+        sim.sync()
+    node = target.resource(NODES).get("m-2")
+    assert node["spec"]["providerID"] == "fake:///m-2"
