@@ -491,16 +491,18 @@ def start(options: Options, driver: Driver | None, stop: threading.Event) -> int
             check_target_cluster(clients.target)
         if driver is None:
             driver = load_driver(options, clients)
-        process = _Process(options, driver, clients, stop)
+        try:
+            process = _Process(options, driver, clients, stop)
+        except OSError as exc:
+            raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
         result: list[int] = []
+        # The process runs in a thread so that this (main) thread keeps handling signals.
         worker = threading.Thread(target=lambda: result.append(process.run()), name="machine-controller")
         worker.start()
         while worker.is_alive():
             worker.join(0.2)
         driver.close()
         return result[0] if result else 1
-    except OSError as exc:
-        raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
     finally:
         clients.close()
 

@@ -200,3 +200,14 @@ def test_bad_kubeconfig_is_a_startup_error(tmp_path: Path) -> None:
         build_clients(Options.defaults(target_kubeconfig=str(garbled)))
     with pytest.raises(StartupError, match="does not exist"):
         build_clients(Options.defaults(target_kubeconfig=str(tmp_path / "missing")))
+
+
+def test_a_busy_port_is_a_one_line_startup_error(pair: ClusterPair, stand_ins: list[StandIn]) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        options = _options(pair, port=busy.getsockname()[1])
+        assert app_run.run(options, FakeDriver(), stop=threading.Event(), really_crash=False) == 1
+    assert stand_ins == []
