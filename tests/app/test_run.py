@@ -21,6 +21,7 @@ from mcm.app.runner import LEASE_NAME, Clients, StartupError, build_clients, che
 from mcm.driver import FakeDriver
 from mcm.emulator import ClusterPair, Emulator
 from mcm.runtime.client import load_config
+from mcm.runtime.client.errors import Conflict
 from mcm.runtime.client.resources import LEASES
 
 
@@ -144,10 +145,15 @@ def test_a_lost_lease_exits_non_zero(pair: ClusterPair, stand_ins: list[StandIn]
     assert pair.control.wait_for(lambda: bool(stand_ins) and stand_ins[0].started.is_set(), 15)
     client = load_config(str(pair.control_kubeconfig))
     leases = client.resource(LEASES)
-    stolen = leases.get(LEASE_NAME, namespace="default")
-    stolen["spec"]["holderIdentity"] = "someone-else"
-    stolen["spec"]["leaseDurationSeconds"] = 3600
-    leases.update(stolen)
+    for _ in range(50):  # the leader renews every 0.2 s: retry on conflicts
+        stolen = leases.get(LEASE_NAME, namespace="default")
+        stolen["spec"]["holderIdentity"] = "someone-else"
+        stolen["spec"]["leaseDurationSeconds"] = 3600
+        try:
+            leases.update(stolen)
+            break
+        except Conflict:
+            continue
     running.thread.join(15)
     assert running.code == [1]
     assert stand_ins[0].stopped.is_set()
