@@ -24,6 +24,7 @@ if [ "$#" -eq 0 ]; then
   python benchmarks/emulator.py --smoke
   python benchmarks/informer.py --objects 1000
   python benchmarks/workqueue.py --smoke
+  python benchmarks/drain.py --smoke
 fi
 echo "== pytest"
 pytest -n 2 "$@"

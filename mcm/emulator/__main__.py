@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--request-log", help="append the request log as JSON lines to this file")
     serve.add_argument("--no-controllers", action="store_true", help="do not run the simulated controllers")
     serve.add_argument(
+        "--history-size", type=int, default=10_000, help="watch history entries kept per resource (10,000)"
+    )
+    serve.add_argument(
         "--admin-port", type=int, default=0, help="port of the admin (controls) listener; -1: none"
     )
     return parser
@@ -65,6 +68,7 @@ def serve(args: argparse.Namespace) -> int:
         token=args.token,
         log_file=args.request_log,
         controllers=not args.no_controllers,
+        history_size=args.history_size,
         tls_dir=Path(args.kubeconfig).parent / f"{args.name}-tls" if args.tls else None,
     )
     admin: AdminServer | None = None

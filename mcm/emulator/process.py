@@ -80,9 +80,11 @@ def spawn(
     *,
     tls: bool = False,
     crds: str | Path | None = None,
+    controllers: bool = True,
+    history_size: int | None = None,
     timeout: float = 30.0,
 ) -> EmulatorProcess:
-    """Start ``serve`` for cluster ``name``; files go to ``directory``."""
+    """Start ``serve`` for cluster ``name``; files go to ``directory``; the options are ``serve``'s."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
     ready = target / f"{name}.ready.json"
@@ -107,6 +109,10 @@ def spawn(
         command.append("--tls")
     if crds is not None:
         command += ["--crds", str(crds)]
+    if not controllers:
+        command.append("--no-controllers")
+    if history_size is not None:
+        command += ["--history-size", str(history_size)]
     root = Path(__file__).resolve().parents[2]
     env = {
         **os.environ,

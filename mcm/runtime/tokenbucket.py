@@ -23,12 +23,13 @@ Which default is which (they differ on purpose, each matches its upstream):
 constant pair                    qps    burst  upstream
 ===============================  =====  =====  ==========================================
 ``REST_QPS`` / ``REST_BURST``    5      10     client-go ``rest.Config`` (``DefaultQPS``,
-                                               ``DefaultBurst``): a cluster client built
-                                               without explicit limits
+                                               ``DefaultBurst``): what a cluster client's
+                                               ``qps``/``burst`` of 0 means
 ``WORKQUEUE_QPS`` /              10     100    client-go ``workqueue``'s
 ``WORKQUEUE_BURST``                            ``DefaultControllerRateLimiter`` bucket
 ``MACHINE_CONTROLLER_QPS`` /     20     30     machine-controller's ``--kube-api-qps`` /
-``MACHINE_CONTROLLER_BURST``                   ``--kube-api-burst`` flag defaults
+``MACHINE_CONTROLLER_BURST``                   ``--kube-api-burst`` flag defaults, and
+                                               so a cluster client's defaults
 ===============================  =====  =====  ==========================================
 """
 
@@ -52,9 +53,9 @@ __all__ = [
 ]
 
 REST_QPS = 5.0
-"""client-go ``rest.DefaultQPS``: a cluster client's rate when none is configured (or 0)."""
+"""client-go ``rest.DefaultQPS``: a cluster client's rate when it is configured as 0."""
 REST_BURST = 10
-"""client-go ``rest.DefaultBurst``: a cluster client's burst when none is configured (or 0)."""
+"""client-go ``rest.DefaultBurst``: a cluster client's burst when it is configured as 0."""
 
 WORKQUEUE_QPS = 10.0
 """The overall bucket of client-go's ``workqueue.DefaultControllerRateLimiter``."""
@@ -62,7 +63,7 @@ WORKQUEUE_BURST = 100
 """The burst of that bucket."""
 
 MACHINE_CONTROLLER_QPS = 20.0
-"""machine-controller's ``--kube-api-qps`` default (its clients are built with it)."""
+"""machine-controller's ``--kube-api-qps`` default; a cluster client's default rate."""
 MACHINE_CONTROLLER_BURST = 30
 """machine-controller's ``--kube-api-burst`` default."""
 

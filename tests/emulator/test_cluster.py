@@ -111,3 +111,21 @@ def test_cluster_pair_out_of_process(tmp_path: Path) -> None:
     finally:
         pair.close()
     assert all(p.proc.returncode == 0 for p in pair.processes)
+
+
+def test_remote_merge_patch_all_commits_while_the_server_is_paused(tmp_path: Path) -> None:
+    from mcm.emulator.process import spawn
+
+    with spawn(tmp_path, "bulk", controllers=False, history_size=50) as process:
+        remote = process.remote
+        remote.seed(
+            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(3)]
+        )
+        remote.pause("hang")
+        patch = {"metadata": {"annotations": {"bench": "1"}}}
+        assert remote.merge_patch_all("configmaps", "default", ["c0", "c2"], patch) == 2
+        remote.resume()
+        annotations = [
+            (remote.get("configmaps", "default", f"c{i}") or {}).get("metadata", {}) for i in range(3)
+        ]
+        assert [a.get("annotations") for a in annotations] == [{"bench": "1"}, None, {"bench": "1"}]

@@ -4,7 +4,7 @@ Where to start:
 
 - :func:`load_config` (a kubeconfig path, or ``"inClusterConfig"``) returns a
   :class:`ClusterClient`: one ``kubernetes`` ``ApiClient`` (one connection pool) and one
-  client-side token bucket (QPS/burst; client-go's 5/10 unless given) per cluster.
+  client-side token bucket (QPS/burst; the machine-controller's 20/30 unless given) per cluster.
 - ``client.resource(PODS)`` gives the :class:`RESTClient` of a resource from
   :mod:`~mcm.runtime.client.resources`: get, list, watch, create, update, update_status,
   patch, delete, delete_collection and evict, on plain JSON dicts.

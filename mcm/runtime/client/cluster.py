@@ -6,10 +6,11 @@ client built from a rest config has its own token bucket). :meth:`ClusterClient.
 gives a sibling client with its own user agent and its own bucket over the same pool, like
 building a second clientset from the same config.
 
-Without explicit limits a client gets client-go ``rest``'s 5 qps / burst 10
-(:data:`DEFAULT_QPS`, :data:`DEFAULT_BURST`, defined once in :mod:`mcm.runtime.tokenbucket`);
-the machine-controller passes its flags' 20 / 30
-(:data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS`).
+Without explicit limits a client gets the machine-controller's ``--kube-api-qps`` /
+``--kube-api-burst`` defaults, 20 / 30 (:data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS`,
+``_BURST``). A ``qps`` or ``burst`` of 0 means client-go ``rest``'s 5 / 10 and a negative ``qps``
+no throttling (:func:`~mcm.runtime.client.ratelimit.new_rate_limiter`). Every default rate is
+defined once, in :mod:`mcm.runtime.tokenbucket`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from mcm.runtime.client.discovery import DiscoveryClient
-from mcm.runtime.client.ratelimit import DEFAULT_BURST, DEFAULT_QPS, RateLimiter, new_rate_limiter
+from mcm.runtime.client.ratelimit import RateLimiter, new_rate_limiter
 from mcm.runtime.client.resources import Resource
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Transport, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
 
-__all__ = ["DEFAULT_BURST", "DEFAULT_QPS", "ClusterClient"]
+__all__ = ["ClusterClient"]
 
 
 class ClusterClient:
@@ -36,8 +38,8 @@ class ClusterClient:
         self,
         api_client: ApiClient,
         *,
-        qps: float = DEFAULT_QPS,
-        burst: int = DEFAULT_BURST,
+        qps: float = MACHINE_CONTROLLER_QPS,
+        burst: int = MACHINE_CONTROLLER_BURST,
         namespace: str | None = None,
         user_agent: str | None = None,
         clock: Clock = REAL_CLOCK,

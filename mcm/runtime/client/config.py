@@ -29,10 +29,11 @@ from kubernetes.config import list_kube_config_contexts, load_kube_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
-from mcm.runtime.client.cluster import DEFAULT_BURST, DEFAULT_QPS, ClusterClient
+from mcm.runtime.client.cluster import ClusterClient
 from mcm.runtime.client.kubeconfig import ConfigError, check_kubeconfig
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
 
 __all__ = [
     "IN_CLUSTER_CONFIG",
@@ -121,8 +122,8 @@ def new_configuration(
 def load_config(
     kubeconfig: str | None,
     *,
-    qps: float = DEFAULT_QPS,
-    burst: int = DEFAULT_BURST,
+    qps: float = MACHINE_CONTROLLER_QPS,
+    burst: int = MACHINE_CONTROLLER_BURST,
     context: str | None = None,
     user_agent_suffix: str | None = None,
     clock: Clock = REAL_CLOCK,
@@ -131,8 +132,9 @@ def load_config(
 ) -> ClusterClient:
     """A :class:`ClusterClient` with its own ``ApiClient`` for the cluster ``kubeconfig`` names.
 
-    ``qps``/``burst`` set the client's token bucket (``qps`` 0 → 5, ``burst`` 0 → 10, negative
-    ``qps`` → unthrottled, as client-go). ``timeout`` bounds the wait for each non-watch answer.
+    ``qps``/``burst`` set the client's token bucket: by default the machine-controller's flag
+    defaults 20 / 30; ``qps`` 0 → 5 and ``burst`` 0 → 10 (client-go rest's defaults), negative
+    ``qps`` → unthrottled, as client-go. ``timeout`` bounds the wait for each non-watch answer.
     """
     configuration, namespace = new_configuration(kubeconfig, context=context)
     api_client = ApiClient(configuration=configuration)

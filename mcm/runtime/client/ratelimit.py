@@ -6,9 +6,9 @@ Guarantees:
   the workqueue's ``BucketRateLimiter``): it starts full (``burst`` tokens), refills at ``qps``
   tokens per second, and hands out reservations on credit so concurrent callers are spaced
   ``1/qps`` apart in the order they reserved.
-- Defaults are client-go ``rest``'s (:data:`DEFAULT_QPS` 5, :data:`DEFAULT_BURST` 10); the
-  machine-controller's flag defaults (20/30) are
-  :data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS` / ``_BURST``.
+- A ``qps``/``burst`` of 0 means client-go ``rest``'s defaults (:data:`DEFAULT_QPS` 5,
+  :data:`DEFAULT_BURST` 10). A cluster client built without limits uses the machine-controller's
+  flag defaults (20/30, :data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS` / ``_BURST``).
 - :meth:`TokenBucketRateLimiter.accept` blocks on the injected clock for that delay; nothing ever
   sleeps while holding the limiter's lock. Given a ``cancel`` event, the wait ends when it is set
   and the token is given back (client-go's ``Wait(ctx)``).
