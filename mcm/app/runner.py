@@ -25,6 +25,7 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib
+import inspect
 import os
 import signal
 import socket
@@ -42,9 +43,11 @@ import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.app.drainer import drain_factory
 from mcm.app.logs import configure_logging
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
+from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
@@ -239,30 +242,20 @@ def _import_driver(spec: str, options: Options) -> Driver:
 # --- controller ---------------------------------------------------------------------------------
 
 
-def controller_options(options: Options) -> Any:
-    """``mcm.controller.options.ControllerOptions`` from the flags (fields share the flag names)."""
-    controller_options_class = _controller_attr("ControllerOptions")
-    names = {f.name for f in dataclasses.fields(controller_options_class)}
-    return controller_options_class(**options.controller_values(names))
-
-
-def _controller_attr(name: str) -> Any:
-    """``mcm.controller.<name>``, imported late (flag handling must not need the controller)."""
-    try:
-        module = importlib.import_module("mcm.controller")
-    except ImportError as exc:
-        raise StartupError(f"the machine controller (mcm.controller) cannot be imported: {exc}") from None
-    attr = getattr(module, name, None)
-    if attr is None:
-        raise StartupError(f"mcm.controller.{name} is not available in this build")
-    return attr
+def controller_options(options: Options) -> ControllerOptions:
+    """``ControllerOptions`` from the flags (its fields are the flags' snake_case names)."""
+    names = {f.name for f in dataclasses.fields(ControllerOptions)}
+    return ControllerOptions(**options.controller_values(names))
 
 
 def new_controller(
     options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
 ) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor."""
-    controller = _controller_attr("Controller")(
+    extra: dict[str, Any] = {}
+    if "drainer_factory" in inspect.signature(Controller).parameters:
+        extra["drainer_factory"] = drain_factory
+    controller = Controller(
         clients.control,
         clients.target,
         driver,
@@ -270,6 +263,7 @@ def new_controller(
         recorder=recorder,
         registry=prometheus_client.REGISTRY,
         workqueue_metrics=workqueue_metrics_provider(),
+        **extra,
     )
     return _Readiness(controller)
 
@@ -278,7 +272,7 @@ class _Readiness:
     """Adds ``has_synced`` to the controller for ``/readyz``: the Machine, MachineClass, Secret
     (and, with a target cluster, Node) caches have synced."""
 
-    def __init__(self, controller: Any) -> None:
+    def __init__(self, controller: Controller) -> None:
         self.controller = controller
 
     def run(self, workers: int, stop: threading.Event) -> None:

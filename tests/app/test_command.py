@@ -38,6 +38,20 @@ needs_controller = pytest.mark.skipif(
 )
 
 
+def _drain_wired() -> bool:
+    import inspect
+
+    from mcm.controller import Controller
+
+    return "drainer_factory" in inspect.signature(Controller).parameters
+
+
+needs_drain_wiring = pytest.mark.skipif(
+    not _controller_available() or not _drain_wired(),
+    reason="the Controller in this tree takes no drainer_factory (mcm.drain cannot be wired in yet)",
+)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -303,7 +317,7 @@ def test_two_replicas_one_leads_the_other_takes_over(
         assert second.stop() == 0
 
 
-@needs_controller
+@needs_drain_wiring
 @pytest.mark.slow
 def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
     summary = tmp_path / "summary.json"
