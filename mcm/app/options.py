@@ -160,21 +160,18 @@ FLAGS: tuple[Flag, ...] = (
         "duration",
         30.0,
         "Time the API server may be unreachable before the controller freezes.",
-        "Safety",
     ),
     Flag(
         "machine-safety-orphan-vms-period",
         "duration",
         15 * _M,
         "Period of the safety loop that deletes orphan VMs and tags unmanaged nodes.",
-        "Safety",
     ),
     Flag(
         "machine-safety-apiserver-statuscheck-period",
         "duration",
         _M,
         "Period of the API server reachability check.",
-        "Safety",
     ),
     Flag(
         "node-conditions",
