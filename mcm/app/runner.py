@@ -354,7 +354,8 @@ class _Process:
         self.stop = stop
         self.controller: RunnableController | None = None
         self.controller_done = threading.Event()
-        self.lost_lease = False
+        self.exit_code = 0
+        """1 once the lease was lost or the controller could not start; 0 for a requested stop."""
         self.healthz = HealthzAdaptor(timeout=20.0)
         workqueue_metrics_provider()  # installs the process's metric providers once
         self.broadcaster, self.recorder = event_recorder(clients.control)
@@ -394,13 +395,18 @@ class _Process:
         thread.start()
         self.stop.wait()
         self._wait_for_workers()
-        return 0
+        return self.exit_code
 
     def _guarded_controller(self, stop: threading.Event) -> None:
         try:
             self.run_controller(stop)
         except StartupError as exc:
-            log.error("controller failed to start", error=str(exc))
+            self._fail("controller failed to start", error=str(exc))
+
+    def _fail(self, message: str, **context: Any) -> None:
+        if not self.stop.is_set():
+            log.error(message, **context)
+            self.exit_code = 1
             self.stop.set()
 
     def _run_elected(self) -> int:
@@ -432,21 +438,15 @@ class _Process:
                 identity=identity,
             )
             new_leader_elector(config).run(self.stop)
-        if self.lost_lease:
-            log.error("leaderelection lost")
-            self._wait_for_workers()
-            return 1
         self._wait_for_workers()
-        return 0
+        return self.exit_code
 
     def _started_leading(self, lead_stop: threading.Event) -> None:
         log.info("became leader")
         self._guarded_controller(lead_stop)
 
     def _stopped_leading(self) -> None:
-        if not self.stop.is_set():
-            self.lost_lease = True
-            self.stop.set()
+        self._fail("leaderelection lost")
 
     def _wait_for_workers(self) -> None:
         if self.controller is None:

@@ -217,3 +217,13 @@ def test_a_busy_port_is_a_one_line_startup_error(pair: ClusterPair, stand_ins: l
         options = _options(pair, port=busy.getsockname()[1])
         assert app_run.run(options, FakeDriver(), stop=threading.Event(), really_crash=False) == 1
     assert stand_ins == []
+
+
+def test_a_controller_that_cannot_start_exits_1(pair: ClusterPair, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> StandIn:
+        raise StartupError("no controller today")
+
+    monkeypatch.setattr(app_run, "new_controller", broken)
+    for leader_elect in (False, True):
+        code = app_run.run(_options(pair, leader_elect=leader_elect), FakeDriver(), really_crash=False)
+        assert code == 1
