@@ -27,6 +27,10 @@ Class ``providerSpec`` fields (all optional), for demos and chaos tests:
 ``addressPrefix``             first three octets of InternalIPs (default ``10.250.0``)
 ============================  ============================================================
 
+The simulated kubelets live in the driver's process: every process running a LocalDriver with a
+target (each replica, leader or not) heartbeats the VMs' Nodes, and while none runs the Nodes go
+stale as if their kubelets had stopped.
+
 Run it in process (``machine-controller --driver=local``) or as a gRPC sidecar:
 ``python -m mcm.driver.grpc --driver mcm.driver.local:from_environment`` with
 ``MCM_LOCAL_CONTROL_KUBECONFIG``, ``MCM_LOCAL_TARGET_KUBECONFIG`` (optional) and
