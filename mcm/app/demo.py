@@ -144,6 +144,44 @@ def demo_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any
     return [(SECRETS, secret), (MACHINE_CLASSES, machine_class), *((MACHINES, m) for m in machines)]
 
 
+class _DeletionWatch:
+    """What changed since the last look at a deleting machine: its lastOperation, its node's
+    cordon, the pods left on the node, the VM record and the Node."""
+
+    def __init__(self, control: ClusterClient, target: ClusterClient, machine: str, node: str) -> None:
+        self.control, self.target, self.machine, self.node = control, target, machine, node
+        self.last: dict[str, str] = {}
+        self.machine_gone = False
+
+    def _facts(self) -> dict[str, str]:
+        machines = {m["metadata"]["name"]: m for m in _list(self.control, MACHINES, NAMESPACE)}
+        machine = machines.get(self.machine)
+        self.machine_gone = machine is None
+        operation = ((machine or {}).get("status") or {}).get("lastOperation") or {}
+        nodes = {n["metadata"]["name"]: n for n in _list(self.target, NODES)}
+        node = nodes.get(self.node)
+        pods = [p for p in _list(self.target, PODS, "default") if p["spec"].get("nodeName") == self.node]
+        return {
+            "machine": f"machine {self.machine}: {operation.get('description') or '-'}"
+            if machine
+            else f"machine {self.machine}: deleted",
+            "cordon": f"node {self.node}: cordoned"
+            if (node or {}).get("spec", {}).get("unschedulable")
+            else "",
+            "pods": f"pods on {self.node}: {len(pods)}",
+            "vm": ""
+            if _exists(self.control, CONFIG_MAPS, self.machine, DEFAULT_NAMESPACE)
+            else f"VM {self.machine}: deleted",
+            "node": "" if node is not None else f"node {self.node}: removed",
+        }
+
+    def changes(self) -> list[str]:
+        facts = self._facts()
+        new = [text for key, text in facts.items() if text and self.last.get(key) != text]
+        self.last = facts
+        return new
+
+
 def _age(created: str | None) -> str:
     if not created:
         return "-"
@@ -308,29 +346,20 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
             target.resource(PODS).create(pod, namespace="default")
         control.resource(MACHINES).delete(name, namespace=NAMESPACE)
         seen: list[str] = []
+        watch = _DeletionWatch(control, target, name, node)
 
         def deleted() -> bool:
-            machine = next(
-                (m for m in _list(control, MACHINES, NAMESPACE) if m["metadata"]["name"] == name), None
-            )
-            if machine is not None:
-                desc = ((machine.get("status") or {}).get("lastOperation") or {}).get("description") or ""
-                if desc and (not seen or seen[-1] != desc):
-                    seen.append(desc)
-                    click.echo(f"    {name}: {desc}")
-            return machine is None
+            for line in watch.changes():
+                seen.append(line)
+                click.echo(f"    {line}")
+            return watch.machine_gone
 
-        _wait(f"machine {name} to be deleted", deleted, timeout, interval=0.3)
+        _wait(f"machine {name} to be deleted", deleted, timeout, interval=0.1)
         pods_left = [
             p["metadata"]["name"] for p in _list(target, PODS, "default") if p["spec"].get("nodeName") == node
         ]
         vm_left = _exists(control, CONFIG_MAPS, name, DEFAULT_NAMESPACE)
         node_left = _exists(target, NODES, node)
-        click.echo(f"    pods on {node}: {pods_left or 'none (drained)'}")
-        click.echo(
-            f"    VM record: {'still there' if vm_left else 'deleted'}; "
-            f"Node {node}: {'still there' if node_left else 'removed'}"
-        )
         if pods_left or vm_left or node_left:
             raise DemoFailed(f"deleting {name} left pods={pods_left} vm={vm_left} node={node_left}")
         total = time.monotonic() - started
