@@ -6,8 +6,9 @@ Given a target :class:`~mcm.runtime.client.ClusterClient` and a source of VMs, a
 - **registration**: a VM that has booted (``boot_delay`` after it appeared, by the injectable
   clock; never if ``SimulatedVM.boots`` is false) gets a Node named ``node_name`` with
   ``spec.providerID``, ``status.addresses``, ``status.capacity``/``allocatable`` and the
-  kubelet's conditions (``Ready`` True, the pressure conditions False). A Node deleted while its
-  VM still runs is registered again, as a kubelet does, unless the test made it :meth:`vanish`.
+  kubelet's conditions (``Ready`` True, the pressure conditions False). A Node that already
+  exists is adopted. A Node deleted while its VM still runs is registered again on the pass
+  after a heartbeat found it gone, as a kubelet does, unless the test made it :meth:`vanish`.
 - **heartbeats**: every ``heartbeat_interval`` the owned conditions get a fresh
   ``lastHeartbeatTime`` through a strategic-merge patch of ``nodes/status`` keyed by condition
   type, so labels, taints and conditions written by others (the controller's ``Terminating``
@@ -141,6 +142,8 @@ class _NodeState:
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Condition type → (status, lastTransitionTime) as last written."""
     registered: bool = False
+    present: bool = False
+    """Whether the Node is believed to exist (set on registration, cleared by a 404)."""
     heartbeats: bool = True
     vanished: bool = False
     last_heartbeat: float | None = None
@@ -241,23 +244,19 @@ class NodeSimulator:
                 return
             due = state.last_heartbeat is None or now - state.last_heartbeat >= self.heartbeat_interval
         try:
-            if not self._exists(name):
+            if not state.present:
                 self._register(state)
             elif due and state.heartbeats:
                 self._heartbeat(state)
             else:
                 return
+        except NotFound:
+            state.present = False  # deleted under us: the next pass registers it if the VM lives
+            return
         except (ApiError, ConnectionFailed) as exc:
             log.warning("node write failed; retrying next pass", node=name, error=str(exc))
             return
         state.last_heartbeat = now
-
-    def _exists(self, name: str) -> bool:
-        try:
-            self._nodes.get(name)
-        except NotFound:
-            return False
-        return True
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -304,13 +303,15 @@ class NodeSimulator:
         }
         try:
             created = self._nodes.create(node)
-        except AlreadyExists:
+        except AlreadyExists:  # e.g. registered by an earlier simulator: adopt it
+            self._heartbeat(state)
+            state.registered = state.present = True
             return
         if not created.get("status", {}).get("conditions"):
             self._nodes.patch(
                 vm.node_name, {"status": node["status"]}, kind="strategic", subresource="status"
             )
-        state.registered = True
+        state.registered = state.present = True
         log.info("node registered", node=vm.node_name, provider_id=vm.provider_id)
 
     def _heartbeat(self, state: _NodeState) -> None:
@@ -322,10 +323,12 @@ class NodeSimulator:
             state = self._states.get(name)
         if state is None or state.vanished:
             return
+        if not state.present:
+            return
         try:
-            if self._exists(name):
-                self._heartbeat(state)
+            self._heartbeat(state)
         except NotFound:
+            state.present = False
             return
         state.last_heartbeat = self.clock.monotonic()
 
@@ -368,6 +371,7 @@ class NodeSimulator:
         """Delete the Node and never register it again while its VM lives (until :meth:`reappear`)."""
         state = self._state(name)
         state.vanished = True
+        state.present = False
         try:
             self._nodes.delete(name)
         except NotFound:

@@ -112,6 +112,8 @@ def test_vanish_deleted_nodes_return_and_gone_vms_keep_their_node(target: Cluste
     assert nodes.get("a")
 
     nodes.delete("b")
+    clock.step(10)
+    sim.sync()  # the heartbeat finds it gone
     sim.sync()
     assert nodes.get("b"), "a kubelet registers its node again"
 
@@ -165,3 +167,15 @@ def test_any_driver_is_listed_per_class(target: ClusterClient) -> None:
         sim.sync()
     node = target.resource(NODES).get("m-2")
     assert node["spec"]["providerID"] == "fake:///m-2"
+
+
+def test_a_new_simulator_adopts_existing_nodes(target: ClusterClient) -> None:
+    clock = FakeClock()
+    vms = lambda: [SimulatedVM("p:///a", "a")]  # noqa: E731
+    NodeSimulator(target, vms, clock=clock).sync()
+    first = _conditions(target.resource(NODES).get("a"))["Ready"]["lastHeartbeatTime"]
+    clock.step(5)
+    second = NodeSimulator(target, vms, clock=clock)
+    second.sync()
+    assert second.registered("a")
+    assert _conditions(target.resource(NODES).get("a"))["Ready"]["lastHeartbeatTime"] > first
