@@ -112,6 +112,10 @@ def machine_controller(ctx: click.Context, /, **values: Any) -> int:
     ctx.obj = options
     if ctx.invoked_subcommand is not None:
         return 0
+    if not options.driver and not options.driver_endpoint:
+        raise click.UsageError(
+            "a driver is required: --driver=local|fake|MODULE:ATTR or --driver-endpoint=ENDPOINT"
+        )
     from mcm.app.runner import main_with_options
 
     return main_with_options(options)

@@ -133,6 +133,7 @@ def test_values_parse_as_pflag_parses_them() -> None:
         (["--kube-api-content-type=garbage"], "--kube-api-content-type"),
         (["--driver=fake", "--driver-endpoint=unix:///x.sock"], "--driver-endpoint"),
         (["--log-format=xml"], "--log-format"),
+        ([], "--driver"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line_naming_the_flag(
