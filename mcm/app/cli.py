@@ -105,7 +105,7 @@ def machine_controller(ctx: click.Context, /, **values: Any) -> int:
     manages the Nodes of the target cluster (--target-kubeconfig), and calls a driver for the VMs:
     in process (--driver=local|fake|MODULE:ATTR) or a gRPC sidecar (--driver-endpoint).
     """
-    options = Options(values=dict(values))
+    options = Options(**values)
     errors = options.validate()
     if errors:
         raise click.UsageError("; ".join(errors))
@@ -146,7 +146,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
-    options = Options(values=values)
+    options = Options(**values)
     errors = options.validate()
     if errors:
         click.echo(f"error: {'; '.join(errors)}", err=True)

@@ -282,39 +282,78 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 
-def _defaults() -> dict[str, Any]:
-    return {flag.field: flag.default for flag in FLAGS}
+_DEFAULTS: dict[str, Any] = {flag.field: flag.default for flag in FLAGS}
 
 
 @dataclass
 class Options:
-    """Parsed flag values (durations in seconds). Build with :meth:`from_flags` or :meth:`defaults`."""
+    """Parsed flag values (durations in seconds); one field per flag of :data:`FLAGS`."""
 
-    values: dict[str, Any] = dataclasses.field(default_factory=_defaults)
+    port: int = _DEFAULTS["port"]
+    address: str = _DEFAULTS["address"]
+    profiling: bool = _DEFAULTS["profiling"]
+    contention_profiling: bool = _DEFAULTS["contention_profiling"]
+    target_kubeconfig: str = _DEFAULTS["target_kubeconfig"]
+    control_kubeconfig: str = _DEFAULTS["control_kubeconfig"]
+    namespace: str = _DEFAULTS["namespace"]
+    cloud_provider: str = _DEFAULTS["cloud_provider"]
+    kube_api_content_type: str = _DEFAULTS["kube_api_content_type"]
+    kube_api_qps: float = _DEFAULTS["kube_api_qps"]
+    kube_api_burst: int = _DEFAULTS["kube_api_burst"]
+    concurrent_syncs: int = _DEFAULTS["concurrent_syncs"]
+    min_resync_period: float = _DEFAULTS["min_resync_period"]
+    controller_start_interval: float = _DEFAULTS["controller_start_interval"]
+    machine_creation_timeout: float = _DEFAULTS["machine_creation_timeout"]
+    machine_health_timeout: float = _DEFAULTS["machine_health_timeout"]
+    machine_drain_timeout: float = _DEFAULTS["machine_drain_timeout"]
+    machine_max_evict_retries: int = _DEFAULTS["machine_max_evict_retries"]
+    machine_pv_detach_timeout: float = _DEFAULTS["machine_pv_detach_timeout"]
+    machine_pv_reattach_timeout: float = _DEFAULTS["machine_pv_reattach_timeout"]
+    machine_safety_apiserver_statuscheck_timeout: float = _DEFAULTS[
+        "machine_safety_apiserver_statuscheck_timeout"
+    ]
+    machine_safety_orphan_vms_period: float = _DEFAULTS["machine_safety_orphan_vms_period"]
+    machine_safety_apiserver_statuscheck_period: float = _DEFAULTS[
+        "machine_safety_apiserver_statuscheck_period"
+    ]
+    node_conditions: str = _DEFAULTS["node_conditions"]
+    bootstrap_token_auth_extra_groups: str = _DEFAULTS["bootstrap_token_auth_extra_groups"]
+    machine_inplace_update_timeout: float = _DEFAULTS["machine_inplace_update_timeout"]
+    machine_preserve_timeout: float = _DEFAULTS["machine_preserve_timeout"]
+    resource_exhausted_retry: float = _DEFAULTS["resource_exhausted_retry"]
+    max_failed_machines_per_deployment: int = _DEFAULTS["max_failed_machines_per_deployment"]
+    driver_call_timeout: float = _DEFAULTS["driver_call_timeout"]
+    leader_elect: bool = _DEFAULTS["leader_elect"]
+    leader_elect_lease_duration: float = _DEFAULTS["leader_elect_lease_duration"]
+    leader_elect_renew_deadline: float = _DEFAULTS["leader_elect_renew_deadline"]
+    leader_elect_retry_period: float = _DEFAULTS["leader_elect_retry_period"]
+    leader_elect_resource_lock: str = _DEFAULTS["leader_elect_resource_lock"]
+    driver: str = _DEFAULTS["driver"]
+    driver_endpoint: str = _DEFAULTS["driver_endpoint"]
+    local_vm_namespace: str = _DEFAULTS["local_vm_namespace"]
+    shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
+    v: int = _DEFAULTS["v"]
+    log_format: str = _DEFAULTS["log_format"]
 
     @classmethod
     def defaults(cls, **changes: Any) -> Options:
         """The defaults, with ``changes`` (snake_case flag names) applied."""
-        options = cls()
-        for key, value in changes.items():
-            if key not in options.values:
-                raise KeyError(f"no flag --{key.replace('_', '-')}")
-            options.values[key] = value
-        return options
+        unknown = sorted(set(changes) - set(_DEFAULTS))
+        if unknown:
+            raise KeyError(f"no flag --{unknown[0].replace('_', '-')}")
+        return cls(**changes)
 
-    def __getattr__(self, name: str) -> Any:
-        values = self.__dict__.get("values")
-        if values is not None and name in values:
-            return values[name]
-        raise AttributeError(name)
+    def as_dict(self) -> dict[str, Any]:
+        """Field name → value."""
+        return dataclasses.asdict(self)
 
     @property
     def no_target(self) -> bool:
-        return bool(self.target_kubeconfig == NO_TARGET)
+        return self.target_kubeconfig == NO_TARGET
 
     def validate(self) -> list[str]:
         """HEAD ``Validate()`` plus the leader-election rules; one message per problem."""
-        v = self.values
+        v = self.as_dict()
         errors: list[str] = []
         if not 1 <= v["port"] <= 65535:
             errors.append(f"--port must be between 1 and 65535, got {v['port']}")
@@ -360,7 +399,7 @@ class Options:
         return errors
 
     def _leader_election_errors(self) -> list[str]:
-        v = self.values
+        v = self.as_dict()
         if v["leader_elect_resource_lock"] != "leases":
             return [
                 "--leader-elect-resource-lock: invalid lock-type "
@@ -388,11 +427,10 @@ class Options:
         return errors
 
     def _driver_errors(self) -> list[str]:
-        v = self.values
-        if v["driver"] and v["driver_endpoint"]:
+        if self.driver and self.driver_endpoint:
             return ["--driver and --driver-endpoint exclude each other"]
         return []
 
     def controller_values(self, names: set[str]) -> dict[str, Any]:
         """The values whose field names are in ``names`` (the controller's options fields)."""
-        return {key: value for key, value in self.values.items() if key in names}
+        return {key: value for key, value in self.as_dict().items() if key in names}

@@ -161,3 +161,20 @@ def test_leader_election_rules_accept_the_defaults() -> None:
 def test_docs_flags_md_is_current() -> None:
     current = (REPO / "docs" / "flags.md").read_text(encoding="utf-8")
     assert current == render(), "regenerate with: python -m mcm.app.flagsdoc > docs/flags.md"
+
+
+def test_one_field_per_flag_and_every_controller_option_has_a_flag() -> None:
+    import dataclasses
+
+    from mcm.controller import ControllerOptions
+
+    assert [f.name for f in dataclasses.fields(Options)] == [flag.field for flag in FLAGS]
+    controller_fields = {f.name for f in dataclasses.fields(ControllerOptions)}
+    assert controller_fields <= {flag.field for flag in FLAGS}
+    mapped = Options.defaults(machine_drain_timeout=300.0, leader_elect=False)
+    from mcm.app.runner import controller_options
+
+    options = controller_options(mapped)
+    assert options.machine_drain_timeout == 300.0
+    assert options.machine_safety_orphan_vms_period == 15 * 60
+    assert options.leader_elect is False
