@@ -171,6 +171,9 @@ def test_one_field_per_flag_and_every_controller_option_has_a_flag() -> None:
     assert [f.name for f in dataclasses.fields(Options)] == [flag.field for flag in FLAGS]
     controller_fields = {f.name for f in dataclasses.fields(ControllerOptions)}
     assert controller_fields <= {flag.field for flag in FLAGS}
+    defaults, controller_defaults = Options(), ControllerOptions()
+    for name in controller_fields:
+        assert getattr(defaults, name) == getattr(controller_defaults, name), name
     mapped = Options.defaults(machine_drain_timeout=300.0, leader_elect=False)
     from mcm.app.runner import controller_options
 
