@@ -389,7 +389,7 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
 def _keep(control_cfg: Path, target_cfg: Path, workdir: Path, procs: Processes) -> None:
     click.echo("")
     click.echo("Everything keeps running. From another terminal:")
-    click.echo(f"  kubectl --kubeconfig {control_cfg} get machines,machineclasses")
+    click.echo(f"  kubectl --kubeconfig {control_cfg} get mc,mcc")
     click.echo(f"  kubectl --kubeconfig {target_cfg} get nodes")
     click.echo(f"Logs: {workdir}. Press Ctrl-C to stop.")
     try:
