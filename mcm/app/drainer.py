@@ -8,9 +8,7 @@ driver, clock, stop event, recorder, and a hook for VolumeAttachment events).
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcm.controller.drainer import Drainer, DrainFailed, DrainRequest
+from mcm.controller.drainer import Drainer, DrainFailed, DrainRequest, DrainWiring
 from mcm.drain import DrainListers, DrainOptions, VolumeAttachmentHub, cordon_node, drain_node
 
 __all__ = ["MCMDrainer", "drain_factory"]
@@ -20,7 +18,7 @@ class MCMDrainer:
     """Cordons with :func:`mcm.drain.cordon_node`, drains with :func:`mcm.drain.drain_node`;
     a drain that does not finish raises :class:`DrainFailed` with its reason."""
 
-    def __init__(self, wiring: Any) -> None:
+    def __init__(self, wiring: DrainWiring) -> None:
         self._wiring = wiring
         self._hub = VolumeAttachmentHub()
         wiring.add_volume_attachment_handler(self._hub)
@@ -62,6 +60,6 @@ class MCMDrainer:
             raise DrainFailed(result.error or "drain failed")
 
 
-def drain_factory(wiring: Any) -> Drainer:
+def drain_factory(wiring: DrainWiring) -> Drainer:
     """``Controller(drainer_factory=drain_factory)``."""
     return MCMDrainer(wiring)

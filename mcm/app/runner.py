@@ -25,7 +25,6 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib
-import inspect
 import os
 import signal
 import socket
@@ -252,9 +251,6 @@ def new_controller(
     options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
 ) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor."""
-    extra: dict[str, Any] = {}
-    if "drainer_factory" in inspect.signature(Controller).parameters:
-        extra["drainer_factory"] = drain_factory
     controller = Controller(
         clients.control,
         clients.target,
@@ -263,7 +259,7 @@ def new_controller(
         recorder=recorder,
         registry=prometheus_client.REGISTRY,
         workqueue_metrics=workqueue_metrics_provider(),
-        **extra,
+        drainer_factory=drain_factory,
     )
     return _Readiness(controller)
 

@@ -25,33 +25,6 @@ from mcm.runtime.client.resources import LEASES
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _controller_available() -> bool:
-    try:
-        from mcm.controller import Controller  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_controller = pytest.mark.skipif(
-    not _controller_available(), reason="mcm.controller.Controller has not landed"
-)
-
-
-def _drain_wired() -> bool:
-    import inspect
-
-    from mcm.controller import Controller
-
-    return "drainer_factory" in inspect.signature(Controller).parameters
-
-
-needs_drain_wiring = pytest.mark.skipif(
-    not _controller_available() or not _drain_wired(),
-    reason="the Controller in this tree takes no drainer_factory (mcm.drain cannot be wired in yet)",
-)
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -226,7 +199,6 @@ def _lease_holder(control: ClusterClient) -> str:
     return str(lease["spec"].get("holderIdentity") or "")
 
 
-@needs_controller
 def test_machines_go_running_with_the_local_driver(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient
 ) -> None:
@@ -238,7 +210,6 @@ def test_machines_go_running_with_the_local_driver(
         assert controller.stop() == 0
 
 
-@needs_controller
 def test_machines_go_running_with_the_local_driver_over_grpc(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient
 ) -> None:
@@ -276,7 +247,6 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
         sidecar.wait(30)
 
 
-@needs_controller
 def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient
 ) -> None:
@@ -290,7 +260,6 @@ def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
     assert _lease_holder(control) == ""
 
 
-@needs_controller
 def test_two_replicas_one_leads_the_other_takes_over(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient
 ) -> None:
@@ -317,7 +286,6 @@ def test_two_replicas_one_leads_the_other_takes_over(
         assert second.stop() == 0
 
 
-@needs_drain_wiring
 @pytest.mark.slow
 def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
     summary = tmp_path / "summary.json"
