@@ -18,6 +18,7 @@ from mcm.emulator import ClusterPair
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import NODES, SECRETS
+from mcm.testing.nodesim import NodeSimulator
 
 NS = "default"
 TIMEOUT = 20.0
@@ -120,6 +121,7 @@ class Env:
         self.control: ClusterClient = load_config(str(self.pair.control_kubeconfig), qps=-1, burst=0)
         self.target: ClusterClient = load_config(str(self.pair.target_kubeconfig), qps=-1, burst=0)
         self.driver = FakeDriver()
+        self.sim = NodeSimulator(self.target, self.driver, heartbeat_interval=3600.0)
         self.drainer_factory = drainer_factory
         self.drainer = drainer if drainer is not None or drainer_factory is not None else StubDrainer()
 
@@ -171,12 +173,8 @@ class Env:
         self.classes.create(machine_class(), namespace=NS)
 
     def register_nodes(self) -> None:
-        """Play kubelet: a Ready Node for every VM of the fake driver that has none."""
-        for vm in self.driver.vms.values():
-            try:
-                self.nodes.get(vm.node_name)
-            except NotFound:
-                self.nodes.create(ready_node(vm.node_name, vm.provider_id))
+        """Play kubelet: one pass of the node simulator (a Ready Node for every VM)."""
+        self.sim.sync()
 
 
 def env_fixture(tmp_path: Path) -> Iterator[Env]:

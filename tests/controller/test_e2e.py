@@ -73,9 +73,7 @@ def test_node_not_ready_goes_unknown_then_failed(tmp_path: Path) -> None:
         environment.setup_class()
         environment.start()
         _running(environment, "machine-three")
-        node = environment.nodes.get("machine-three")
-        node["status"]["conditions"][0]["status"] = "False"
-        environment.nodes.update_status(node)
+        environment.sim.set_ready("machine-three", False)
         eventually(
             lambda: environment.phase("machine-three") in (c.PHASE_UNKNOWN, c.PHASE_FAILED), what="Unknown"
         )
@@ -102,9 +100,8 @@ def _pod(name: str, node: str) -> dict[str, Any]:
 
 def test_delete_with_pods_goes_through_the_real_drain(tmp_path: Path) -> None:
     """The issue's resolution criterion: a Machine with a Node and pods really goes through mcm.drain."""
+    from mcm.app.drainer import drain_factory
     from mcm.runtime.client.resources import PODS
-
-    from .realdrain import drain_factory
 
     environment = Env(tmp_path, drainer_factory=drain_factory)
     try:
