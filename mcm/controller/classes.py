@@ -2,8 +2,10 @@
 
 MachineClass (queue ``machineclass``, key ``ns/name``): the MCM finalizer is on a class exactly
 while some Machine references it; a deleting class that is still referenced is retried after
-ShortRetry; a class in use gets its non-deleting machines enqueued on every reconcile (HEAD), so
-machines waiting for the class finalizer go on at once. Success → LongRetry.
+ShortRetry. A class in use gets its non-deleting machines enqueued when its finalizer was just
+added (machines waiting for it go on at once) or when the class changed since the last time
+(HEAD enqueues them on every reconcile; mcm skips unchanged classes, because every machine
+event reconciles the class and N machines would cost N² machine passes). Success → LongRetry.
 
 Secret (queue ``secret``, key ``ns/name``): the MC finalizer is on a Secret exactly while some
 MachineClass references it by name (``secretRef`` or ``credentialsSecretRef``). Every Secret of
@@ -113,9 +115,10 @@ def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> Non
                 name,
                 sorted({*o.finalizers(machine_class), c.MCM_FINALIZER}),
             )
-        for machine in machines:
-            if not o.deletion_timestamp(machine):
-                deps.enqueue_machine(f"{o.namespace_of(machine)}/{o.name_of(machine)}", 0.0)
+        version = str(o.meta(machine_class).get("resourceVersion") or "")
+        if not has_finalizer or deps.seen_class_versions.get(name) != version:
+            deps.seen_class_versions[name] = version
+            _enqueue_machines(deps, machines)
         return
     if has_finalizer:
         update_finalizers(
@@ -124,6 +127,12 @@ def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> Non
             name,
             sorted(set(o.finalizers(machine_class)) - {c.MCM_FINALIZER}),
         )
+
+
+def _enqueue_machines(deps: Deps, machines: list[Mapping[str, Any]]) -> None:
+    for machine in machines:
+        if not o.deletion_timestamp(machine):
+            deps.enqueue_machine(f"{o.namespace_of(machine)}/{o.name_of(machine)}", 0.0)
 
 
 # --- Secret ---------------------------------------------------------------------------------

@@ -118,6 +118,8 @@ class Deps:
     enqueue_termination: Callable[[str, float], None] = lambda key, after: None
     frozen: Callable[[], bool] = lambda: False
     creation: CreationTracker = field(default_factory=CreationTracker)
+    seen_class_versions: dict[str, str] = field(default_factory=dict)
+    """MachineClass name → resourceVersion whose machines were last enqueued (class loop)."""
     stop: threading.Event = field(default_factory=threading.Event)
 
     @property
