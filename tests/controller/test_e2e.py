@@ -205,3 +205,28 @@ def test_conflict_storm_watch_drops_and_410_do_not_create_a_second_vm(env: Env) 
     eventually(lambda: all(env.phase(n) == c.PHASE_RUNNING for n in names), what="all Running")
     for name in names:
         assert len(env.driver.calls_to("create_machine", machine=name)) == 1, name
+
+
+def test_without_a_target_cluster_machines_become_available(env: Env) -> None:
+    """HEAD --target-kubeconfig=none: no token, no node label, phase Available."""
+    import threading
+
+    from mcm.controller import Controller
+
+    env.setup_class()
+    controller = Controller(env.control, None, env.driver, env.options)
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(2, stop), daemon=True)
+    runner.start()
+    try:
+        env.machines.create(machine("machine-six"), namespace=NS)
+        eventually(lambda: env.phase("machine-six") == c.PHASE_AVAILABLE, what="Available")
+        stored = env.get_machine("machine-six") or {}
+        assert c.LABEL_NODE not in (stored["metadata"].get("labels") or {})
+        assert stored["status"]["lastOperation"]["description"] == c.DESC_CREATED_NO_TARGET
+        env.machines.delete("machine-six", namespace=NS)
+        eventually(lambda: env.get_machine("machine-six") is None, what="machine gone")
+        assert env.driver.vms == {}
+    finally:
+        stop.set()
+        runner.join(30)
