@@ -1,65 +1,58 @@
 """The real drain (``mcm.drain``) behind the controller's ``Drainer`` seam.
 
-``mcm.drain`` and ``mcm.controller`` are siblings that may not import each other, so the adapter
-lives in the application: :func:`drain_factory` is passed as ``Controller(drainer_factory=...)``
-and receives the controller's drain wiring (target client, listers over its target informers,
-driver, clock, stop event, recorder, and a hook for VolumeAttachment events).
+``mcm.drain`` and ``mcm.controller`` are siblings that may not import each other, so the
+application joins them: :func:`drain_factory` is passed as ``Controller(drainer_factory=...)``,
+receives the controller's drain wiring (target client, listers over its target informers, driver,
+clock, stop event, recorder, and a hook for VolumeAttachment events) and returns a
+:class:`mcm.drain.NodeDrainer`. A failed drain raises :class:`mcm.drain.DrainError`, whose text
+the deletion flow writes into ``lastOperation``.
+
+The drain's pod counters (``mcm_machine_drain_{evicted,deleted}_pods_total``) are registered once
+per process on the default registry; ``mcm_machine_drain_duration_seconds`` is the controller's.
 """
 
 from __future__ import annotations
 
-from mcm.controller.drainer import Drainer, DrainFailed, DrainRequest, DrainWiring
-from mcm.drain import DrainListers, DrainOptions, VolumeAttachmentHub, cordon_node, drain_node
+import threading
 
-__all__ = ["MCMDrainer", "drain_factory"]
+import prometheus_client
+
+from mcm.controller.drainer import Drainer, DrainWiring
+from mcm.drain import DrainListers, DrainMetrics, NodeDrainer, VolumeAttachmentHub
+
+__all__ = ["drain_factory", "drain_metrics"]
+
+_METRICS_LOCK = threading.Lock()
+_METRICS: list[DrainMetrics] = []
 
 
-class MCMDrainer:
-    """Cordons with :func:`mcm.drain.cordon_node`, drains with :func:`mcm.drain.drain_node`;
-    a drain that does not finish raises :class:`DrainFailed` with its reason."""
-
-    def __init__(self, wiring: DrainWiring) -> None:
-        self._wiring = wiring
-        self._hub = VolumeAttachmentHub()
-        wiring.add_volume_attachment_handler(self._hub)
-        self._listers = DrainListers(
-            pods=wiring.pods,
-            pdbs=wiring.pdbs,
-            pvs=wiring.pvs,
-            pvcs=wiring.pvcs,
-            volume_attachments=wiring.volume_attachments,
-            pods_synced=wiring.pods_synced,
-        )
-
-    def cordon(self, node_name: str) -> None:
-        cordon_node(self._wiring.target, node_name)
-
-    def drain(self, request: DrainRequest) -> None:
-        options = DrainOptions(
-            timeout=request.timeout,
-            max_evict_retries=request.max_evict_retries,
-            pv_detach_timeout=request.pv_detach_timeout,
-            pv_reattach_timeout=request.pv_reattach_timeout,
-            force=request.force,
-        )
-        metadata = dict(request.machine.get("metadata") or {})
-        machine_ref = {"apiVersion": "machine.sapcloud.io/v1alpha1", "kind": "Machine", "metadata": metadata}
-        result = drain_node(
-            self._wiring.target,
-            self._listers,
-            self._wiring.driver,
-            request.node_name,
-            options,
-            clock=self._wiring.clock,
-            stop=self._wiring.stop,
-            hub=self._hub,
-            recorder=self._wiring.recorder,
-            machine_ref=machine_ref if metadata else None,
-        )
-        if not result.ok:
-            raise DrainFailed(result.error or "drain failed")
+def drain_metrics() -> DrainMetrics:
+    """The process's drain counters on the default registry, built once."""
+    with _METRICS_LOCK:
+        if not _METRICS:
+            _METRICS.append(DrainMetrics(prometheus_client.REGISTRY, with_duration=False))
+        return _METRICS[0]
 
 
 def drain_factory(wiring: DrainWiring) -> Drainer:
-    """``Controller(drainer_factory=drain_factory)``."""
-    return MCMDrainer(wiring)
+    """``Controller(drainer_factory=drain_factory)``: one :class:`NodeDrainer` per controller."""
+    hub = VolumeAttachmentHub()
+    wiring.add_volume_attachment_handler(hub)
+    listers = DrainListers(
+        pods=wiring.pods,
+        pdbs=wiring.pdbs,
+        pvs=wiring.pvs,
+        pvcs=wiring.pvcs,
+        volume_attachments=wiring.volume_attachments,
+        pods_synced=wiring.pods_synced,
+    )
+    return NodeDrainer(
+        wiring.target,
+        listers,
+        wiring.driver,
+        clock=wiring.clock,
+        stop=wiring.stop,
+        hub=hub,
+        recorder=wiring.recorder,
+        metrics=drain_metrics(),
+    )

@@ -3,7 +3,7 @@
 A real driver, not a mock. Each VM is a ConfigMap in a namespace of its own (default
 :data:`DEFAULT_NAMESPACE`) of the **control** cluster, so VMs outlive the controller and listing,
 orphan collection and restarts behave as with a cloud. With a target cluster, a
-:class:`~mcm.testing.nodesim.NodeSimulator` plays the kubelet of every VM: after the class's boot
+:class:`~mcm.driver.nodesim.NodeSimulator` plays the kubelet of every VM: after the class's boot
 delay the VM's Node appears (provider ID, addresses, capacity and labels from the class's
 ``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted.
 
@@ -66,11 +66,11 @@ from mcm.driver.driver import (
     ListMachinesResponse,
 )
 from mcm.driver.errors import MachineError
+from mcm.driver.nodesim import NodeSimulator, SimulatedVM
 from mcm.runtime.client import ClusterClient, ListOptions, load_config
 from mcm.runtime.client.errors import AlreadyExists, ApiError, Conflict, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import CONFIG_MAPS, NAMESPACES
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.testing.nodesim import NodeSimulator, SimulatedVM
 
 __all__ = [
     "DEFAULT_NAMESPACE",

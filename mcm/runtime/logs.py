@@ -1,12 +1,17 @@
 """Process-wide structlog setup for mcm's commands (the role klog's flags play upstream).
 
-:func:`configure` makes structlog write one key-value line per event to a stream, as readable
-``console`` text or as ``json``. Guarantees:
+:func:`configure` makes structlog write one line per event to a stream: ``json`` in the key style
+of Kubernetes components, or readable ``console`` text (``text`` is another name for it).
 
-- No exception is ever rendered with its frames' local variables: the console format prints a
-  plain Python traceback and the JSON format a structured one built with ``show_locals=False``.
-  (structlog's defaults show locals when ``rich`` is installed, and a driver request's secret
-  data sits in a local.)
+JSON lines carry ``ts`` (Unix seconds, float), ``msg``, ``v`` for info and debug lines (0, or 4
+for debug), ``level`` for warnings and errors, ``err`` for an exception's ``Type: message`` and
+``stacktrace`` for its traceback, then the key-value pairs of the call.
+
+Guarantees:
+
+- No exception is ever rendered with its frames' local variables: both formats print a plain
+  Python traceback (structlog's defaults show locals when ``rich`` is installed, and a driver
+  request's secret data sits in a local).
 - Events below ``level`` are dropped before any processor runs.
 
 Commands call :func:`configure` once at start-up; libraries only get loggers.
@@ -16,46 +21,84 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal, TextIO
+import time
+import traceback
+from collections.abc import MutableMapping
+from typing import Any, Literal, TextIO
 
 import structlog
 from structlog.typing import Processor
 
-__all__ = ["FORMATS", "LogFormat", "configure", "processors"]
+__all__ = ["FORMATS", "LogFormat", "configure", "kubernetes_keys", "processors"]
 
-LogFormat = Literal["console", "json"]
-FORMATS: tuple[LogFormat, ...] = ("console", "json")
+LogFormat = Literal["console", "text", "json"]
+
+FORMATS: tuple[LogFormat, ...] = ("console", "text", "json")
 """The accepted values of ``fmt``."""
+
+DEBUG_VERBOSITY = 4
+"""The ``v`` a debug line carries (klog's ``--v=4`` shows it)."""
+
+
+def _exception_of(exc_info: object) -> BaseException | None:
+    if exc_info is True:
+        return sys.exc_info()[1]
+    if isinstance(exc_info, tuple):
+        return exc_info[1] if len(exc_info) > 1 and isinstance(exc_info[1], BaseException) else None
+    return exc_info if isinstance(exc_info, BaseException) else None
+
+
+def kubernetes_keys(_logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Rename structlog's fields to the Kubernetes JSON log keys (see the module docstring)."""
+    out: dict[str, Any] = {"ts": round(time.time(), 6), "msg": event.pop("event", "")}
+    if method in ("debug", "info"):
+        out["v"] = DEBUG_VERBOSITY if method == "debug" else 0
+    else:
+        out["level"] = "warning" if method == "warn" else method
+    err = _exception_of(event.pop("exc_info", None))
+    if err is not None:
+        out["err"] = f"{type(err).__name__}: {err}"
+        out["stacktrace"] = "".join(traceback.format_exception(err))
+    out.update(event)
+    return out
 
 
 def processors(fmt: LogFormat = "console") -> list[Processor]:
-    """The processor chain for ``fmt``; every exception renderer in it hides local variables."""
-    shared: list[Processor] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.StackInfoRenderer(),
-    ]
+    """The processor chain for ``fmt``; no exception renderer in it shows local variables."""
     if fmt == "json":
-        transformer = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
-        return [
-            *shared,
-            structlog.processors.ExceptionRenderer(transformer),
-            structlog.processors.JSONRenderer(),
-        ]
-    if fmt == "console":
+        return [structlog.contextvars.merge_contextvars, kubernetes_keys, structlog.processors.JSONRenderer()]
+    if fmt in ("console", "text"):
         renderer = structlog.dev.ConsoleRenderer(
             colors=False, exception_formatter=structlog.dev.plain_traceback
         )
-        return [*shared, renderer]
+        return [
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.StackInfoRenderer(),
+            renderer,
+        ]
     raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {fmt!r}")
 
 
-def configure(fmt: LogFormat = "console", *, stream: TextIO | None = None, level: int = logging.INFO) -> None:
-    """Send structlog events at ``level`` or above to ``stream`` (stderr by default) in ``fmt``."""
+def configure(
+    fmt: LogFormat = "console",
+    *,
+    stream: TextIO | None = None,
+    level: int = logging.INFO,
+    stdlib: bool = False,
+) -> None:
+    """Send structlog events at ``level`` or above to ``stream`` (stderr by default) in ``fmt``.
+
+    With ``stdlib``, the standard library's root logger (kubernetes client, gRPC) writes its
+    warnings and errors to the same stream.
+    """
+    out = stream if stream is not None else sys.stderr
     structlog.configure(
         processors=processors(fmt),
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
+    if stdlib:
+        logging.basicConfig(level=logging.WARNING, stream=out, format="%(levelname)s %(name)s: %(message)s")
