@@ -320,4 +320,9 @@ def entity_too_large(limit: int) -> ApiStatusError:
     return _err(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
-__all__ += ["entity_too_large"]
+def entity_too_large_object() -> ApiStatusError:
+    """413 for an object over the storage limit (etcd's ``request is too large``)."""
+    return _err(413, "RequestEntityTooLarge", "Request entity too large: etcdserver: request is too large")
+
+
+__all__ += ["entity_too_large", "entity_too_large_object"]

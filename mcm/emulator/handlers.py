@@ -20,7 +20,9 @@ from typing import Any, Protocol
 import structlog
 import yaml
 
-from mcm.emulator import errors, eventsv1, patch, tables
+from mcm.emulator import errors, eventsv1, jsonbody, patch, tables
+from mcm.emulator import options as write_options
+from mcm.emulator.builtinfields import TypeMismatch, check_types
 from mcm.emulator.discovery import Discovery
 from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.listing import (
@@ -35,7 +37,7 @@ from mcm.emulator.listing import (
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import RequestInfo, parse_bool
 from mcm.emulator.storage import Storage, WriteResult
-from mcm.emulator.store import Stored, encode
+from mcm.emulator.store import ObjectTooLarge, Stored, encode
 from mcm.emulator.watch import WatchHub
 
 __all__ = ["Api", "Request", "Response"]
@@ -118,11 +120,13 @@ class Api:
             return self._non_resource(req, info)
         except ApiStatusError as err:
             return status_response(err)
+        except ObjectTooLarge:
+            return status_response(errors.entity_too_large_object())
         except RecursionError:
             return status_response(errors.bad_request("the request body is nested too deeply"))
         except Exception as exc:  # a bug must not kill the connection or the server
-            log.exception("request_failed", method=req.method, path=req.path)
-            return status_response(errors.internal_error(f"{type(exc).__name__}: {exc}"))
+            log.exception("request_failed", method=req.method, path=req.path, error=type(exc).__name__)
+            return status_response(errors.internal_error("the server could not complete the request"))
 
     def _non_resource(self, req: Request, info: RequestInfo) -> Response:
         if req.method not in ("GET", "HEAD"):
@@ -183,6 +187,8 @@ class Api:
             return self._evict(req, rt, info)
         if verb in ("list", "watch", "deletecollection", "create") and info.subresource:
             raise errors.method_not_allowed(req.method)
+        if verb in ("create", "update", "patch"):
+            write_options.validate_write(verb, req.query, apply_patch=_is_apply(req))
         if verb == "get":
             return self._get(req, rt, info)
         if verb == "list":
@@ -296,17 +302,18 @@ class Api:
         ) or (content_type == "application/strategic-merge-patch+json" and not smp_allowed):
             raise errors.unsupported_media_type(content_type, smp_allowed)
         try:
-            document = json.loads(raw or b"null")
+            document = jsonbody.loads(raw or b"null")
         except ValueError as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from exc
+        check = _type_check(rt)
 
         def apply(current: Obj) -> Obj:
             try:
                 if content_type == "application/json-patch+json":
-                    return patch.json_patch(current, document)
+                    return check(patch.json_patch(current, document))
                 if content_type == "application/merge-patch+json":
-                    return patch.merge_patch(current, document)
-                return patch.strategic_merge_patch(current, document, rt.strategy.smp_lists)
+                    return check(patch.merge_patch(current, document))
+                return check(patch.strategic_merge_patch(current, document, rt.strategy.smp_lists))
             except patch.PatchError as exc:
                 if exc.code == 422:
                     raise ApiStatusError(errors.status_failure(422, "Invalid", exc.message)) from exc
@@ -364,20 +371,27 @@ class Api:
         if req.body.strip():
             decoded = self._decode_json(req.body, "DeleteOptions", "v1")
             if not isinstance(decoded, dict):
-                raise errors.bad_request("DeleteOptions must be an object")
+                raise errors.bad_request(
+                    'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: '
+                    "json: cannot unmarshal "
+                    + _json_type(decoded)
+                    + " into Go value of type v1.DeleteOptions"
+                )
+            write_options.validate_delete(decoded, req.query)
             return decoded
-        options: Obj = {}
+        result: Obj = {}
+        if "gracePeriodSeconds" in req.query:
+            result["gracePeriodSeconds"] = write_options.go_int(req.query["gracePeriodSeconds"])
+        if "propagationPolicy" in req.query:
+            result["propagationPolicy"] = req.query["propagationPolicy"]
         try:
-            if "gracePeriodSeconds" in req.query:
-                options["gracePeriodSeconds"] = int(req.query["gracePeriodSeconds"])
-            if "propagationPolicy" in req.query:
-                options["propagationPolicy"] = req.query["propagationPolicy"]
             orphan = parse_bool(req.query.get("orphanDependents"))
         except ValueError as exc:
             raise errors.bad_request(str(exc)) from exc
         if orphan is not None:
-            options["orphanDependents"] = orphan
-        return options
+            result["orphanDependents"] = orphan
+        write_options.validate_delete(result, req.query)
+        return result
 
     def _delete_collection(self, req: Request, rt: ResourceType, namespace: str | None) -> Response:
         opts = parse_list_options(rt, req.query, watch=False)
@@ -468,9 +482,11 @@ class Api:
         if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
             try:
                 value = yaml.safe_load(req.body.decode("utf-8"))
-            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                jsonbody.check_finite(value)
+            except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
+                reason = exc if isinstance(exc, jsonbody.BodyError) else "error converting YAML to JSON"
                 raise errors.bad_request(
-                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {reason}'
                 ) from exc
         elif content_type in ("application/json", "", "*/*"):
             value = self._decode_json(req.body, kind, rt.version)
@@ -481,17 +497,24 @@ class Api:
         if not isinstance(value, dict):
             raise errors.bad_request(
                 f'{kind} in version "{rt.version}" cannot be handled as a {kind}: '
-                "the body is not a JSON object"
+                f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
             )
+        if kind == rt.kind and rt.builtin:
+            try:
+                check_types(rt.group, rt.kind, value)
+            except TypeMismatch as exc:
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                ) from exc
         return value
 
     @staticmethod
     def _decode_json(raw: bytes, kind: str, version: str) -> Any:
         try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+            return jsonbody.loads(raw)
+        except ValueError as exc:
             raise errors.bad_request(
-                f'{kind} in version "{version}" cannot be handled as a {kind}: json parse error: {exc}'
+                f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
             ) from exc
 
 
@@ -510,6 +533,42 @@ def _reject_duplicate_keys(raw: bytes, kind: str, version: str) -> None:
         return dict(pairs)
 
     json.loads(raw, object_pairs_hook=hook)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "null" if value is None else "object"
+
+
+def _type_check(rt: ResourceType) -> Callable[[Obj], Obj]:
+    """For built-in kinds: the patched object must still decode into the kind (400 otherwise)."""
+
+    def check(obj: Obj) -> Obj:
+        if rt.builtin and isinstance(obj, dict):
+            try:
+                check_types(rt.group, rt.kind, obj)
+            except TypeMismatch as exc:
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+                ) from exc
+        return obj
+
+    return check
+
+
+def _is_apply(req: Request) -> bool:
+    return (
+        req.headers.get("Content-Type", "")
+        .split(";")[0]
+        .strip()
+        .lower()
+        .startswith("application/apply-patch")
+    )
 
 
 def _table_view(rt: ResourceType) -> Callable[[Obj], Obj]:
