@@ -37,6 +37,7 @@ from mcm.emulator.listing import NODE_INDEX, WatchStart
 from mcm.emulator.registry import CRD_STORAGE_KEY, Registry, ResourceType
 from mcm.emulator.routing import RequestInfo, parse_bool, resolve
 from mcm.emulator.server import Completed, HttpServer, _ChunkWriter
+from mcm.emulator.services import seed_kubernetes_service
 from mcm.emulator.stats import LogEntry, Stats
 from mcm.emulator.storage import Storage
 from mcm.emulator.store import Change, VersionedStore
@@ -292,6 +293,7 @@ class Emulator:
         for namespace in DEFAULT_NAMESPACES:
             if self.storage.get(rt, "", namespace) is None:
                 self.storage.create(rt, {"metadata": {"name": namespace}})
+        seed_kubernetes_service(self.storage)
 
     def resource_type(self, gvr: str | tuple[str, str] | ResourceType) -> ResourceType:
         """Resolve ``"pods"``, ``"machines.machine.sapcloud.io"`` or ``(group, resource)``."""

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 import yaml
 
-from mcm.emulator import errors, eventsv1, jsonbody, patch, tables
+from mcm.emulator import errors, eventsv1, jsonbody, k8sproto, patch, reviews, tables
 from mcm.emulator import options as write_options
 from mcm.emulator.builtinfields import TypeMismatch, check_types
 from mcm.emulator.discovery import Discovery
@@ -38,6 +38,7 @@ from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import RequestInfo, parse_bool
 from mcm.emulator.storage import Storage, WriteResult
 from mcm.emulator.store import ObjectTooLarge, Stored, encode
+from mcm.emulator.validation import FieldError
 from mcm.emulator.watch import WatchHub
 
 __all__ = ["Api", "Request", "Response"]
@@ -46,6 +47,7 @@ log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class EvictFn(Protocol):
@@ -179,6 +181,11 @@ class Api:
         rt = self._type(info)
         if rt.group == "events.k8s.io":
             return self._events_v1(req, rt, info)
+        if rt.group in reviews.GROUPS:
+            if info.verb != "create" or info.name or info.subresource:
+                raise errors.method_not_allowed(req.method)
+            write_options.validate_write("create", req.query)
+            return Response(201, encode(reviews.answer(rt, self._decode(req, rt), req.headers)))
         verb = info.verb
         namespace = info.namespace
         if verb not in rt.verbs and not info.subresource:
@@ -279,6 +286,8 @@ class Api:
         if info.subresource in ("eviction", "finalize"):
             raise errors.method_not_allowed(req.method)
         content_type = req.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type == APPLY_PATCH and info.subresource in ("", "status"):
+            return self._server_side_apply(req, rt, info)
         apply = self._patch_function(rt, content_type, req.body)
         if info.subresource == "scale":
             return self._write_scale(req, rt, info, apply)
@@ -292,6 +301,63 @@ class Api:
             field_validation=_fv(req),
         )
         return Response(200, encode(result.obj), headers=_warnings(result))
+
+    def _server_side_apply(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        """Server-side apply, common case: create the object, or merge the applied configuration
+        into it (strategic merge for built-ins, JSON merge for custom objects). Deviations: no
+        ``managedFields``, no conflicts between managers, and fields dropped from a later applied
+        configuration are kept."""
+        if not req.query.get("fieldManager"):
+            raise errors.invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                [FieldError("FieldValueRequired", "fieldManager", "is required for apply patch")],
+                qualified_kind="PatchOptions.meta.k8s.io",
+            )
+        applied = self._decode_apply(req, rt)
+        name = (applied.get("metadata") or {}).get("name")
+        if name is not None and name != info.name:
+            raise errors.bad_request(
+                f"the name of the object ({name}) does not match the name on the URL ({info.name})"
+            )
+        check = _type_check(rt)
+        if info.subresource == "" and self.storage.get(rt, info.namespace, info.name) is None:
+            body = check(_set_path(applied, ["metadata", "name"], info.name))
+            result = self.storage.create(
+                rt, body, info.namespace, dry_run=_dry_run(req), field_validation=_fv(req)
+            )
+            return Response(201, encode(result.obj), headers=_warnings(result))
+
+        def merge(current: Obj) -> Obj:
+            if rt.builtin:
+                return check(patch.strategic_merge_patch(current, applied, rt.strategy.smp_lists))
+            return patch.merge_patch(current, applied)
+
+        result = self.storage.guaranteed_update(
+            rt,
+            info.namespace,
+            info.name,
+            merge,
+            subresource=info.subresource,
+            dry_run=_dry_run(req),
+            field_validation=_fv(req),
+        )
+        return Response(200, encode(result.obj), headers=_warnings(result))
+
+    def _decode_apply(self, req: Request, rt: ResourceType) -> Obj:
+        try:
+            value = yaml.safe_load(req.body.decode("utf-8"))
+            jsonbody.check_finite(value)
+        except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
+            reason = exc if isinstance(exc, jsonbody.BodyError) else "error converting YAML to JSON"
+            raise errors.bad_request(f"error decoding YAML: {reason}") from exc
+        if not isinstance(value, dict):
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
+            )
+        return value
 
     def _patch_function(self, rt: ResourceType, content_type: str, raw: bytes) -> Callable[[Obj], Obj]:
         smp_allowed = rt.strategy.smp_allowed
@@ -492,8 +558,15 @@ class Api:
             value = self._decode_json(req.body, kind, rt.version)
             if _fv(req) == "Strict":
                 _reject_duplicate_keys(req.body, kind, rt.version)
+        elif content_type == k8sproto.PROTOBUF and k8sproto.supports(rt.group, kind):
+            try:
+                value = k8sproto.decode(req.body, rt.group, kind)
+            except k8sproto.ProtobufError as exc:
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                ) from exc
         else:
-            raise errors.unsupported_media_type(content_type, False)
+            raise errors.unsupported_body_type(protobuf=rt.builtin)
         if not isinstance(value, dict):
             raise errors.bad_request(
                 f'{kind} in version "{rt.version}" cannot be handled as a {kind}: '
