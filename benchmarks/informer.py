@@ -1,17 +1,20 @@
-"""Informer benchmark: ``.venv/bin/python benchmarks/informer.py [--objects N]``.
+"""Informer benchmark: ``.venv/bin/python benchmarks/informer.py [--objects N] [--list-runs R]``.
 
-The emulator runs in a child process (this file with ``--serve``): it seeds N Machine objects of
-about 4 KB each (in process, not over HTTP) and, when told, commits N updates in process, so the
-measuring process does nothing but list, decode, cache and deliver. Prints:
+The emulator runs in its own process (``mcm.emulator.process.spawn``), seeded with N Machine
+objects of about 4 KB each through its admin listener. For the watch phase the informer's watch
+is parked (``pause("hang")``) while N updates are committed in the server process (through the
+admin listener), then released, so the measured span is decoding, caching and delivery only.
+Each figure is printed beside a yardstick measured in the same run:
 
 - list phase: objects/s from ``start`` until ``has_synced`` (HTTP list in pages of 500, JSON
-  decode, DeltaFIFO, indexer, one handler) — target ≥ 5,000;
-- watch phase: events/s from the first to the last of N MODIFIED events reaching the handler,
-  next to the emulator's own commit rate (the watch cannot be faster than the writer) — target
-  ≥ 3,000;
+  decode, DeltaFIFO, indexer, one handler), beside a bare paged GET + ``json.loads`` of the same
+  list — target ≥ 5,000/s;
+- watch phase: events/s from releasing a parked watch to the last of N MODIFIED events at the
+  handler, beside the emulator's commit rate for the same updates (committed beforehand, while
+  the watch was parked) — target ≥ 3,000/s;
 - memory per cached object (tracemalloc, a separate run so tracing does not slow the phases
-  above) after the list and after the watch, next to a plain ``json.loads`` dict of the same
-  object decoded one by one and as one list body, measured in the same run — target ≤ 1.1x.
+  above) after the list and after the watch, beside a plain ``json.loads`` dict of the same
+  objects (as one list body, and one by one) — target ≤ 1.1x. ``--no-memory`` skips it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,12 +33,18 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _report import Report, at_least, ratio_at_most  # noqa: E402
+
 from mcm.apis.machine.resources import MACHINES  # noqa: E402
+from mcm.emulator.process import spawn  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
 from mcm.runtime.client import load_config  # noqa: E402
 
 NAMESPACE = "shoot--bench"
 CRDS = REPO / "charts" / "machine-controller" / "crds"
+SEED_BATCH = 500
 
 
 # --------------------------------------------------------------------------------------------
@@ -45,9 +52,13 @@ CRDS = REPO / "charts" / "machine-controller" / "crds"
 # --------------------------------------------------------------------------------------------
 
 
+def machine_name(i: int) -> str:
+    return f"shoot--bench-worker-z1-5d8f7-{i:05d}"
+
+
 def machine(i: int) -> dict[str, Any]:
     """A realistic Machine of about 4 KB of JSON."""
-    name = f"shoot--bench-worker-z1-5d8f7-{i:05d}"
+    name = machine_name(i)
     return {
         "apiVersion": "machine.sapcloud.io/v1alpha1",
         "kind": "Machine",
@@ -127,83 +138,48 @@ def machine(i: int) -> dict[str, Any]:
     }
 
 
-def update_all(emu: Any, objects: int) -> float:
-    """Commit one MODIFIED per object, in process; return the seconds it took."""
-    rt = emu.resource_type(("machine.sapcloud.io", "machines"))
-
-    def bump(current: dict[str, Any]) -> dict[str, Any]:
-        new: dict[str, Any] = json.loads(json.dumps(current))
-        new["metadata"]["annotations"]["bench/generation"] = "1"
-        return new
-
-    start = time.perf_counter()
-    for i in range(objects):
-        emu.storage.guaranteed_update(rt, NAMESPACE, machine(i)["metadata"]["name"], bump)
-    return time.perf_counter() - start
-
-
-def serve(objects: int, kubeconfig: str) -> None:
-    """Child process: run the emulator, seed, and commit updates on request (stdin commands)."""
-    from mcm.emulator import Emulator
-
-    emu = Emulator(history_size=max(10_000, objects * 3), controllers=False)
-    emu.start()
-    emu.install_crds(sorted(CRDS.glob("*.yaml")))
-    emu.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
-    emu.seed((machine(i) for i in range(objects)), bypass_strategy=True)
-    emu.write_kubeconfig(kubeconfig)
-    print("READY", flush=True)
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "hold":
-            # Park the client's next watch request, then end its current watch: it reconnects
-            # into the pause and, on release, replays the whole history at streaming speed.
-            emu.pause("hang")
-            emu.watches.drop("close")
-            print("HELD", flush=True)
-        elif command == "update":
-            print(f"DONE {update_all(emu, objects):.6f}", flush=True)
-        elif command == "release":
-            emu.resume()
-            print("RELEASED", flush=True)
-    emu.close()
-
-
 # --------------------------------------------------------------------------------------------
 # The measuring side
 # --------------------------------------------------------------------------------------------
 
 
 class Child:
+    """The emulator in its own process (:func:`mcm.emulator.process.spawn`), seeded and updated
+    through its admin listener (commits in the server process, unaffected by the pause)."""
+
     def __init__(self, objects: int) -> None:
+        self.objects = objects
         self.dir = tempfile.mkdtemp(prefix="mcm-bench-")
-        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", "--objects", str(objects), "--kubeconfig", self.kubeconfig],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        self.process = spawn(
+            self.dir, "informer", crds=CRDS, controllers=False, history_size=max(10_000, objects * 3)
         )
-        self._expect("READY")
+        self.kubeconfig = str(self.process.kubeconfig)
+        remote = self.process.remote
+        remote.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
+        for first in range(0, objects, SEED_BATCH):
+            batch = [machine(i) for i in range(first, min(objects, first + SEED_BATCH))]
+            remote.seed(batch, bypass_strategy=True)
 
-    def _expect(self, word: str) -> str:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(word):
-                return line
-        raise RuntimeError(f"emulator child ended before {word}")
+    def hold(self) -> None:
+        """Park the client's next watch request, then end its current watch: it reconnects into
+        the pause and, on release, receives every update committed meanwhile at streaming speed."""
+        self.process.remote.pause("hang")
+        self.process.remote.drop_watches("close")
 
-    def send(self, command: str, answer: str) -> str:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        return self._expect(answer)
+    def update_all(self) -> float:
+        """One MODIFIED per object, committed in the server process; return the seconds taken."""
+        patch = {"metadata": {"annotations": {"bench/generation": "1"}}}
+        start = time.perf_counter()
+        for first in range(0, self.objects, SEED_BATCH):
+            names = [machine_name(i) for i in range(first, min(self.objects, first + SEED_BATCH))]
+            self.process.remote.merge_patch_all("machines.machine.sapcloud.io", NAMESPACE, names, patch)
+        return time.perf_counter() - start
+
+    def release(self) -> None:
+        self.process.remote.resume()
 
     def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(10)
+        self.process.close()
 
 
 class Counter:
@@ -276,16 +252,36 @@ def watch_phase(child: Child, objects: int, counter: Counter) -> dict[str, float
     figures: dict[str, float] = {}
     time.sleep(1.5)  # let the watch live past client-go's "very short watch" second
     counter.target = objects
-    child.send("hold", "HELD")
-    figures["write_seconds"] = float(child.send("update", "DONE").split()[1])
+    child.hold()
+    figures["write_seconds"] = child.update_all()
     released, cpu = time.perf_counter(), time.process_time()
-    child.send("release", "RELEASED")
+    child.release()
     if not counter.reached.wait(120):
         raise RuntimeError(f"only {counter.updates} of {objects} updates arrived")
     figures["watch_cpu"] = time.process_time() - cpu
     figures["watch_seconds"] = counter.last_update - released
     figures["watch_stream_seconds"] = counter.last_update - counter.first_update
     return figures
+
+
+def bare_list_seconds(child: Child) -> float:
+    """Seconds for the yardstick list: the same pages of 500 over HTTP and ``json.loads``, nothing else."""
+    client = load_config(child.kubeconfig, qps=1_000.0, burst=1_000)
+    path = f"/apis/machine.sapcloud.io/v1alpha1/namespaces/{NAMESPACE}/machines"
+    start = time.perf_counter()
+    query = {"limit": "500"}
+    count = 0
+    while True:
+        page = json.loads(client.get_bytes(path, query=query))
+        count += len(page["items"])
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+        query = {"limit": "500", "continue": token}
+    elapsed = time.perf_counter() - start
+    client.close()
+    del count
+    return elapsed
 
 
 def plain_dict_memory(child: Child) -> tuple[float, float]:
@@ -309,62 +305,74 @@ def plain_dict_memory(child: Child) -> tuple[float, float]:
     return per_item, as_list
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--objects", type=int, default=10_000)
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    parser.add_argument("--objects", type=int, default=10_000, help="Machines to list and update (10,000)")
+    parser.add_argument("--list-runs", type=int, default=3, help="list runs; the best counts (3)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     args = parser.parse_args()
-    if args.serve:
-        serve(args.objects, args.kubeconfig)
-        return
 
-    import structlog
+    from mcm.runtime import logs
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    logs.configure("console", level=30)
     n = args.objects
+    size = len(json.dumps(machine(0), separators=(",", ":")))
+    report = Report(
+        f"informer benchmark: {n:,} Machines of ~{size:,} bytes of JSON, emulator in a child process"
+    )
     child = Child(n)
     try:
-        lists = [run_phases(child, n, trace=False, watch=False) for _ in range(2)]
+        lists = [run_phases(child, n, trace=False, watch=False) for _ in range(max(1, args.list_runs - 1))]
         speed = run_phases(child, n, trace=False)
+        bare = min(bare_list_seconds(child) for _ in range(max(1, args.list_runs)))
     finally:
         child.close()
     best_list = min([*lists, speed], key=lambda f: f["list_seconds"])
-    child = Child(n)
-    try:
-        memory = run_phases(child, n, trace=True)
-        per_item, as_list = plain_dict_memory(child)
-    finally:
-        child.close()
-    size = len(json.dumps(machine(0), separators=(",", ":")))
-    list_rate = n / best_list["list_seconds"]
-    watch_rate = n / speed["watch_seconds"]
-    stream_rate = n / speed["watch_stream_seconds"]
-    write_rate = n / speed["write_seconds"]
-    print(f"objects: {n} Machines, ~{size} bytes of JSON each; emulator in a child process")
-    list_seconds, list_cpu = best_list["list_seconds"], best_list["list_cpu"]
-    print(
-        f"list  : {list_rate:8.0f} objects/s  (best of 3: {list_seconds:.2f} s from start to has_synced; "
-        f"{n / list_cpu:.0f}/s per CPU-second of this process; target >= 5000)"
+    report.figure(
+        "list: start to has_synced",
+        n / best_list["list_seconds"],
+        "objects/s",
+        yardstick=report.yardstick("bare paged GET + json.loads", n / bare, "objects/s"),
+        target=at_least(5_000, "objects/s"),
     )
-    print(
-        f"watch : {watch_rate:8.0f} events/s   (release of the parked watch to the last MODIFIED at the "
-        f"handler; {stream_rate:.0f}/s first to last; target >= 3000)"
+    report.figure(
+        "list: per CPU-second of this process",
+        n / best_list["list_cpu"],
+        "objects/s",
     )
-    print(
-        f"        ({n / speed['watch_cpu']:.0f}/s per CPU-second of this process; the emulator committed "
-        f"the {n} updates beforehand at {write_rate:.0f} writes/s)"
+    report.figure(
+        "watch: release to the last MODIFIED at the handler",
+        n / speed["watch_seconds"],
+        "events/s",
+        yardstick=report.yardstick("emulator commit rate", n / speed["write_seconds"], "writes/s"),
+        target=at_least(3_000, "events/s"),
     )
-    print(f"plain json.loads dict, item by item : {per_item / 1024:7.2f} KiB/object")
-    print(f"plain json.loads dict, whole list   : {as_list / 1024:7.2f} KiB/object")
-    after_list, after_watch = memory["cache_after_list"], memory["cache_after_watch"]
-    ratio = after_list / as_list
-    print(f"informer cache after the list       : {after_list / 1024:7.2f} KiB/object ({ratio:.2f}x)")
-    print(
-        f"informer cache after the watch      : {after_watch / 1024:7.2f} KiB/object "
-        f"({after_watch / per_item:.2f}x; objects now decoded one event at a time; target <= 1.1x)"
-    )
+    report.figure("watch: first to last event", n / speed["watch_stream_seconds"], "events/s")
+    report.figure("watch: per CPU-second of this process", n / speed["watch_cpu"], "events/s")
+    if not args.no_memory:
+        child = Child(n)
+        try:
+            memory = run_phases(child, n, trace=True)
+            per_item, as_list = plain_dict_memory(child)
+        finally:
+            child.close()
+        report.figure(
+            "cache after the list",
+            memory["cache_after_list"] / 1024,
+            "KiB/object",
+            yardstick=report.yardstick("json.loads of the list body", as_list / 1024, "KiB/object"),
+            target=ratio_at_most(1.1),
+        )
+        report.figure(
+            "cache after the watch (objects decoded one event at a time)",
+            memory["cache_after_watch"] / 1024,
+            "KiB/object",
+            yardstick=report.yardstick("json.loads item by item", per_item / 1024, "KiB/object"),
+            target=ratio_at_most(1.1),
+        )
+    report.print()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,32 +1,51 @@
-"""Work-queue benchmark: ``.venv/bin/python benchmarks/workqueue.py``.
+"""Work-queue benchmark: ``.venv/bin/python benchmarks/workqueue.py [--smoke] [sizes]``.
 
-Prints, in one run (best of several repetitions each):
+Prints, in one run (best of ``--repeat`` repetitions each), every figure beside a yardstick
+measured in the same run:
 
-- Add+Get+Done per item on one thread, stdlib ``queue.Queue`` put+get as the yardstick, and
-  their ratio (target ≤ 0.6);
-- AddRateLimited+Forget per key over 100,000 keys (target ≤ 3.5 µs);
-- time until 100,000 ``add_after(key, 0.001)`` items are all delivered (target ≤ 0.6 s);
-- queue calls per second (add + get + done) with 1, 2 and 8 worker threads.
+- Add+Get+Done per item on one thread, beside stdlib ``queue.Queue`` put+get (target: ratio
+  ≤ 0.6);
+- AddRateLimited+Forget per key over ``--keys`` keys, beside the same stdlib put+get (target
+  ≤ 3.5 µs);
+- time until ``--keys`` ``add_after(key, 0.001)`` items are all delivered, beside a plain
+  ``heapq`` push and pop of as many timers (target ≤ 0.6 s at 100,000 keys);
+- queue calls per second (add + get + done) with 1, 2 and 8 worker threads, beside stdlib
+  ``queue.Queue`` put + get + task_done with as many threads.
 """
 
 from __future__ import annotations
 
+import argparse
+import heapq
 import queue as stdlib_queue
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from mcm.runtime.workqueue import DelayingQueue, Queue, RateLimitingQueue, default_controller_rate_limiter
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _report import Report, at_most, ratio_at_most
+
+from mcm.runtime.workqueue import (
+    DelayingQueue,
+    Queue,
+    RateLimitingQueue,
+    default_controller_rate_limiter,
+)
 
 CYCLES = 200_000
 KEYS = 100_000
 REPEAT = 5
+ITEMS = 100_000
 
 
-def best_of(measure: Callable[[], float], repeat: int = REPEAT) -> tuple[float, float]:
-    """(best, median) of ``repeat`` runs."""
-    runs = [measure() for _ in range(repeat)]
+def best_of(measure: Callable[[], float], repeat: int | None = None) -> tuple[float, float]:
+    """(best, median) of ``repeat`` (default ``REPEAT``) runs."""
+    runs = [measure() for _ in range(repeat or REPEAT)]
     return min(runs), statistics.median(runs)
 
 
@@ -78,7 +97,47 @@ def add_after_delivery() -> float:
     return elapsed
 
 
-def calls_per_second(workers: int, items: int = 100_000) -> float:
+def heapq_timers() -> float:
+    """Push ``KEYS`` (deadline, key) timers on a heap and pop them all: a delaying queue's core."""
+    keys = [f"namespace/machine-{i}" for i in range(KEYS)]
+    heap: list[tuple[float, str]] = []
+    push, pop = heapq.heappush, heapq.heappop
+    start = time.perf_counter()
+    now = time.monotonic()
+    for key in keys:
+        push(heap, (now + 0.001, key))
+    while heap:
+        pop(heap)
+    return time.perf_counter() - start
+
+
+def stdlib_calls_per_second(workers: int) -> float:
+    """put + get + task_done per item through ``queue.Queue`` with ``workers`` consumer threads."""
+    items = ITEMS
+    q: stdlib_queue.Queue[int | None] = stdlib_queue.Queue()
+
+    def work() -> None:
+        while True:
+            item = q.get()
+            q.task_done()
+            if item is None:
+                return
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    for i in range(items):
+        q.put(i)
+    for _ in threads:
+        q.put(None)
+    for thread in threads:
+        thread.join()
+    return 3 * items / (time.perf_counter() - start)
+
+
+def calls_per_second(workers: int) -> float:
+    items = ITEMS
     q: Queue[int] = Queue()
     finished = threading.Barrier(workers + 1)
 
@@ -102,27 +161,61 @@ def calls_per_second(workers: int, items: int = 100_000) -> float:
     return 3 * items / elapsed
 
 
-def main() -> None:
-    stdlib_best, stdlib_median = best_of(stdlib_put_get)
-    cycle_best, cycle_median = best_of(add_get_done)
-    print(f"queue.Queue put+get            {stdlib_best * 1e6:7.3f} µs/op (median {stdlib_median * 1e6:.3f})")
-    print(f"Queue add+get+done             {cycle_best * 1e6:7.3f} µs/op (median {cycle_median * 1e6:.3f})")
-    ratio_best, ratio_median = cycle_best / stdlib_best, cycle_median / stdlib_median
-    print(f"  ratio (target <= 0.6)        {ratio_best:7.3f}   (medians {ratio_median:.3f})")
-    limited_best, limited_median = best_of(add_rate_limited_forget)
-    print(
-        f"add_rate_limited+forget        {limited_best * 1e6:7.3f} µs/op (median {limited_median * 1e6:.3f};"
-        f" {KEYS:,} keys, target <= 3.5)"
+def main() -> int:
+    global CYCLES, KEYS, REPEAT, ITEMS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="small sizes for CI (targets not judged)")
+    parser.add_argument("--cycles", type=int, help=f"add+get+done cycles per run (default {CYCLES:,})")
+    parser.add_argument(
+        "--keys", type=int, help=f"keys for the rate-limited and delayed runs (default {KEYS:,})"
     )
-    after_best, after_median = best_of(add_after_delivery)
-    print(
-        f"{KEYS:,} add_after(0.001) delivered {after_best:6.3f} s"
-        f"   (median {after_median:.3f}; target <= 0.6)"
+    parser.add_argument("--items", type=int, help=f"items per threaded run (default {ITEMS:,})")
+    parser.add_argument("--repeat", type=int, help=f"repetitions; the best counts (default {REPEAT})")
+    args = parser.parse_args()
+    scale = 0.05 if args.smoke else 1.0
+    CYCLES = args.cycles or int(CYCLES * scale)
+    KEYS = args.keys or int(KEYS * scale)
+    ITEMS = args.items or int(ITEMS * scale)
+    REPEAT = args.repeat or (2 if args.smoke else REPEAT)
+    full = (CYCLES, KEYS, ITEMS) == (200_000, 100_000, 100_000)
+    report = Report(f"workqueue benchmark, python {sys.version.split()[0]}", full_size=full)
+
+    stdlib_best, _ = best_of(stdlib_put_get)
+    stdlib = report.yardstick("stdlib queue.Queue put+get", stdlib_best * 1e6, "µs/op")
+    cycle_best, _ = best_of(add_get_done)
+    report.figure(
+        "Queue add+get+done", cycle_best * 1e6, "µs/op", yardstick=stdlib, target=ratio_at_most(0.6)
+    )
+    limited_best, _ = best_of(add_rate_limited_forget)
+    report.figure(
+        f"add_rate_limited+forget over {KEYS:,} keys",
+        limited_best * 1e6,
+        "µs/op",
+        yardstick=stdlib,
+        target=at_most(3.5, "µs/op"),
+    )
+    heap_best, _ = best_of(heapq_timers)
+    heap = report.yardstick(f"heapq push+pop of {KEYS:,} timers", heap_best, "s")
+    after_best, _ = best_of(add_after_delivery)
+    report.figure(
+        f"{KEYS:,} add_after(0.001) delivered",
+        after_best,
+        "s",
+        yardstick=heap,
+        target=at_most(0.6, "s", sized=True),
     )
     for workers in (1, 2, 8):
-        best = max(calls_per_second(workers) for _ in range(3))
-        print(f"calls/s with {workers} worker thread(s)  {best:12,.0f}")
+        baseline = max(stdlib_calls_per_second(workers) for _ in range(min(REPEAT, 3)))
+        ours = max(calls_per_second(workers) for _ in range(min(REPEAT, 3)))
+        report.figure(
+            f"Queue calls/s with {workers} worker thread(s)",
+            ours,
+            "/s",
+            yardstick=report.yardstick(f"stdlib queue.Queue, {workers} thread(s)", baseline, "/s"),
+        )
+    report.print()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

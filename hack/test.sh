@@ -23,6 +23,8 @@ if [ "$#" -eq 0 ]; then
   echo "== benchmark smoke runs (figures are informative; a crash fails the run)"
   python benchmarks/emulator.py --smoke
   python benchmarks/informer.py --objects 1000
+  python benchmarks/workqueue.py --smoke
+  python benchmarks/drain.py --smoke
 fi
 echo "== pytest"
 pytest -n 2 "$@"

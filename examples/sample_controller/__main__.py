@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import structlog
 import yaml
 from kubernetes.client import ApiClient, Configuration
 
 from examples.sample_controller.controller import DEPLOYMENTS, FOOS, Controller
+from mcm.runtime import logs
 from mcm.runtime.cache import SharedInformerFactory
 from mcm.runtime.client import ClusterClient, Object, load_config
 from mcm.runtime.client.config import new_configuration
@@ -111,10 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--demo", action="store_true", help="Run against a throw-away API server emulator.")
     args = parser.parse_args(argv)
-    structlog.configure(
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-    )
+    logs.configure("console", level=logging.INFO)  # tracebacks without local variables
     if args.demo:
         demo()
         return 0

@@ -1,1 +1,14 @@
-"""mcm."""
+"""The provider-side machine controller (seeds 000/001/003; spec machine-reconcile.md).
+
+Start with :class:`Controller` (wiring, queues, ``run``) and :class:`ControllerOptions` (every
+``machine-controller`` flag). The loops live in :mod:`.machine` (entry), :mod:`.creation`,
+:mod:`.health`, :mod:`.nodesync`, :mod:`.deletion` (the step table), :mod:`.classes`
+(MachineClass and Secret finalizers) and :mod:`.node` (the HEAD node loop). The drain is
+reached through :class:`Drainer` (:mod:`.drainer`).
+"""
+
+from mcm.controller.controller import QUEUE_NAMES, Controller
+from mcm.controller.drainer import Drainer, DrainFailed, DrainRequest
+from mcm.controller.options import ControllerOptions
+
+__all__ = ["QUEUE_NAMES", "Controller", "ControllerOptions", "DrainFailed", "DrainRequest", "Drainer"]

@@ -46,6 +46,7 @@ __all__ = [
     "ListMachinesRequest",
     "ListMachinesResponse",
     "MachineRequest",
+    "MachineResponse",
     "NodeAddress",
 ]
 
@@ -65,13 +66,29 @@ class CreateMachineRequest(MachineRequest):
 
 
 @dataclass(frozen=True)
-class CreateMachineResponse:
-    """The new (or already existing) VM."""
+class MachineResponse:
+    """What create, initialise and status report about a VM: its IDs and addresses.
+
+    ``addresses`` is stored as a tuple (a list of :class:`NodeAddress` is accepted too); anything
+    else, such as a string passed in the wrong position, is a ``TypeError``.
+    """
 
     provider_id: str
     node_name: str
-    last_known_state: str = ""
     addresses: tuple[NodeAddress, ...] = ()
+
+    def __post_init__(self) -> None:
+        addresses: object = self.addresses
+        if not isinstance(addresses, (tuple, list)) or not all(isinstance(a, NodeAddress) for a in addresses):
+            raise TypeError(f"addresses must be NodeAddress values, got {addresses!r}")
+        object.__setattr__(self, "addresses", tuple(addresses))
+
+
+@dataclass(frozen=True)
+class CreateMachineResponse(MachineResponse):
+    """The new (or already existing) VM, and what the driver wants remembered about it."""
+
+    last_known_state: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -80,12 +97,8 @@ class InitializeMachineRequest(MachineRequest):
 
 
 @dataclass(frozen=True)
-class InitializeMachineResponse:
+class InitializeMachineResponse(MachineResponse):
     """The initialised VM."""
-
-    provider_id: str
-    node_name: str
-    addresses: tuple[NodeAddress, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,12 +119,8 @@ class GetMachineStatusRequest(MachineRequest):
 
 
 @dataclass(frozen=True)
-class GetMachineStatusResponse:
+class GetMachineStatusResponse(MachineResponse):
     """The VM backing the machine."""
-
-    provider_id: str
-    node_name: str
-    addresses: tuple[NodeAddress, ...] = ()
 
 
 @dataclass(frozen=True)

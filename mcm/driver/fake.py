@@ -281,7 +281,9 @@ class FakeDriver(Driver):
                 last_known_state=self.last_known_state,
             )
             self._vms[vm.provider_id] = vm
-        return CreateMachineResponse(vm.provider_id, vm.node_name, vm.last_known_state, vm.addresses)
+        return CreateMachineResponse(
+            vm.provider_id, vm.node_name, vm.addresses, last_known_state=vm.last_known_state
+        )
 
     def _initialize(self, request: InitializeMachineRequest) -> InitializeMachineResponse:
         if not self.initialization:

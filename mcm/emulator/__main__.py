@@ -16,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+import structlog
+
 from mcm.emulator.admin import AdminServer
 from mcm.emulator.emulator import Emulator
 
@@ -37,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--ready-file", help="JSON file written once the server is ready")
     serve.add_argument("--request-log", help="append the request log as JSON lines to this file")
     serve.add_argument("--no-controllers", action="store_true", help="do not run the simulated controllers")
+    serve.add_argument(
+        "--history-size", type=int, default=10_000, help="watch history entries kept per resource (10,000)"
+    )
     serve.add_argument(
         "--admin-port", type=int, default=0, help="port of the admin (controls) listener; -1: none"
     )
@@ -63,6 +68,7 @@ def serve(args: argparse.Namespace) -> int:
         token=args.token,
         log_file=args.request_log,
         controllers=not args.no_controllers,
+        history_size=args.history_size,
         tls_dir=Path(args.kubeconfig).parent / f"{args.name}-tls" if args.tls else None,
     )
     admin: AdminServer | None = None
@@ -85,9 +91,19 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def configure_logging() -> None:
+    """Log to stderr; tracebacks are plain, never with local variables (request bodies hold secrets)."""
+    console = structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), console],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     args = _parser().parse_args(argv)
+    configure_logging()
     if args.command == "serve":
         return serve(args)
     return 2  # pragma: no cover - argparse rejects unknown commands

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcm.emulator import podspec
-from mcm.emulator.selectors import labels_match
 from mcm.emulator.strategies import Strategy
 from mcm.emulator.validation import FieldError, invalid, label_errors, not_supported, required
+from mcm.runtime.labels import selector_from_label_selector
 
 __all__ = ["DEPLOYMENT", "deployment_defaults", "deployment_errors"]
 
@@ -98,7 +98,7 @@ def _selector_errors(spec: Mapping[str, Any]) -> list[FieldError]:
     labels = _get(spec, "template", "metadata", "labels") or {}
     if not errors and isinstance(labels, Mapping):
         try:
-            matches = labels_match(selector, labels)
+            matches = selector_from_label_selector(selector).matches(labels)
         except ValueError as err:
             return [invalid("spec.selector", dict(selector), str(err))]
         if not matches:

@@ -1,7 +1,10 @@
 """The in-process Kubernetes API server emulator (spec §3, §4).
 
-``Emulator`` ties the store, registry, storage semantics, watch hub, HTTP transport, faults and
-stats together. Guarantees:
+``Emulator`` is a facade: it builds and wires the parts and offers the controls tests use; the
+behaviour lives in the parts: ``store.py`` (objects, resourceVersions, history), ``storage.py``,
+``deletion.py`` and ``eviction.py`` (REST semantics), ``handlers.py`` (verbs), ``frontend.py``
+(pause modes, auth, faults, stats), ``server.py`` (HTTP transport), ``watch.py``,
+``crdserving.py`` and ``controllers/``. Guarantees:
 
 - ``start()`` binds ``host:port`` (port 0: the kernel picks; later starts re-bind the same port)
   and serves until ``stop()``. Data, RV counter and history survive ``stop``/``start``.
@@ -9,8 +12,8 @@ stats together. Guarantees:
   ``resume()`` ends it.
 - Test access (``get``, ``list``, ``wait_for``, ``history``, ``seed``) goes to the store directly,
   is not counted in stats and returns read-only dicts.
-- Simulated controllers (``mcm.emulator.controllers``) are started through their package's
-  ``start_controllers(emulator)`` when it exists; it returns an object with ``stop()``.
+- Simulated controllers (``mcm.emulator.controllers``) start with the first ``start()`` unless
+  ``controllers=False``; a controller that fails to start is logged and the server runs without.
 """
 
 from __future__ import annotations
@@ -25,23 +28,22 @@ from types import TracebackType
 from typing import Any
 
 import structlog
-import yaml
 
-from mcm.emulator import errors
+from mcm.emulator.controllers import start_controllers
+from mcm.emulator.crdserving import follow_crds, install_crds
 from mcm.emulator.discovery import Discovery
-from mcm.emulator.errors import ApiStatusError
-from mcm.emulator.faults import Faults, RequestMeta
-from mcm.emulator.handlers import Api, Request, Response, health_response, status_response
+from mcm.emulator.faults import Faults
+from mcm.emulator.frontend import Frontend
+from mcm.emulator.handlers import Api
 from mcm.emulator.kubeconfig import TlsMaterial, make_tls_material, write_kubeconfig
-from mcm.emulator.listing import NODE_INDEX, WatchStart
-from mcm.emulator.registry import CRD_STORAGE_KEY, Registry, ResourceType
-from mcm.emulator.routing import RequestInfo, parse_bool, resolve
-from mcm.emulator.server import Completed, HttpServer, _ChunkWriter
+from mcm.emulator.listing import NODE_INDEX
+from mcm.emulator.registry import Registry, ResourceType
+from mcm.emulator.server import HttpServer
 from mcm.emulator.services import seed_kubernetes_service
-from mcm.emulator.stats import LogEntry, Stats
+from mcm.emulator.stats import Stats
 from mcm.emulator.storage import Storage
 from mcm.emulator.store import Change, VersionedStore
-from mcm.emulator.watch import WatchHub, error_line, serve_watch
+from mcm.emulator.watch import WatchHub
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
 __all__ = ["Emulator"]
@@ -94,17 +96,18 @@ class Emulator:
             self.watches,
             server_address=self._address,
             freshness_timeout=freshness_timeout,
-            evict=_find_evict(),
+            clock=clock,
         )
+        self.frontend = Frontend(self.api, self.watches, self.faults, self.stats, self.token if tls else None)
         self._server = HttpServer(
-            self._handle,
-            self._run_watch,
-            self._completed,
+            self.frontend.handle,
+            self.frontend.run_watch,
+            self.frontend.completed,
             host=host,
             port=port,
             ssl_context=self.tls.server_context() if self.tls else None,
         )
-        self.store.subscribe(self._serve_crds)
+        follow_crds(self.store, self.registry)
         self.store.add_index("pods", NODE_INDEX, _node_name)
         self._want_controllers = controllers
         self.controllers: Any = None
@@ -246,46 +249,7 @@ class Emulator:
         self, paths: Iterable[str | Path] | str | Path, timeout: float = 5.0
     ) -> builtins.list[Obj]:
         """Create (or replace) CRDs from YAML files or directories and wait until Established."""
-        items = [paths] if isinstance(paths, str | Path) else list(paths)
-        files: builtins.list[Path] = []
-        for item in items:
-            path = Path(item)
-            files += sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")) if path.is_dir() else [path]
-        rt = self.registry.resource("apiextensions.k8s.io", "customresourcedefinitions")
-        assert rt is not None
-        installed: builtins.list[Obj] = []
-        for file in files:
-            for doc in yaml.safe_load_all(file.read_text(encoding="utf-8")):
-                if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
-                    continue
-                installed.append(self._apply_crd(rt, doc))
-        for crd in installed:
-            name = str(crd["metadata"]["name"])
-            if not self.wait_for(_served(self.registry, name), timeout):
-                raise TimeoutError(f"CRD {name} did not become Established")
-        return installed
-
-    def _apply_crd(self, rt: ResourceType, doc: Obj) -> Obj:
-        name = str((doc.get("metadata") or {}).get("name", ""))
-        current = self.storage.get(rt, "", name)
-        if current is None:
-            return self.storage.create(rt, doc).obj
-
-        def replace(existing: Obj) -> Obj:
-            return {**existing, "spec": doc.get("spec", {})}
-
-        return self.storage.guaranteed_update(rt, "", name, replace).obj
-
-    def _serve_crds(self, change: Change) -> None:
-        if change.resource != CRD_STORAGE_KEY:
-            return
-        name = change.new.obj["metadata"]["name"]
-        if change.type == "DELETED":
-            for removed in self.registry.remove_crd(name):
-                if self.registry.by_storage(removed.storage_key) is None:
-                    self.store.drop(removed.storage_key)
-            return
-        self.registry.set_crd(change.new.obj)
+        return install_crds(self.storage, paths, lambda check: self.wait_for(check, timeout))
 
     def _seed_namespaces(self) -> None:
         rt = self.registry.resource("", "namespaces")
@@ -347,75 +311,6 @@ class Emulator:
             created.append(self.storage.create(rt, obj, namespace, bypass_strategy=bypass_strategy).obj)
         return created
 
-    # ------------------------------------------------------------------ request path
-
-    def _handle(self, req: Request) -> Response | WatchStart:
-        try:
-            watch = bool(parse_bool(req.query.get("watch")))
-        except ValueError as exc:
-            return status_response(errors.bad_request(str(exc)))
-        info = resolve(req.method, req.path, watch)
-        req.info = info
-        if not self.faults.wait_if_hung():
-            return Response(503, b"", headers=[("Connection", "close")])
-        if self.faults.mode == "error":
-            if info.kind in ("healthz", "livez", "readyz"):
-                return health_response(info.kind, req.query, ok=False)
-            return status_response(errors.service_unavailable())
-        if self.tls is not None and self.token and not self._authorized(req, info):
-            return status_response(errors.unauthorized())
-        meta = _request_meta(info, req)
-        self.faults.sleep_for(meta)
-        rule = self.faults.match(meta) if info.kind == "resource" else None
-        if rule is not None and rule.phase == "before":
-            return self._fault_response(info, rule.error(meta))
-        result = self.api.handle(req, info)
-        if rule is not None:
-            return self._fault_response(info, rule.error(meta))
-        return result
-
-    def _authorized(self, req: Request, info: RequestInfo) -> bool:
-        header = req.headers.get("Authorization", "")
-        if not header and info.kind in ("version", "healthz", "livez", "readyz"):
-            return True  # anonymous access to the public-info endpoints, as upstream allows
-        return bool(header == f"Bearer {self.token}")
-
-    @staticmethod
-    def _fault_response(info: RequestInfo, err: ApiStatusError) -> Response | WatchStart:
-        if info.verb == "watch" and err.code == 410:
-            return WatchStart(None, 0.0, error_line(err.status))
-        return status_response(err)
-
-    def _run_watch(self, req: Request, start: WatchStart, writer: _ChunkWriter) -> str:
-        del req
-        if start.watcher is None:
-            if start.error is not None:
-                writer.write_chunk(start.error)
-            self.watches.count_end("expired")
-            return "expired"
-        return serve_watch(self.watches, start.watcher, writer, start.timeout)
-
-    def _completed(self, done: Completed) -> None:
-        info = done.request.info
-        if info is None or info.kind != "resource":
-            verb, key = "nonresource", ("nonresource", "", done.request.path, "")
-        else:
-            verb = info.verb
-            key = (verb, info.group, info.resource, info.subresource)
-        entry = LogEntry(
-            time=time.time(),
-            audit_id=done.audit_id,
-            verb=verb,
-            method=done.request.method,
-            path=done.request.path,
-            query="&".join(f"{k}={v}" for k, v in done.request.query.items()),
-            code=done.code,
-            duration_ms=done.duration * 1000.0,
-            user_agent=done.request.headers.get("User-Agent", ""),
-            bytes_out=done.bytes_out,
-        )
-        self.stats.record(key, entry)
-
 
 def _node_name(obj: Obj) -> str | None:
     spec = obj.get("spec")
@@ -423,40 +318,9 @@ def _node_name(obj: Obj) -> str | None:
     return node if isinstance(node, str) and node else None
 
 
-def _served(registry: Registry, name: str) -> Callable[[], bool]:
-    return lambda: bool(registry.crd_types(name))
-
-
-def _request_meta(info: RequestInfo, req: Request) -> RequestMeta:
-    return RequestMeta(
-        verb=info.verb,
-        group=info.group,
-        resource=info.resource,
-        subresource=info.subresource,
-        namespace=info.namespace,
-        name=info.name,
-        user_agent=req.headers.get("User-Agent", ""),
-    )
-
-
-def _find_evict() -> Any:
-    try:
-        from mcm.emulator.controllers import disruption
-    except ImportError:
-        return None
-    return getattr(disruption, "evict", None)
-
-
 def _start_controllers(emulator: Emulator) -> Any:
     try:
-        from mcm.emulator import controllers
-    except ImportError:
-        return None
-    factory = getattr(controllers, "start_controllers", None)
-    if factory is None:
-        return None
-    try:
-        return factory(emulator)
+        return start_controllers(emulator)
     except Exception:
         log.exception("emulator_controllers_failed_to_start")
         return None

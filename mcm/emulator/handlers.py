@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 import yaml
@@ -25,6 +25,7 @@ from mcm.emulator import options as write_options
 from mcm.emulator.builtinfields import TypeMismatch, check_types
 from mcm.emulator.discovery import Discovery
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.eviction import evict
 from mcm.emulator.listing import (
     WatchStart,
     encode_list,
@@ -40,6 +41,7 @@ from mcm.emulator.storage import Storage, WriteResult
 from mcm.emulator.store import ObjectTooLarge, Stored, encode
 from mcm.emulator.validation import FieldError
 from mcm.emulator.watch import WatchHub
+from mcm.runtime.clock import REAL_CLOCK, Clock
 
 __all__ = ["Api", "Request", "Response"]
 
@@ -48,14 +50,6 @@ log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
 APPLY_PATCH = "application/apply-patch+yaml"
-
-
-class EvictFn(Protocol):
-    """``controllers.disruption.evict``."""
-
-    def __call__(
-        self, storage: Storage, namespace: str, name: str, body: Any, *, dry_run: bool = False
-    ) -> Obj: ...
 
 
 @dataclass
@@ -100,7 +94,7 @@ class Api:
         *,
         server_address: Callable[[], str],
         freshness_timeout: float = 3.0,
-        evict: EvictFn | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.storage = storage
         self.registry = storage.registry
@@ -108,7 +102,7 @@ class Api:
         self.hub = hub
         self.server_address = server_address
         self.freshness_timeout = freshness_timeout
-        self.evict = evict
+        self.clock = clock
 
     # ------------------------------------------------------------------ entry
 
@@ -415,22 +409,7 @@ class Api:
         body = self._decode(req, rt, kind="Eviction")
         if not isinstance(body, dict):
             raise errors.bad_request("Eviction body must be an object")
-        if self.evict is None:
-            name = (body.get("metadata") or {}).get("name")
-            if name and name != info.name:
-                raise errors.bad_request("name in URL does not match name in Eviction object")
-            self.storage.delete(
-                rt, info.namespace, info.name, body.get("deleteOptions") or {}, dry_run=_dry_run(req)
-            )
-            result: Obj = {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "code": 201,
-            }
-        else:
-            result = self.evict(self.storage, info.namespace, info.name, body, dry_run=_dry_run(req))
+        result = evict(self.storage, info.namespace, info.name, body, clock=self.clock, dry_run=_dry_run(req))
         return Response(201, encode(result))
 
     def _delete_options(self, req: Request) -> Obj:

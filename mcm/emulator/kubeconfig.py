@@ -8,7 +8,8 @@ Guarantees:
   the CA goes in ``certificate-authority-data`` and a token, when configured, in the user.
 - TLS material is made per run with the ``openssl`` CLI (the ``cryptography`` package is not a
   dependency): an EC P-256 CA and a server certificate for ``IP:127.0.0.1`` and
-  ``DNS:localhost`` with ``extendedKeyUsage=serverAuth``.
+  ``DNS:localhost`` with ``extendedKeyUsage=serverAuth``. This is mcm's only certificate recipe:
+  tests that need a TLS server (e.g. the runtime client's stub server) use it too.
 """
 
 from __future__ import annotations

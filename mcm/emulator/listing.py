@@ -27,9 +27,10 @@ from mcm.emulator.kinds import FieldError
 from mcm.emulator.options import go_int
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import parse_bool
-from mcm.emulator.selectors import compile_field_selector, parse_field_selector, parse_label_selector
+from mcm.emulator.selectors import compile_field_selector, parse_field_selector
 from mcm.emulator.store import Stored, VersionedStore, encode
 from mcm.emulator.watch import Watcher, error_line, expired_status
+from mcm.runtime.labels import parse_selector
 
 __all__ = ["ListOptions", "WatchStart", "encode_list", "list_objects", "parse_list_options", "start_watch"]
 
@@ -118,16 +119,16 @@ def parse_list_options(rt: ResourceType, query: Mapping[str, str], watch: bool) 
     label_text = query.get("labelSelector", "")
     field_text = query.get("fieldSelector", "")
     try:
-        labels = parse_label_selector(label_text)
+        labels = parse_selector(label_text)
     except ValueError as exc:
-        raise errors.bad_request(f"unable to parse requirement: {exc}") from exc
+        raise errors.bad_request(str(exc)) from exc
     try:
         fields = compile_field_selector(field_text, rt.strategy.field_selectors, rt.namespaced)
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from exc
 
     def predicate(obj: dict[str, Any]) -> bool:
-        return labels(obj) and fields(obj)
+        return labels.matches_object(obj) and fields(obj)
 
     limit = go_int(query["limit"]) if query.get("limit") else 0
     timeout_text = query.get("timeoutSeconds")

@@ -1,9 +1,11 @@
 """Emulators in their own processes (``python -m mcm.emulator serve``), driven through
 :class:`~mcm.emulator.admin.RemoteEmulator` (spec §4.1: keeps the server off the GIL of the
-code under test).
+code under test). This is the one launcher: :class:`~mcm.emulator.cluster.ClusterPair`, tests
+and benchmarks all start emulator processes with :func:`spawn`.
 
 Guarantees: :func:`spawn` returns only once the ready file exists (or raises after
-``timeout``); :meth:`EmulatorProcess.close` sends SIGTERM and waits, killing after 10 s.
+``timeout``, killing the process); :meth:`EmulatorProcess.close` sends SIGTERM and waits,
+killing after 10 s. An :class:`EmulatorProcess` is a context manager that closes on exit.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 from mcm.emulator.admin import RemoteEmulator
 
@@ -23,15 +27,41 @@ __all__ = ["EmulatorProcess", "spawn"]
 class EmulatorProcess:
     """A running ``serve`` process with its remote controls and kubeconfig."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], remote: RemoteEmulator, kubeconfig: Path) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        remote: RemoteEmulator,
+        kubeconfig: Path,
+        ready_info: dict[str, Any] | None = None,
+    ) -> None:
         self.proc = proc
         self.remote = remote
         self.kubeconfig = kubeconfig
+        self.ready_info = ready_info or {}
+        """The ready file's content (``url``, ``admin_url``, ``kubeconfig``, ...)."""
 
     @property
     def url(self) -> str:
         """The API server URL."""
         return self.remote.url
+
+    @property
+    def port(self) -> int:
+        """The API server's TCP port."""
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.proc.pid
+
+    def __enter__(self) -> EmulatorProcess:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     def close(self) -> None:
         """Terminate the process."""
@@ -50,9 +80,11 @@ def spawn(
     *,
     tls: bool = False,
     crds: str | Path | None = None,
+    controllers: bool = True,
+    history_size: int | None = None,
     timeout: float = 30.0,
 ) -> EmulatorProcess:
-    """Start ``serve`` for cluster ``name``; files go to ``directory``."""
+    """Start ``serve`` for cluster ``name``; files go to ``directory``; the options are ``serve``'s."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
     ready = target / f"{name}.ready.json"
@@ -77,6 +109,10 @@ def spawn(
         command.append("--tls")
     if crds is not None:
         command += ["--crds", str(crds)]
+    if not controllers:
+        command.append("--no-controllers")
+    if history_size is not None:
+        command += ["--history-size", str(history_size)]
     root = Path(__file__).resolve().parents[2]
     env = {
         **os.environ,
@@ -89,6 +125,6 @@ def spawn(
             proc.kill()
             proc.wait()
             raise RuntimeError(f"emulator {name!r} did not become ready")
-        time.sleep(0.01)
+        time.sleep(0.005)
     info = json.loads(ready.read_text(encoding="utf-8"))
-    return EmulatorProcess(proc, RemoteEmulator(info["admin_url"], info["url"]), kubeconfig)
+    return EmulatorProcess(proc, RemoteEmulator(info["admin_url"], info["url"]), kubeconfig, info)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcm.emulator import builtinfields, errors, objectmeta
+from mcm.emulator.deletion import Deletion
 from mcm.emulator.errors import ApiStatusError, Raw
 from mcm.emulator.kinds import FieldError
 from mcm.emulator.registry import Registry, ResourceType
@@ -62,6 +63,7 @@ class Storage:
         self.registry = registry
         self.now = now
         self.evictions_enabled = True
+        self._deletion = Deletion(store, now)
 
     # ------------------------------------------------------------------ helpers
 
@@ -491,6 +493,4 @@ class Storage:
         dry_run: bool = False,
     ) -> tuple[Obj, bool]:
         """DELETE (spec §2.7/§2.8). Returns ``(response body, removed)``."""
-        from mcm.emulator import deletion
-
-        return deletion.delete(self, rt, namespace, name, options or {}, dry_run=dry_run)
+        return self._deletion.delete(rt, namespace, name, options or {}, dry_run=dry_run)

@@ -11,6 +11,10 @@ Guarantees:
   ``wait``, ``wait_condition``) wakes exactly when the fake time reaches its deadline, never
   earlier because of real time passing. Unlike client-go's ``FakeClock.Sleep``, ``sleep`` blocks
   until another thread steps the clock, so multi-threaded code can be driven step by step.
+- :meth:`FakeClock.wait` blocks on the clock's condition variable, with no real-time slicing: a
+  step past the deadline and ``event.set()`` both notify it. To see the latter, the first wait on
+  an event gives that event instance a ``set`` that also notifies the fake clocks waiting on it
+  (the class and every other event are untouched).
 - :meth:`FakeClock.block_until_waiters` lets a test wait (in real time, bounded) until code under
   test is parked on the clock, which replaces "sleep a bit and hope" synchronisation.
 """
@@ -22,11 +26,9 @@ import heapq
 import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
-
-_POLL_SLICE = 0.002
-"""Real seconds between checks while ``FakeClock.wait`` waits for an event or its deadline."""
 
 __all__ = ["REAL_CLOCK", "Clock", "FakeClock", "RealClock", "Timer"]
 
@@ -300,23 +302,33 @@ class FakeClock:
         self.after(seconds).wait()
 
     def wait(self, event: threading.Event, seconds: float | None) -> bool:
+        """Block until ``event`` is set or the fake time reaches ``now + seconds``.
+
+        The waiter is parked on the clock's condition variable (it counts for
+        :meth:`block_until_waiters`) and is notified by the step that passes its deadline or by
+        ``event.set()``; it never polls in real time.
+        """
         if seconds is None:
             return event.wait()
         if seconds <= 0:
             return event.is_set()
-        # A threading.Event cannot be waited on together with a fake deadline, and notifying
-        # its internal condition would make other threads' ``event.wait()`` return True while
-        # the event is unset. So wait on the event in short real-time slices until either it
-        # is set or the fake deadline has fired.
-        expired = threading.Event()
-        entry = _Entry(expired.set)
-        self._arm(seconds, entry)
-        try:
-            while not event.is_set() and not expired.is_set():
-                event.wait(_POLL_SLICE)
-        finally:
-            entry.cancel()
-        return event.is_set()
+        _wake_on_set(event, self)
+        entry = _Entry(_nothing)  # marks the waiter in the heap; the step's notify wakes it
+        with self._lock:
+            deadline = self._mono + seconds
+            heapq.heappush(self._heap, (deadline, next(self._seq), entry))
+            self._changed.notify_all()
+            try:
+                while not event.is_set() and self._mono < deadline:
+                    self._changed.wait()
+            finally:
+                entry.cancel()
+            return event.is_set()
+
+    def _event_set(self) -> None:
+        """Wake the waiters parked in :meth:`wait` so they re-check their events."""
+        with self._lock:
+            self._changed.notify_all()
 
     def wait_condition(self, cond: threading.Condition, seconds: float | None) -> None:
         if seconds is None:
@@ -357,3 +369,32 @@ class FakeClock:
                 if remaining <= 0:
                     raise TimeoutError(f"fewer than {count} waiters on the fake clock")
                 self._changed.wait(min(remaining, 0.05))
+
+
+def _nothing() -> None:
+    """The callback of a :meth:`FakeClock.wait` entry: waking is done by the step's notify."""
+
+
+_HOOK_LOCK = threading.Lock()
+_HOOKED_CLOCKS = "_mcm_fake_clocks"
+
+
+def _wake_on_set(event: threading.Event, clock: FakeClock) -> None:
+    """Make ``event.set()`` (on this instance) also notify ``clock``'s waiters."""
+    attributes = vars(event)
+    with _HOOK_LOCK:
+        clocks: weakref.WeakSet[FakeClock] | None = attributes.get(_HOOKED_CLOCKS)
+        if clocks is None:
+            clocks = weakref.WeakSet()
+            attributes[_HOOKED_CLOCKS] = clocks
+            attributes["set"] = _set_and_wake(event.set, clocks)
+        clocks.add(clock)
+
+
+def _set_and_wake(original: Callable[[], None], clocks: weakref.WeakSet[FakeClock]) -> Callable[[], None]:
+    def set_and_wake() -> None:
+        original()
+        for clock in list(clocks):
+            clock._event_set()
+
+    return set_and_wake

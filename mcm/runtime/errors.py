@@ -3,7 +3,9 @@
 Guarantees:
 
 - :func:`handle_error` never raises. It ignores ``None``, otherwise it calls every function in
-  :data:`ERROR_HANDLERS`: by default one that logs the error with its context at error level,
+  :data:`ERROR_HANDLERS`: by default one that logs the error with its context at error level
+  (a context key that clashes with the logger's own fields, such as ``error`` or ``event``, is
+  logged as ``context_<key>``, so no error is ever dropped),
   and a crude process-wide rate limit that keeps handled errors at least 1 ms apart (it sleeps,
   like client-go, so a hot error loop cannot flood the log).
 - :func:`handle_crash` guards a block or a function. An ``Exception`` escaping it is logged with
@@ -61,8 +63,23 @@ ERROR_MIN_PERIOD = 0.001
 """Minimum spacing, in seconds, between two handled errors process-wide."""
 
 
+RESERVED_LOG_KEYS = frozenset({"event", "error", "error_type", "exc_info", "stack_info"})
+"""Log fields the error logger sets itself; a context key with one of these names is renamed."""
+
+
+def _log_fields(err: BaseException, context: Mapping[str, object]) -> dict[str, object]:
+    """The error's log fields; clashing context keys become ``context_<key>`` instead of a TypeError."""
+    fields: dict[str, object] = {"error": str(err), "error_type": type(err).__name__}
+    for key, value in context.items():
+        name = f"context_{key}" if key in RESERVED_LOG_KEYS else key
+        while name in fields:
+            name = f"context_{name}"
+        fields[name] = value
+    return fields
+
+
 def _log_error(err: BaseException, context: Mapping[str, object]) -> None:
-    log.error("unhandled_error", error=str(err), error_type=type(err).__name__, **context)
+    log.error("unhandled_error", **_log_fields(err, context))
 
 
 class _ErrorBackoff:

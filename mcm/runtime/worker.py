@@ -4,11 +4,18 @@ The loop of sample-controller and MCM's ``pkg/util/worker`` (seeds 000/002). Gua
 
 - :func:`process_next_work_item` handles exactly one item and returns ``False`` only when the
   queue has shut down and is empty; it calls ``done`` for every item it took, whatever happens.
-- A reconcile that returns normally → ``forget`` (when ``forget_after_success``), so the item's
-  back-off starts over.
-- A reconcile that raises an ``Exception`` → reported through
-  :func:`~mcm.runtime.errors.handle_error`; re-added rate-limited while ``num_requeues`` is below
-  ``max_retries``, otherwise forgotten (dropped until something adds it again).
+- A reconcile returns a :class:`Result` (``None`` counts as :data:`DONE`), as controller-runtime's
+  ``reconcile.Result``: it returns normally → ``forget`` (when ``forget_after_success``), so the
+  item's back-off starts over; then, if ``result.requeue_after`` is set, ``add_after(item,
+  requeue_after)`` (a delay ≤ 0 adds at once; a pending delayed add keeps the earliest time).
+  Every loop's retry periods are therefore visible in what its reconciler returns.
+- A reconcile that raises an ``Exception`` is a bug, not a retry signal. With
+  :data:`mcm.runtime.errors.REALLY_CRASH` on, it is logged with its stack by the panic handlers
+  and :data:`~mcm.runtime.errors.ON_FATAL` ends the process (client-go ``TestPanicPropagated``);
+  the exception is then re-raised. Off (the library default), it is reported through
+  :func:`~mcm.runtime.errors.handle_error` with its traceback; re-added rate-limited while
+  ``num_requeues`` is below ``max_retries``, otherwise forgotten (dropped until something adds
+  it again).
 - A key that is not a ``str`` is forgotten and reported, never reconciled.
 - A reconcile exception never ends the worker thread; :func:`start_workers` also restarts the
   loop after 1 s if anything else escapes it (``wait.until`` with ``handle_crash``).
@@ -19,10 +26,14 @@ the queue shuts down; they then poll ``stop`` once a second until it is set.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import traceback
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from mcm.runtime import errors
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import handle_error
 from mcm.runtime.wait import until
@@ -30,8 +41,10 @@ from mcm.runtime.workqueue.rate_limiting_queue import RateLimitingQueue
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
+    "DONE",
     "WORKER_RESTART_PERIOD",
     "Reconciler",
+    "Result",
     "process_next_work_item",
     "run_worker",
     "start_workers",
@@ -39,8 +52,33 @@ __all__ = [
 
 T = TypeVar("T", bound=Hashable)
 
-Reconciler = Callable[[str], object]
-"""Reconciles one key (``"namespace/name"``); raising means "retry later". Its return value is ignored."""
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a reconcile asks of its worker (controller-runtime's ``reconcile.Result``).
+
+    ``requeue_after=None``: done, nothing more unless an event adds the key again.
+    ``requeue_after=d``: the key is forgotten (back-off reset) and added again after ``d``
+    seconds. A reconciler that wants a retry returns one; it does not raise.
+    """
+
+    requeue_after: float | None = None
+
+    @classmethod
+    def after(cls, seconds: float) -> Result:
+        """Requeue after ``seconds``."""
+        return cls(requeue_after=seconds)
+
+
+DONE = Result()
+"""Nothing more to do for this key."""
+
+Reconciler = Callable[[str], "Result | None"]
+"""Reconciles one key (``"namespace/name"``) and says when to look again; ``None`` = :data:`DONE`.
+
+Raising is a bug (see the module docstring), reported and retried rate-limited unless
+``REALLY_CRASH`` is on.
+"""
 
 DEFAULT_MAX_RETRIES = 15
 """MCM's limit of rate-limited retries per key."""
@@ -91,22 +129,36 @@ def _reconcile(
 ) -> None:
     """Run ``reconcile`` for ``item`` (a ``str``) and apply the retry policy."""
     try:
-        reconcile(str(item))
+        result = reconcile(str(item))
     except Exception as err:
+        if errors.REALLY_CRASH:
+            _crash(err)
+            raise
         _retry_or_drop(queue, item, err, max_retries, name)
         return
     if forget_after_success:
         queue.forget(item)
+    if result is not None and result.requeue_after is not None:
+        queue.add_after(item, result.requeue_after)
+
+
+def _crash(err: Exception) -> None:
+    """Log ``err`` with the panic handlers, then call ``ON_FATAL`` (ends the process by default)."""
+    for handler in errors.PANIC_HANDLERS:
+        with contextlib.suppress(Exception):  # reporting must not stop the crash
+            handler(err)
+    errors.ON_FATAL(err)
 
 
 def _retry_or_drop(queue: RateLimitingQueue[T], item: T, err: Exception, max_retries: int, name: str) -> None:
     requeues = queue.num_requeues(item)
+    stack = "".join(traceback.format_exception(type(err), err, err.__traceback__))
     if requeues < max_retries:
         queue.add_rate_limited(item)
-        handle_error(err, worker=name, key=item, requeues=requeues, outcome="requeued")
+        handle_error(err, worker=name, key=item, requeues=requeues, outcome="requeued", traceback=stack)
         return
     queue.forget(item)
-    handle_error(err, worker=name, key=item, requeues=requeues, outcome="dropped")
+    handle_error(err, worker=name, key=item, requeues=requeues, outcome="dropped", traceback=stack)
 
 
 def run_worker(

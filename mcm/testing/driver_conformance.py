@@ -30,7 +30,8 @@ What the suite checks (``docs/driver.md`` states the rules):
 - ``initialize_machine`` works or raises ``Unimplemented``;
 - ``get_volume_ids`` of no volumes is empty (or ``Unimplemented``);
 - every error any call raises is a :class:`~mcm.driver.errors.MachineError` with a code from the
-  table, never another exception.
+  table, never another exception, and its message does not echo a secret value (values of at
+  least 8 bytes are checked, with :func:`~mcm.driver.scrub.scrub_message`'s rules).
 
 Each test works on machines of its own (the template's name plus a random suffix) and deletes the
 VMs it created when it ends, also when it fails.
@@ -65,6 +66,7 @@ from mcm.driver.driver import (
     ListMachinesResponse,
 )
 from mcm.driver.errors import MachineError
+from mcm.driver.scrub import scrub_message
 
 __all__ = [
     "ConformanceCase",
@@ -211,13 +213,22 @@ class ConformanceHarness:
             return invoke(ctx)
         except MachineError as exc:
             if exc.code == Code.OK:
-                pytest.fail(f"the driver raised an error with code OK: {exc}")
+                pytest.fail(f"the driver raised an error with code OK: {self._scrubbed(str(exc))}")
+            leaked = _leaked_keys(exc.message, self.case.secret_data)
+            if leaked:
+                pytest.fail(
+                    f"the driver echoed secret data ({', '.join(leaked)}) in an error message: "
+                    f"{self._scrubbed(exc.message)}"
+                )
             raise
         except Exception as exc:
             pytest.fail(
-                f"the driver raised {type(exc).__name__} ({exc}); drivers must raise MachineError "
-                "with a code from the table"
+                f"the driver raised {type(exc).__name__} ({self._scrubbed(str(exc))}); drivers must "
+                "raise MachineError with a code from the table"
             )
+
+    def _scrubbed(self, text: str) -> str:
+        return scrub_message(text, self.case.secret_data)
 
     def cleanup(self) -> None:
         """Delete every VM this test created (errors are ignored: the test already reported)."""
@@ -226,6 +237,15 @@ class ConformanceHarness:
                 self.delete(machine)
             except (Exception, pytest.fail.Exception):
                 continue
+
+
+def _leaked_keys(message: str, secret_data: Mapping[str, bytes]) -> list[str]:
+    """The keys of secret values (8 bytes or longer) that show up in ``message``."""
+    return sorted(
+        key
+        for key, value in secret_data.items()
+        if len(value) >= 8 and scrub_message(message, {key: value}, len(message)) != message
+    )
 
 
 def _copy(machine: Machine) -> Machine:

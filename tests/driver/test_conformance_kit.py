@@ -49,8 +49,20 @@ class RaisesPlainErrors(FakeDriver):
         raise KeyError("vm")
 
 
+class EchoesSecrets(FakeDriver):
+    """Puts the user data into its NotFound message."""
+
+    def get_machine_status(self, ctx, request):
+        try:
+            return super().get_machine_status(ctx, request)
+        except MachineError as exc:
+            user_data = request.secret_data["userData"].decode()
+            raise MachineError(exc.code, f"{exc.message}; user data was {user_data}") from None
+
+
 DRIVERS = {
     "good": FakeDriver,
+    "echoes_secrets": EchoesSecrets,
     "not_idempotent": NewVMEveryTime,
     "internal_for_missing": InternalForMissing,
     "plain_errors": RaisesPlainErrors,
@@ -60,7 +72,8 @@ DRIVERS = {
 @pytest.fixture
 def driver_conformance_case(request):
     driver = DRIVERS[request.module.DRIVER]()
-    return ConformanceCase(driver, sample_machine(), sample_machine_class(), {"userData": b"x"}, 5.0)
+    secret = {"userData": b"#!/bin/sh\\necho conformance-0123"}
+    return ConformanceCase(driver, sample_machine(), sample_machine_class(), secret, 5.0)
 '''
 
 TEST_MODULE = """
@@ -73,7 +86,7 @@ class TestConformance(DriverConformanceSuite):
     pass
 """
 
-DRIVERS = ["good", "not_idempotent", "internal_for_missing", "plain_errors"]
+DRIVERS = ["good", "not_idempotent", "internal_for_missing", "plain_errors", "echoes_secrets"]
 
 
 def run_kit(tmp_path: Path) -> dict[tuple[str, str], bool]:
@@ -121,6 +134,7 @@ def test_kit_passes_a_good_driver_and_fails_broken_ones(tmp_path: Path) -> None:
         "test_delete_of_missing_vm_succeeds",
         "test_delete_removes_the_vm",
     }
+    assert "test_status_of_unknown_machine_is_not_found" in failing("echoes_secrets")
     assert failing("plain_errors") >= {
         "test_status_of_unknown_machine_is_not_found",
         "test_status_finds_created_vm_by_provider_id",

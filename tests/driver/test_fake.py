@@ -52,7 +52,7 @@ def delete(fake: FakeDriver, name: str, provider_id: str | None = None) -> Delet
 def test_create_makes_one_vm_per_machine_name() -> None:
     fake = FakeDriver(last_known_state="lks")
     first = create(fake, "m1")
-    assert first == CreateMachineResponse("fake:///m1", "m1", "lks")
+    assert first == CreateMachineResponse("fake:///m1", "m1", last_known_state="lks")
     assert create(fake, "m1") == first
     assert list(fake.vms) == ["fake:///m1"]
     assert fake.vms["fake:///m1"].class_name == "small"

@@ -89,7 +89,7 @@ def ctx(seconds: float = 10.0) -> CallContext:
 def test_every_rpc_round_trips(fake: FakeDriver, client: GrpcDriver) -> None:
     address = NodeAddress(type="InternalIP", address="10.1.2.3")
     created = client.create_machine(ctx(), CreateMachineRequest(machine(), CLASS, SECRET))
-    assert created == CreateMachineResponse("fake:///m1", "m1", "lks-0")
+    assert created == CreateMachineResponse("fake:///m1", "m1", last_known_state="lks-0")
     with pytest.raises(MachineError) as raised:
         client.get_machine_status(ctx(), GetMachineStatusRequest(machine(), CLASS, SECRET))
     assert raised.value.code == Code.Uninitialized

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -56,49 +52,17 @@ def test_tls_with_ca_and_token(tmp_path: Path) -> None:
         assert info.value.status == 401
 
 
-def _wait_for_file(path: Path, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            return json.loads(path.read_text())
-        time.sleep(0.02)
-    raise AssertionError(f"{path} did not appear")
-
-
 def test_serve_command_ready_file_and_sigterm(tmp_path: Path) -> None:
-    ready = tmp_path / "ready.json"
-    kubeconfig = tmp_path / "kc"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mcm.emulator",
-            "serve",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--crds",
-            str(REPO / "charts" / "machine-controller" / "crds"),
-            "--ready-file",
-            str(ready),
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stderr=subprocess.PIPE,
-    )
-    try:
-        info = _wait_for_file(ready, 20)
-        assert info["kubeconfig"] == str(kubeconfig)
+    from mcm.emulator.process import spawn
+
+    with spawn(tmp_path, "serve", crds=REPO / "charts" / "machine-controller" / "crds") as process:
+        info = process.ready_info
+        assert info["kubeconfig"] == str(process.kubeconfig)
         with urllib.request.urlopen(info["url"] + "/apis/machine.sapcloud.io/v1alpha1", timeout=5) as resp:
             body = json.loads(resp.read())
         assert "machines" in [r["name"] for r in body["resources"]]
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        process.proc.send_signal(signal.SIGTERM)
+        assert process.proc.wait(timeout=10) == 0
 
 
 def test_remote_emulator_controls_a_serve_process(tmp_path: Path) -> None:
@@ -147,3 +111,21 @@ def test_cluster_pair_out_of_process(tmp_path: Path) -> None:
     finally:
         pair.close()
     assert all(p.proc.returncode == 0 for p in pair.processes)
+
+
+def test_remote_merge_patch_all_commits_while_the_server_is_paused(tmp_path: Path) -> None:
+    from mcm.emulator.process import spawn
+
+    with spawn(tmp_path, "bulk", controllers=False, history_size=50) as process:
+        remote = process.remote
+        remote.seed(
+            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(3)]
+        )
+        remote.pause("hang")
+        patch = {"metadata": {"annotations": {"bench": "1"}}}
+        assert remote.merge_patch_all("configmaps", "default", ["c0", "c2"], patch) == 2
+        remote.resume()
+        annotations = [
+            (remote.get("configmaps", "default", f"c{i}") or {}).get("metadata", {}) for i in range(3)
+        ]
+        assert [a.get("annotations") for a in annotations] == [{"bench": "1"}, None, {"bench": "1"}]

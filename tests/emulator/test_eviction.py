@@ -306,7 +306,7 @@ def test_pdb_disrupted_pod_expires_after_2min(tmp_path: Path) -> None:
             create(emu, "nodes", node("n1"))
             run_pods(emu, 3, {"app": "a"})
             create(emu, PDBS, pdb("b", {"app": "a"}, minAvailable=2), NS)
-            from mcm.emulator.controllers.disruption import evict
+            from mcm.emulator.eviction import evict
 
             rt = emu.resource_type(PDBS)
 

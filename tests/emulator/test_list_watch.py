@@ -82,7 +82,12 @@ def test_label_selectors(raw: Raw, selector: str, expected: list[str]) -> None:
 
 
 def test_invalid_selectors_are_400(raw: Raw) -> None:
-    assert raw.get(f"{NS}/configmaps?labelSelector=a%20in%20b")[0] == 400
+    code, _, body = raw.get(f"{NS}/configmaps?labelSelector=a%20in%20b")
+    assert code == 400
+    # labels.Parse's own message, as kube-apiserver returns it (mcm.runtime.labels is the parser).
+    assert body["message"] == "unable to parse requirement: found 'b' expected: '('"
+    code, _, body = raw.get(f"{NS}/configmaps?labelSelector=a%3Db%2C")
+    assert (code, body["message"]) == (400, "found '', expected: identifier after ','")
     assert raw.get(f"{NS}/configmaps?fieldSelector=spec.nope%3Dx")[0] == 400
 
 

@@ -139,7 +139,7 @@ def test_fake_wait_does_not_wake_other_waiters_of_the_same_event() -> None:
     clock = FakeClock()
     event = threading.Event()
     plain_result: list[bool] = []
-    plain = threading.Thread(target=lambda: plain_result.append(event.wait(2.0)))
+    plain = threading.Thread(target=lambda: plain_result.append(event.wait()))
     plain.start()
     fake_result: list[bool] = []
     faker = threading.Thread(target=lambda: fake_result.append(clock.wait(event, 1)))
@@ -148,5 +148,89 @@ def test_fake_wait_does_not_wake_other_waiters_of_the_same_event() -> None:
     clock.step(1)
     faker.join(5)
     assert fake_result == [False]
+    assert plain_result == []  # never woken as if the event were set
+    event.set()
     plain.join(5)
-    assert plain_result == [False]  # timed out; never woken as if the event were set
+    assert plain_result == [True]
+
+
+class _SpyEvent(threading.Event):
+    """Records every real-time wait on the event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timed_waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timed_waits.append(timeout)
+        return super().wait(timeout)
+
+
+def test_fake_wait_never_slices_into_real_time_sleeps() -> None:
+    # Regression: FakeClock.wait polled event.wait(0.002) in a loop until the fake deadline fired,
+    # burning CPU under load and waking up to a slice late.
+    clock = FakeClock()
+    event = _SpyEvent()
+    result: list[bool] = []
+    t = threading.Thread(target=lambda: result.append(clock.wait(event, 30)))
+    t.start()
+    clock.block_until_waiters(1)
+    clock.step(29.999)
+    assert clock.waiter_count() == 1
+    clock.step(0.001)
+    t.join(5)
+    assert result == [False]
+    assert event.timed_waits == []
+
+
+def test_event_set_wakes_every_fake_waiter_on_every_clock() -> None:
+    clocks = [FakeClock(), FakeClock()]
+    event = threading.Event()
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def waiter(clock: FakeClock) -> None:
+        woke = clock.wait(event, 100)
+        with lock:
+            results.append(woke)
+
+    threads = [threading.Thread(target=waiter, args=(c,)) for c in (*clocks, clocks[0])]
+    for t in threads:
+        t.start()
+    clocks[0].block_until_waiters(2)
+    clocks[1].block_until_waiters(1)
+    event.set()
+    for t in threads:
+        t.join(5)
+    assert results == [True, True, True]
+    assert threading.Event.set is not event.set  # only this instance is hooked
+    assert "set" not in vars(threading.Event())
+
+
+def test_wait_on_an_already_set_event_returns_at_once() -> None:
+    clock = FakeClock()
+    event = threading.Event()
+    event.set()
+    assert clock.wait(event, 10) is True
+    assert clock.waiter_count() == 0
+
+
+def test_a_resync_loop_gets_exactly_one_tick_per_period() -> None:
+    clock = FakeClock()
+    stop = threading.Event()
+    ticks: list[float] = []
+
+    def resync_loop() -> None:
+        while not clock.wait(stop, 30):
+            ticks.append(clock.monotonic())
+
+    t = threading.Thread(target=resync_loop)
+    t.start()
+    start = clock.monotonic()
+    for _ in range(200):
+        clock.block_until_waiters(1)
+        clock.step(30)
+    clock.block_until_waiters(1)
+    stop.set()
+    t.join(5)
+    assert ticks == [start + 30 * (i + 1) for i in range(200)]

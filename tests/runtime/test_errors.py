@@ -109,3 +109,35 @@ def test_must() -> None:
     errors.must(None)
     with pytest.raises(OSError):
         errors.must(OSError("x"))
+
+
+@pytest.mark.parametrize("key", ["error", "error_type", "event", "exc_info"])
+def test_handle_error_logs_even_when_the_context_reuses_a_log_field(key: str) -> None:
+    # Regression: the context was splatted next to error=/error_type= and the "unhandled_error"
+    # event, so such a key raised a TypeError inside the log handler and the error vanished.
+    with structlog.testing.capture_logs() as logs:
+        errors.handle_error(ValueError("boom"), **{key: "from context", "key": "ns/m1"})
+    assert len(logs) == 1
+    entry = logs[0]
+    assert entry["event"] == "unhandled_error"
+    assert entry["error"] == "boom"
+    assert entry["error_type"] == "ValueError"
+    assert entry[f"context_{key}"] == "from context"
+    assert entry["key"] == "ns/m1"
+
+
+def test_renamed_context_keys_never_overwrite_each_other() -> None:
+    with structlog.testing.capture_logs() as logs:
+        errors.handle_error(ValueError("boom"), error="a", context_error="b")
+    assert logs[0]["error"] == "boom"
+    assert {logs[0]["context_error"], logs[0]["context_context_error"]} == {"a", "b"}
+
+
+def test_every_handler_sees_an_error_whose_context_clashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[BaseException] = []
+    monkeypatch.setattr(errors, "ERROR_HANDLERS", [*errors.ERROR_HANDLERS, lambda err, ctx: seen.append(err)])
+    err = RuntimeError("x")
+    with structlog.testing.capture_logs() as logs:
+        errors.handle_error(err, event="watch")
+    assert seen == [err]
+    assert logs[0]["context_event"] == "watch"

@@ -10,7 +10,7 @@ import pytest
 
 from mcm.runtime import errors
 from mcm.runtime.clock import FakeClock
-from mcm.runtime.worker import process_next_work_item, start_workers
+from mcm.runtime.worker import DONE, Result, process_next_work_item, start_workers
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 TIMEOUT = 10.0
@@ -123,11 +123,11 @@ def test_errors_requeue_rate_limited_until_max_retries_then_drop(
 def test_non_string_key_is_forgotten_and_reported(clock: FakeClock, reported: Reported) -> None:
     q: RateLimitingQueue[object] = RateLimitingQueue(
         ItemExponentialFailureRateLimiter(1.0, 100.0), clock=clock
-    )  # type: ignore[type-var]
+    )
     q.add_rate_limited(42)
     q.add(42)
     seen: list[str] = []
-    assert process_next_work_item(q, seen.append)  # type: ignore[arg-type]
+    assert process_next_work_item(q, seen.append)
     assert seen == []
     assert q.num_requeues(42) == 0
     assert isinstance(reported.calls[0][0], TypeError)
@@ -196,3 +196,61 @@ def test_workers_survive_reconcile_exceptions_and_never_share_a_key(reported: Re
     assert overlaps == []
     assert "dropped" in reported.outcomes()
     assert {k for k in done_keys if k.startswith("good")} == {f"good/{i}" for i in range(50)}
+
+
+def test_result_requeue_after_forgets_then_adds_after(q: RateLimitingQueue[str], clock: FakeClock) -> None:
+    q.add_rate_limited("ns/a")
+    q.add("ns/a")
+    assert process_next_work_item(q, lambda key: Result.after(5.0))
+    assert q.num_requeues("ns/a") == 0  # forgotten before the delayed add
+    assert q.len() == 0 and q.waiting_len() == 1
+    clock.block_until_waiters()
+    clock.step(4.9)
+    assert q.len() == 0
+    clock.step(0.1)
+    eventually(lambda: q.len() == 1)
+
+
+def test_result_done_and_none_do_not_requeue(q: RateLimitingQueue[str]) -> None:
+    q.add("ns/a")
+    assert process_next_work_item(q, lambda key: DONE)
+    q.add("ns/b")
+    assert process_next_work_item(q, lambda key: None)
+    assert q.len() == 0 and q.waiting_len() == 0
+
+
+def test_result_zero_delay_requeues_at_once(q: RateLimitingQueue[str]) -> None:
+    q.add("ns/a")
+    assert process_next_work_item(q, lambda key: Result.after(0))
+    assert q.len() == 1
+
+
+def test_exception_is_logged_with_traceback_when_not_really_crashing(
+    q: RateLimitingQueue[str], reported: Reported, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(errors, "REALLY_CRASH", False)
+    q.add("ns/a")
+    assert process_next_work_item(q, failing([]))
+    _, context = reported.calls[0]
+    assert "RuntimeError: cannot sync ns/a" in str(context["traceback"])
+    assert "test_worker.py" in str(context["traceback"])
+    assert q.num_requeues("ns/a") == 1
+
+
+def test_panic_propagated_when_really_crashing(
+    q: RateLimitingQueue[str], reported: Reported, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """client-go TestPanicPropagated: an exception escaping a reconcile ends the process."""
+    fatal: list[BaseException] = []
+    panics: list[BaseException] = []
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", fatal.append)
+    monkeypatch.setattr(errors, "PANIC_HANDLERS", [panics.append])
+    q.add("ns/a")
+    with pytest.raises(RuntimeError, match="cannot sync ns/a"):
+        process_next_work_item(q, failing([]))
+    assert [str(e) for e in fatal] == ["cannot sync ns/a"]
+    assert panics == fatal
+    assert reported.calls == []  # not handled as an ordinary error
+    q.add("ns/a")
+    assert q.len() == 1  # done was still called

@@ -147,3 +147,16 @@ def test_default_controller_rate_limiter_bucket_applies_across_items() -> None:
 def test_default_item_based_rate_limiter() -> None:
     limiter = default_item_based_rate_limiter()
     assert [limiter.when("x") for _ in range(3)] == [1 * MS, 2 * MS, 4 * MS]
+
+
+def test_default_controller_bucket_uses_the_documented_workqueue_defaults() -> None:
+    """Issue 10: one bucket implementation (``mcm.runtime.tokenbucket``) with named defaults."""
+    from mcm.runtime.tokenbucket import WORKQUEUE_BURST, WORKQUEUE_QPS, TokenBucket
+
+    clock = FakeClock()
+    limiter = BucketRateLimiter(WORKQUEUE_QPS, WORKQUEUE_BURST, clock=clock)
+    assert isinstance(limiter.bucket, TokenBucket)
+    assert (limiter.bucket.qps, limiter.bucket.burst) == (10.0, 100)
+    controller = default_controller_rate_limiter(clock=clock)
+    delays = [controller.when(i) for i in range(WORKQUEUE_BURST + 1)]
+    assert delays[-2] == 0.005 and delays[-1] == pytest.approx(1 / WORKQUEUE_QPS)

@@ -5,7 +5,7 @@ to write a sidecar in any language.
 """
 
 from mcm.driver.grpc.client import GrpcDriver
-from mcm.driver.grpc.server import DriverServer, serve
+from mcm.driver.grpc.server import DriverServer, InsecureEndpointError, serve
 from mcm.driver.grpc.status import UndecodableDriverError
 
-__all__ = ["DriverServer", "GrpcDriver", "UndecodableDriverError", "serve"]
+__all__ = ["DriverServer", "GrpcDriver", "InsecureEndpointError", "UndecodableDriverError", "serve"]

@@ -4,6 +4,10 @@
 :class:`~mcm.driver.driver.Driver`. The sidecar prints ``serving <endpoint>`` on stdout once it
 accepts calls (with the real port when ``--endpoint`` asks for port 0), logs to stderr, and on
 SIGTERM or SIGINT stops accepting calls and gives running ones ``--grace`` seconds.
+
+Plaintext is served on a unix socket or loopback only; another address needs ``--tls-cert-file``
+and ``--tls-key-file`` (with ``--tls-client-ca-file``, clients must present a certificate signed
+by that CA) or an explicit ``--insecure``. Logs never render local variables.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
 
-import structlog
+import grpc
 
 from mcm.driver.driver import Driver
-from mcm.driver.grpc.server import serve
+from mcm.driver.grpc.server import InsecureEndpointError, serve
+from mcm.runtime import logs
 
 DEFAULT_ENDPOINT = "unix:/var/run/mcm/driver.sock"
 
@@ -43,17 +48,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--driver", required=True, help="MODULE:FACTORY returning the Driver to serve")
     parser.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help="unix:/path or host:port")
     parser.add_argument("--max-workers", type=int, default=16, help="calls served at the same time")
+    parser.add_argument(
+        "--max-queued", type=int, default=16, help="calls waiting for a worker; more get RESOURCE_EXHAUSTED"
+    )
     parser.add_argument("--grace", type=float, default=10.0, help="seconds running calls get on shutdown")
+    parser.add_argument("--tls-cert-file", help="PEM server certificate (serve TLS)")
+    parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
+    parser.add_argument("--tls-client-ca-file", help="PEM CA that client certificates must be signed by")
+    parser.add_argument(
+        "--insecure", action="store_true", help="allow plaintext on an address other than unix or loopback"
+    )
+    parser.add_argument("--log-format", choices=logs.FORMATS, default="console", help="log line format")
     return parser.parse_args(argv)
+
+
+def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
+    """TLS credentials from the ``--tls-*`` files, or ``None`` without them."""
+    if not args.tls_cert_file and not args.tls_key_file:
+        if args.tls_client_ca_file:
+            raise ValueError("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+        return None
+    if not (args.tls_cert_file and args.tls_key_file):
+        raise ValueError("--tls-cert-file and --tls-key-file go together")
+    with open(args.tls_key_file, "rb") as key, open(args.tls_cert_file, "rb") as cert:
+        pair = (key.read(), cert.read())
+    if not args.tls_client_ca_file:
+        return grpc.ssl_server_credentials([pair])
+    with open(args.tls_client_ca_file, "rb") as ca:
+        return grpc.ssl_server_credentials([pair], ca.read(), require_client_auth=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    logs.configure(args.log_format)
     try:
+        credentials = server_credentials(args)
         driver = load_driver(args.driver)
-    except (ImportError, AttributeError, ValueError) as exc:
+    except (ImportError, AttributeError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        server = serve(
+            driver,
+            args.endpoint,
+            max_workers=args.max_workers,
+            max_queued=args.max_queued,
+            credentials=credentials,
+            insecure=args.insecure,
+        )
+    except (InsecureEndpointError, RuntimeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        driver.close()
         return 2
     stop = threading.Event()
 
@@ -62,7 +107,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    server = serve(driver, args.endpoint, max_workers=args.max_workers)
     print(f"serving {server.endpoint}", flush=True)
     # Wake up now and then: a signal delivered to one of gRPC's threads does not interrupt this
     # wait, and Python runs the handler only when the main thread gets control back.

@@ -8,15 +8,19 @@ Guarantees:
 - Calls never wait for a sidecar that is not there: a missing or dead sidecar fails the call
   promptly with ``Unavailable`` and a message naming the endpoint, which the controller retries
   soon. The channel reconnects by itself (backoff capped at a few seconds) once it is back.
-- Errors come back exactly as the driver raised them (code, message, ``last_known_state``); see
-  :mod:`mcm.driver.grpc.status` for the encoding.
+- Cancelling the call's context cancels the call in flight: it fails at once with ``Canceled``
+  and the sidecar sees the cancellation (its driver's context is cancelled too).
+- Errors come back as the driver raised them (code, message, ``last_known_state``), with the
+  message scrubbed of the request's secret data and capped; see :mod:`mcm.driver.grpc.status`.
 - Keepalive pings detect a silently dropped TCP connection while no call is running.
 
-Endpoints: ``unix:/absolute/path`` (or ``unix:///absolute/path``) and ``host:port``.
+Endpoints: ``unix:/absolute/path`` (or ``unix:///absolute/path``) and ``host:port``. Pass
+``credentials`` (``grpc.ssl_channel_credentials(...)``) to talk TLS to a sidecar on another host.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -80,12 +84,22 @@ Resp = TypeVar("Resp")
 class GrpcDriver(Driver):
     """A driver whose calls go to a sidecar at ``endpoint``; close it when done."""
 
-    def __init__(self, endpoint: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self.endpoint = endpoint
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+        self._channel = (
+            grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+            if credentials is None
+            else grpc.secure_channel(endpoint, credentials, options=CHANNEL_OPTIONS)
+        )
         self._stubs: dict[str, grpc.UnaryUnaryMultiCallable[Any, Any]] = {
             rpc.name: self._channel.unary_unary(
                 rpc.path,
@@ -139,14 +153,24 @@ class GrpcDriver(Driver):
         """Send one call and convert the answer (or the failure) back to contract types."""
         timeout = self._deadline_for(ctx, rpc.name)
         message = rpc.encode_request(request)
+        secret_data: Mapping[str, bytes] | None = getattr(request, "secret_data", None)
         try:
-            reply = self._stubs[rpc.name](message, timeout=timeout)
-        except grpc.RpcError as exc:
-            error = error_from_rpc(exc, endpoint=self.endpoint, method=rpc.name, timeout=timeout)
-            log.debug("driver_call_failed", method=rpc.name, endpoint=self.endpoint, error=str(error))
-            raise error from None
+            call = self._stubs[rpc.name].future(message, timeout=timeout)
         except ValueError as exc:  # the channel was closed
             raise MachineError(Code.Unavailable, f"driver client for {self.endpoint} is closed") from exc
+        stop_watching = ctx.on_cancel(call.cancel)
+        try:
+            reply = call.result()
+        except grpc.FutureCancelledError:
+            raise MachineError(Code.Canceled, f"{rpc.name} call was cancelled by its caller") from None
+        except grpc.RpcError as exc:
+            error = error_from_rpc(
+                exc, endpoint=self.endpoint, method=rpc.name, timeout=timeout, secret_data=secret_data
+            )
+            log.debug("driver_call_failed", method=rpc.name, endpoint=self.endpoint, error=str(error))
+            raise error from None
+        finally:
+            stop_watching()
         return rpc.decode_response(reply)
 
     def _deadline_for(self, ctx: CallContext, method: str) -> float:

@@ -11,8 +11,9 @@ answers with that code instead of calling the driver).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -56,6 +57,8 @@ Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 PbReq = TypeVar("PbReq", bound=Message)
 PbResp = TypeVar("PbResp", bound=Message)
+T = TypeVar("T")
+MR = TypeVar("MR", bound=MachineRequest)
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class Rpc(Generic[Req, Resp, PbReq, PbResp]):
         return f"/{SERVICE_NAME}/{self.name}"
 
 
-# --- objects ---------------------------------------------------------------------------------
+# --- requests ----------------------------------------------------------------------------------
 
 
 def _to_json(obj: Mapping[str, Any]) -> bytes:
@@ -87,134 +90,49 @@ def _to_json(obj: Mapping[str, Any]) -> bytes:
 
 
 def _json_object(data: bytes, what: str) -> dict[str, Any]:
-    """Decode a JSON object; anything else is an ``InvalidArgument`` error."""
+    """Decode a JSON object; anything else (nesting too deep included) is ``InvalidArgument``."""
     try:
         value = json.loads(data.decode()) if data else {}
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MachineError(Code.InvalidArgument, f"{what} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise MachineError(Code.InvalidArgument, f"{what} is nested too deeply") from None
     if not isinstance(value, dict):
         raise MachineError(Code.InvalidArgument, f"{what} is not a JSON object")
     return value
 
 
-def _machine(data: bytes) -> Machine:
-    return Machine.from_dict(_json_object(data, "machine_json"))
+def _decoded(what: str, build: Callable[[dict[str, Any]], T], data: bytes) -> T:
+    """``build`` applied to the JSON object in ``data``; any failure is ``InvalidArgument``."""
+    obj = _json_object(data, what)
+    try:
+        return build(obj)
+    except RecursionError:
+        raise MachineError(Code.InvalidArgument, f"{what} is nested too deeply") from None
+    except Exception as exc:
+        raise MachineError(Code.InvalidArgument, f"{what} is not a valid object: {exc}") from None
 
 
-def _machine_class(data: bytes) -> MachineClass:
-    return MachineClass.from_dict(_json_object(data, "machine_class_json"))
+def _machine_request_to_pb(cls: type[MR], pb_type: type[PbReq]) -> Callable[[MR], PbReq]:
+    def encode(r: MR) -> PbReq:
+        return pb_type(
+            machine_json=_to_json(r.machine.to_dict()),
+            machine_class_json=_to_json(r.machine_class.to_dict()),
+            secret_data=dict(r.secret_data),
+        )
+
+    return encode
 
 
-def _machine_request_fields(r: MachineRequest) -> dict[str, Any]:
-    """The wire fields of a per-machine request (same names in every request message)."""
-    return {
-        "machine_json": _to_json(r.machine.to_dict()),
-        "machine_class_json": _to_json(r.machine_class.to_dict()),
-        "secret_data": dict(r.secret_data),
-    }
+def _machine_request_from_pb(pb_type: type[PbReq], cls: type[MR]) -> Callable[[PbReq], MR]:
+    def decode(m: Any) -> MR:
+        return cls(
+            _decoded("machine_json", Machine.from_dict, m.machine_json),
+            _decoded("machine_class_json", MachineClass.from_dict, m.machine_class_json),
+            dict(m.secret_data),
+        )
 
-
-def _machine_request_args(m: Any) -> tuple[Machine, MachineClass, dict[str, bytes]]:
-    """The contract-side arguments decoded from a per-machine request message."""
-    return _machine(m.machine_json), _machine_class(m.machine_class_json), dict(m.secret_data)
-
-
-def _addresses_to_pb(addresses: Iterable[NodeAddress]) -> list[pb.NodeAddress]:
-    return [pb.NodeAddress(type=a.type or "", address=a.address or "") for a in addresses]
-
-
-def _addresses_from_pb(addresses: Iterable[pb.NodeAddress]) -> tuple[NodeAddress, ...]:
-    return tuple(NodeAddress(type=a.type, address=a.address) for a in addresses)
-
-
-# --- CreateMachine -----------------------------------------------------------------------------
-
-
-def _create_req_to_pb(r: CreateMachineRequest) -> pb.CreateMachineRequest:
-    return pb.CreateMachineRequest(**_machine_request_fields(r))
-
-
-def _create_req_from_pb(m: pb.CreateMachineRequest) -> CreateMachineRequest:
-    return CreateMachineRequest(*_machine_request_args(m))
-
-
-def _create_resp_to_pb(r: CreateMachineResponse) -> pb.CreateMachineResponse:
-    return pb.CreateMachineResponse(
-        provider_id=r.provider_id,
-        node_name=r.node_name,
-        last_known_state=r.last_known_state,
-        addresses=_addresses_to_pb(r.addresses),
-    )
-
-
-def _create_resp_from_pb(m: pb.CreateMachineResponse) -> CreateMachineResponse:
-    return CreateMachineResponse(
-        m.provider_id, m.node_name, m.last_known_state, _addresses_from_pb(m.addresses)
-    )
-
-
-# --- InitializeMachine -------------------------------------------------------------------------
-
-
-def _init_req_to_pb(r: InitializeMachineRequest) -> pb.InitializeMachineRequest:
-    return pb.InitializeMachineRequest(**_machine_request_fields(r))
-
-
-def _init_req_from_pb(m: pb.InitializeMachineRequest) -> InitializeMachineRequest:
-    return InitializeMachineRequest(*_machine_request_args(m))
-
-
-def _init_resp_to_pb(r: InitializeMachineResponse) -> pb.InitializeMachineResponse:
-    return pb.InitializeMachineResponse(
-        provider_id=r.provider_id, node_name=r.node_name, addresses=_addresses_to_pb(r.addresses)
-    )
-
-
-def _init_resp_from_pb(m: pb.InitializeMachineResponse) -> InitializeMachineResponse:
-    return InitializeMachineResponse(m.provider_id, m.node_name, _addresses_from_pb(m.addresses))
-
-
-# --- DeleteMachine -----------------------------------------------------------------------------
-
-
-def _delete_req_to_pb(r: DeleteMachineRequest) -> pb.DeleteMachineRequest:
-    return pb.DeleteMachineRequest(**_machine_request_fields(r))
-
-
-def _delete_req_from_pb(m: pb.DeleteMachineRequest) -> DeleteMachineRequest:
-    return DeleteMachineRequest(*_machine_request_args(m))
-
-
-def _delete_resp_to_pb(r: DeleteMachineResponse) -> pb.DeleteMachineResponse:
-    return pb.DeleteMachineResponse(last_known_state=r.last_known_state)
-
-
-def _delete_resp_from_pb(m: pb.DeleteMachineResponse) -> DeleteMachineResponse:
-    return DeleteMachineResponse(m.last_known_state)
-
-
-# --- GetMachineStatus --------------------------------------------------------------------------
-
-
-def _status_req_to_pb(r: GetMachineStatusRequest) -> pb.GetMachineStatusRequest:
-    return pb.GetMachineStatusRequest(**_machine_request_fields(r))
-
-
-def _status_req_from_pb(m: pb.GetMachineStatusRequest) -> GetMachineStatusRequest:
-    return GetMachineStatusRequest(*_machine_request_args(m))
-
-
-def _status_resp_to_pb(r: GetMachineStatusResponse) -> pb.GetMachineStatusResponse:
-    return pb.GetMachineStatusResponse(
-        provider_id=r.provider_id, node_name=r.node_name, addresses=_addresses_to_pb(r.addresses)
-    )
-
-
-def _status_resp_from_pb(m: pb.GetMachineStatusResponse) -> GetMachineStatusResponse:
-    return GetMachineStatusResponse(m.provider_id, m.node_name, _addresses_from_pb(m.addresses))
-
-
-# --- ListMachines ------------------------------------------------------------------------------
+    return decode
 
 
 def _list_req_to_pb(r: ListMachinesRequest) -> pb.ListMachinesRequest:
@@ -224,18 +142,8 @@ def _list_req_to_pb(r: ListMachinesRequest) -> pb.ListMachinesRequest:
 
 
 def _list_req_from_pb(m: pb.ListMachinesRequest) -> ListMachinesRequest:
-    return ListMachinesRequest(_machine_class(m.machine_class_json), dict(m.secret_data))
-
-
-def _list_resp_to_pb(r: ListMachinesResponse) -> pb.ListMachinesResponse:
-    return pb.ListMachinesResponse(machine_list=dict(r.machine_list))
-
-
-def _list_resp_from_pb(m: pb.ListMachinesResponse) -> ListMachinesResponse:
-    return ListMachinesResponse(dict(m.machine_list))
-
-
-# --- GetVolumeIDs ------------------------------------------------------------------------------
+    machine_class = _decoded("machine_class_json", MachineClass.from_dict, m.machine_class_json)
+    return ListMachinesRequest(machine_class, dict(m.secret_data))
 
 
 def _volumes_req_to_pb(r: GetVolumeIDsRequest) -> pb.GetVolumeIDsRequest:
@@ -247,12 +155,49 @@ def _volumes_req_from_pb(m: pb.GetVolumeIDsRequest) -> GetVolumeIDsRequest:
     return GetVolumeIDsRequest(specs)
 
 
-def _volumes_resp_to_pb(r: GetVolumeIDsResponse) -> pb.GetVolumeIDsResponse:
-    return pb.GetVolumeIDsResponse(volume_ids=list(r.volume_ids))
+# --- responses ---------------------------------------------------------------------------------
+# Every response field has a protobuf field of the same name, so one pair of conversions serves
+# all six responses. A field is a string, a tuple of NodeAddress or of strings, or a string map.
 
 
-def _volumes_resp_from_pb(m: pb.GetVolumeIDsResponse) -> GetVolumeIDsResponse:
-    return GetVolumeIDsResponse(tuple(m.volume_ids))
+def _response_to_pb(cls: type[Resp], pb_type: type[PbResp]) -> Callable[[Resp], PbResp]:
+    def encode(r: Resp) -> PbResp:
+        return pb_type(**{f.name: _field_to_pb(getattr(r, f.name)) for f in dataclasses.fields(r)})  # type: ignore[arg-type]
+
+    return encode
+
+
+def _response_from_pb(pb_type: type[PbResp], cls: type[Resp]) -> Callable[[PbResp], Resp]:
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+
+    def decode(m: PbResp) -> Resp:
+        return cls(**{name: _field_from_pb(getattr(m, name)) for name in names})
+
+    return decode
+
+
+def _field_to_pb(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    return [_address_to_pb(v) if isinstance(v, NodeAddress) else v for v in value]
+
+
+def _field_from_pb(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    return tuple(_address_from_pb(v) if isinstance(v, pb.NodeAddress) else v for v in value)
+
+
+def _address_to_pb(a: NodeAddress) -> pb.NodeAddress:
+    return pb.NodeAddress(type=a.type or "", address=a.address or "")
+
+
+def _address_from_pb(a: pb.NodeAddress) -> NodeAddress:
+    return NodeAddress(type=a.type, address=a.address)
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -262,40 +207,40 @@ CREATE_MACHINE = Rpc(
     "create_machine",
     pb.CreateMachineRequest,
     pb.CreateMachineResponse,
-    _create_req_to_pb,
-    _create_req_from_pb,
-    _create_resp_to_pb,
-    _create_resp_from_pb,
+    _machine_request_to_pb(CreateMachineRequest, pb.CreateMachineRequest),
+    _machine_request_from_pb(pb.CreateMachineRequest, CreateMachineRequest),
+    _response_to_pb(CreateMachineResponse, pb.CreateMachineResponse),
+    _response_from_pb(pb.CreateMachineResponse, CreateMachineResponse),
 )
 INITIALIZE_MACHINE = Rpc(
     "InitializeMachine",
     "initialize_machine",
     pb.InitializeMachineRequest,
     pb.InitializeMachineResponse,
-    _init_req_to_pb,
-    _init_req_from_pb,
-    _init_resp_to_pb,
-    _init_resp_from_pb,
+    _machine_request_to_pb(InitializeMachineRequest, pb.InitializeMachineRequest),
+    _machine_request_from_pb(pb.InitializeMachineRequest, InitializeMachineRequest),
+    _response_to_pb(InitializeMachineResponse, pb.InitializeMachineResponse),
+    _response_from_pb(pb.InitializeMachineResponse, InitializeMachineResponse),
 )
 DELETE_MACHINE = Rpc(
     "DeleteMachine",
     "delete_machine",
     pb.DeleteMachineRequest,
     pb.DeleteMachineResponse,
-    _delete_req_to_pb,
-    _delete_req_from_pb,
-    _delete_resp_to_pb,
-    _delete_resp_from_pb,
+    _machine_request_to_pb(DeleteMachineRequest, pb.DeleteMachineRequest),
+    _machine_request_from_pb(pb.DeleteMachineRequest, DeleteMachineRequest),
+    _response_to_pb(DeleteMachineResponse, pb.DeleteMachineResponse),
+    _response_from_pb(pb.DeleteMachineResponse, DeleteMachineResponse),
 )
 GET_MACHINE_STATUS = Rpc(
     "GetMachineStatus",
     "get_machine_status",
     pb.GetMachineStatusRequest,
     pb.GetMachineStatusResponse,
-    _status_req_to_pb,
-    _status_req_from_pb,
-    _status_resp_to_pb,
-    _status_resp_from_pb,
+    _machine_request_to_pb(GetMachineStatusRequest, pb.GetMachineStatusRequest),
+    _machine_request_from_pb(pb.GetMachineStatusRequest, GetMachineStatusRequest),
+    _response_to_pb(GetMachineStatusResponse, pb.GetMachineStatusResponse),
+    _response_from_pb(pb.GetMachineStatusResponse, GetMachineStatusResponse),
 )
 LIST_MACHINES = Rpc(
     "ListMachines",
@@ -304,8 +249,8 @@ LIST_MACHINES = Rpc(
     pb.ListMachinesResponse,
     _list_req_to_pb,
     _list_req_from_pb,
-    _list_resp_to_pb,
-    _list_resp_from_pb,
+    _response_to_pb(ListMachinesResponse, pb.ListMachinesResponse),
+    _response_from_pb(pb.ListMachinesResponse, ListMachinesResponse),
 )
 GET_VOLUME_IDS = Rpc(
     "GetVolumeIDs",
@@ -314,8 +259,8 @@ GET_VOLUME_IDS = Rpc(
     pb.GetVolumeIDsResponse,
     _volumes_req_to_pb,
     _volumes_req_from_pb,
-    _volumes_resp_to_pb,
-    _volumes_resp_from_pb,
+    _response_to_pb(GetVolumeIDsResponse, pb.GetVolumeIDsResponse),
+    _response_from_pb(pb.GetVolumeIDsResponse, GetVolumeIDsResponse),
 )
 
 ALL_RPCS: tuple[Rpc[Any, Any, Any, Any], ...] = (

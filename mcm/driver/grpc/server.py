@@ -3,33 +3,44 @@
 Guarantees:
 
 - Each RPC calls the driver method of the same name with a :class:`~mcm.driver.context.CallContext`
-  carrying the client's deadline; the context is cancelled when the RPC ends (client gone,
-  deadline passed), so a driver waiting on ``ctx.cancelled`` stops early.
-- Whatever the driver raises reaches the client with its machine code, message and
-  ``last_known_state`` intact; an exception without a machine code arrives as such (see
-  :mod:`mcm.driver.grpc.status`). A request the server cannot decode is answered with
-  ``InvalidArgument`` and never reaches the driver. No exception escapes into gRPC.
-- Secret data is never logged.
+  carrying the client's deadline; the context is cancelled when the RPC ends (client gone or
+  cancelled, deadline passed), so a driver waiting on ``ctx.cancelled`` stops early.
+- Whatever the driver raises reaches the client with its machine code and ``last_known_state``;
+  an exception without a machine code arrives as such (see :mod:`mcm.driver.grpc.status`). The
+  message is scrubbed of the request's secret data and capped, in the log and on the wire.
+- A request the server cannot decode (not protobuf, JSON that is invalid, not an object, nested
+  too deeply, not a Machine) is answered with ``InvalidArgument`` and never reaches the driver.
+  No exception escapes into gRPC.
+- At most ``max_workers`` calls run and ``max_queued`` wait; a call beyond that is answered at
+  once with ``RESOURCE_EXHAUSTED`` instead of joining an ever-growing backlog.
 - Endpoints: ``unix:/absolute/path`` (a stale socket file is replaced) and ``host:port`` (port 0
-  picks a free port; :attr:`DriverServer.endpoint` reports the one chosen).
+  picks a free port; :attr:`DriverServer.endpoint` reports the one chosen). Plaintext is
+  accepted on a unix socket and on loopback (``127.0.0.0/8``, ``::1``, ``localhost``). Any other
+  address needs TLS ``credentials`` or an explicit ``insecure=True``, and the log says which.
+- Secret data is never logged; no traceback (and so no local variable) is logged either.
 """
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Mapping
 from concurrent import futures
 from typing import Any
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 
+from mcm.driver.codes import Code
 from mcm.driver.context import CallContext
 from mcm.driver.driver import Driver
 from mcm.driver.errors import MachineError
 from mcm.driver.grpc.rpcs import ALL_RPCS, SERVICE_NAME, Rpc
-from mcm.driver.grpc.status import status_for_error
+from mcm.driver.grpc.status import MAX_DETAILS, status_for_error
+from mcm.driver.scrub import scrub_message
 from mcm.runtime.clock import REAL_CLOCK
 
-__all__ = ["SERVER_OPTIONS", "DriverServer", "serve"]
+__all__ = ["SERVER_OPTIONS", "DriverServer", "InsecureEndpointError", "is_local_endpoint", "serve"]
 
 log = structlog.get_logger(__name__)
 
@@ -44,6 +55,10 @@ SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
 """Server settings: accept the client's keepalive pings (every 30 s, even when idle)."""
 
 _NO_DEADLINE = 1e8  # grpc reports "no deadline" as a huge time_remaining()
+
+
+class InsecureEndpointError(ValueError):
+    """Plaintext was asked for on an address other hosts can reach."""
 
 
 class DriverServer:
@@ -69,40 +84,114 @@ class DriverServer:
         return self._server.wait_for_termination(timeout)
 
 
-def serve(driver: Driver, endpoint: str, *, max_workers: int = 16) -> DriverServer:
-    """Start serving ``driver`` at ``endpoint`` and return at once."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=SERVER_OPTIONS)
+def serve(
+    driver: Driver,
+    endpoint: str,
+    *,
+    max_workers: int = 16,
+    max_queued: int = 16,
+    credentials: grpc.ServerCredentials | None = None,
+    insecure: bool = False,
+) -> DriverServer:
+    """Start serving ``driver`` at ``endpoint`` and return at once.
+
+    Raises :class:`InsecureEndpointError` for a plaintext non-loopback endpoint unless
+    ``insecure`` is true, and ``RuntimeError`` when the address cannot be bound.
+    """
+    if max_workers < 1 or max_queued < 0:
+        raise ValueError(f"need max_workers >= 1 and max_queued >= 0, got {max_workers}, {max_queued}")
+    transport = _transport(endpoint, credentials, insecure)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers),
+        options=SERVER_OPTIONS,
+        maximum_concurrent_rpcs=max_workers + max_queued,
+    )
     handlers = {rpc.name: _handler(driver, rpc) for rpc in ALL_RPCS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
-    port = server.add_insecure_port(endpoint)
+    if credentials is None:
+        port = server.add_insecure_port(endpoint)
+    else:
+        port = server.add_secure_port(endpoint, credentials)
     if port == 0:
         raise RuntimeError(f"cannot listen on {endpoint}")
     server.start()
     bound = endpoint if endpoint.startswith("unix:") else _with_port(endpoint, port)
-    log.info("driver_server_started", endpoint=bound)
+    if transport == "insecure":
+        log.warning("driver_server_insecure", endpoint=bound, reason="plaintext on a non-loopback address")
+    log.info("driver_server_started", endpoint=bound, transport=transport, max_workers=max_workers)
     return DriverServer(server, bound)
+
+
+def is_local_endpoint(endpoint: str) -> bool:
+    """True for a unix socket or a loopback address (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    if endpoint.startswith("unix:"):
+        return True
+    host = endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _transport(endpoint: str, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
+    """How ``endpoint`` is served (``tls``, ``local`` or ``insecure``); refuses plaintext elsewhere."""
+    if credentials is not None:
+        return "tls"
+    if is_local_endpoint(endpoint):
+        return "local"
+    if insecure:
+        return "insecure"
+    raise InsecureEndpointError(
+        f"{endpoint} is not a unix socket or loopback address: serve it with TLS credentials "
+        "or allow plaintext explicitly (insecure=True, --insecure)"
+    )
 
 
 def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
     """The gRPC handler that runs ``rpc`` against ``driver``."""
     method = getattr(driver, rpc.method)
 
-    def handle(message: Any, context: grpc.ServicerContext) -> Any:
-        ctx = _call_context(context)
+    def handle(data: bytes, context: grpc.ServicerContext) -> bytes:
+        secret_data: Mapping[str, bytes] | None = None
         try:
-            response = method(ctx, rpc.decode_request(message))
-            return rpc.encode_response(response)
+            message = _parse(rpc, data)
+            secret_data = getattr(message, "secret_data", None)
+            request = rpc.decode_request(message)
         except Exception as exc:
-            _log_failure(rpc.name, exc)
-            status = status_for_error(exc)
+            status = status_for_error(_invalid_request(rpc.name, exc), secret_data)
+            log.info("driver_request_invalid", method=rpc.name, message=status.details)
+        else:
+            try:
+                response = method(_call_context(context), request)
+                return bytes(rpc.encode_response(response).SerializeToString())
+            except Exception as exc:
+                status = status_for_error(exc, secret_data)
+                _log_failure(rpc.name, exc, status.details)
         context.set_trailing_metadata(status.trailers)
         context.abort(status.code, status.details)
 
-    return grpc.unary_unary_rpc_method_handler(
-        handle,
-        request_deserializer=rpc.pb_request.FromString,
-        response_serializer=rpc.pb_response.SerializeToString,
-    )
+    return grpc.unary_unary_rpc_method_handler(handle)
+
+
+def _parse(rpc: Rpc[Any, Any, Any, Any], data: bytes) -> Any:
+    """The protobuf request in ``data``; garbage is ``InvalidArgument``."""
+    try:
+        return rpc.pb_request.FromString(data)
+    except (DecodeError, RecursionError) as exc:
+        raise MachineError(
+            Code.InvalidArgument, f"{rpc.name} request is not a valid protobuf message"
+        ) from exc
+
+
+def _invalid_request(method: str, exc: Exception) -> MachineError:
+    """The ``InvalidArgument`` error for a request that could not be decoded."""
+    if isinstance(exc, MachineError) and exc.code == Code.InvalidArgument:
+        return exc
+    text = scrub_message(str(exc) or type(exc).__name__, None, MAX_DETAILS)
+    return MachineError(Code.InvalidArgument, f"{method} request cannot be decoded: {text}")
 
 
 def _call_context(context: grpc.ServicerContext) -> CallContext:
@@ -117,12 +206,13 @@ def _call_context(context: grpc.ServicerContext) -> CallContext:
     return ctx
 
 
-def _log_failure(method: str, exc: Exception) -> None:
+def _log_failure(method: str, exc: Exception, message: str) -> None:
+    """Log a failed call with its already scrubbed ``message``."""
     if isinstance(exc, MachineError):
-        log.info("driver_call_failed", method=method, code=str(exc.code), message=exc.message)
+        log.info("driver_call_failed", method=method, code=str(exc.code), message=message)
         return
     # No traceback: rendered locals would include the request and its secret data.
-    log.error("driver_call_raised", method=method, error_type=type(exc).__name__, error=str(exc))
+    log.error("driver_call_raised", method=method, exception_type=type(exc).__name__, message=message)
 
 
 def _with_port(endpoint: str, port: int) -> str:

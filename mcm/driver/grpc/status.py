@@ -12,20 +12,22 @@ Encoding (the server side, :func:`status_for_error`):
   trailer ``mcm-machine-code: none``. The client raises :class:`UndecodableDriverError`, which
   :func:`~mcm.driver.errors.status_from_error` reports as not decodable, as in-process.
 - A non-empty ``last_known_state`` rides along in the trailer ``mcm-last-known-state-bin``.
-- Sizes are capped so the status always arrives: details beyond :data:`MAX_DETAILS` characters
-  are cut (and say so); a ``last_known_state`` over :data:`MAX_LAST_KNOWN_STATE` bytes is left
-  out (and the details say so). The client accepts trailers well above these caps.
+- The details are run through :func:`~mcm.driver.scrub.scrub_message` with the request's secret
+  data, so no secret value and at most :data:`MAX_DETAILS` characters (plus a note saying how
+  much was cut) leave the server. A ``last_known_state`` over :data:`MAX_LAST_KNOWN_STATE` bytes
+  is left out (and the details say so). The client accepts trailers well above these caps.
 
 Decoding (the client side, :func:`error_from_rpc`): the trailer wins when present; without it
 (a transport failure, or a sidecar that sets only the status) the gRPC status number is the
 machine code, and ``UNAVAILABLE`` / ``DEADLINE_EXCEEDED`` get a message naming the sidecar. A
 trailer naming a number outside the code table is a broken contract too
-(:class:`UndecodableDriverError`).
+(:class:`UndecodableDriverError`). The client scrubs and caps the details again with the
+request's secret data: a sidecar in another language may not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -33,12 +35,14 @@ import grpc
 
 from mcm.driver.codes import Code
 from mcm.driver.errors import MachineError
+from mcm.driver.scrub import MAX_MESSAGE, scrub_message
 
 __all__ = [
     "LAST_KNOWN_STATE_KEY",
     "MACHINE_CODE_KEY",
     "MAX_DETAILS",
     "MAX_LAST_KNOWN_STATE",
+    "MAX_RECEIVED_DETAILS",
     "NO_MACHINE_CODE",
     "GrpcStatus",
     "UndecodableDriverError",
@@ -53,8 +57,10 @@ NO_MACHINE_CODE = "none"
 LAST_KNOWN_STATE_KEY = "mcm-last-known-state-bin"
 """Binary trailer with the UTF-8 ``last_known_state`` of a failed call."""
 
-MAX_DETAILS = 64 * 1024
-"""Longest status message sent, in characters."""
+MAX_DETAILS = MAX_MESSAGE
+"""Longest status message sent, in characters (before the notes about what was cut)."""
+MAX_RECEIVED_DETAILS = 2 * MAX_DETAILS
+"""Longest status message the client passes on: room for a full message and the server's notes."""
 MAX_LAST_KNOWN_STATE = 2 * 1024 * 1024
 """Largest ``last_known_state`` sent in a trailer, in UTF-8 bytes."""
 
@@ -76,12 +82,12 @@ class GrpcStatus:
     trailers: Metadata
 
 
-def status_for_error(exc: BaseException) -> GrpcStatus:
-    """The gRPC status that carries ``exc`` to the client."""
+def status_for_error(exc: BaseException, secret_data: Mapping[str, bytes] | None = None) -> GrpcStatus:
+    """The gRPC status that carries ``exc`` to the client, without ``secret_data`` in it."""
     if not isinstance(exc, MachineError):
-        details = _capped(str(exc) or type(exc).__name__)
+        details = scrub_message(str(exc) or type(exc).__name__, secret_data, MAX_DETAILS)
         return GrpcStatus(grpc.StatusCode.UNKNOWN, details, ((MACHINE_CODE_KEY, NO_MACHINE_CODE),))
-    details = _capped(exc.message)
+    details = scrub_message(exc.message, secret_data, MAX_DETAILS)
     trailers: list[tuple[str, str | bytes]] = [(MACHINE_CODE_KEY, str(int(exc.code)))]
     state = exc.last_known_state.encode()
     if len(state) > MAX_LAST_KNOWN_STATE:
@@ -91,20 +97,21 @@ def status_for_error(exc: BaseException) -> GrpcStatus:
     return GrpcStatus(_grpc_code_for(exc.code), details, tuple(trailers))
 
 
-def _capped(details: str) -> str:
-    """``details``, cut to :data:`MAX_DETAILS` characters with a note when longer."""
-    if len(details) <= MAX_DETAILS:
-        return details
-    return f"{details[:MAX_DETAILS]}... ({len(details) - MAX_DETAILS} more characters cut)"
-
-
-def error_from_rpc(exc: grpc.RpcError, *, endpoint: str, method: str, timeout: float | None) -> Exception:
-    """The exception a failed call to ``method`` at ``endpoint`` stands for."""
+def error_from_rpc(
+    exc: grpc.RpcError,
+    *,
+    endpoint: str,
+    method: str,
+    timeout: float | None,
+    secret_data: Mapping[str, bytes] | None = None,
+) -> Exception:
+    """The exception a failed call to ``method`` at ``endpoint`` stands for, scrubbed of ``secret_data``."""
     call = _as_call(exc)
     if call is None:
-        return MachineError(Code.Unknown, f"{method} call to the driver sidecar at {endpoint} failed: {exc}")
+        text = scrub_message(str(exc), secret_data, MAX_RECEIVED_DETAILS)
+        return MachineError(Code.Unknown, f"{method} call to the driver sidecar at {endpoint} failed: {text}")
     code = call.code()
-    details = call.details() or ""
+    details = scrub_message(call.details() or "", secret_data, MAX_RECEIVED_DETAILS)
     trailers = _trailer_dict(call.trailing_metadata())
     marker = trailers.get(MACHINE_CODE_KEY)
     if marker is not None:

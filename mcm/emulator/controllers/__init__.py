@@ -25,7 +25,7 @@ from mcm.emulator.controllers.attachdetach import AttachDetach
 from mcm.emulator.controllers.base import Reactor, Scheduler
 from mcm.emulator.controllers.crd import CrdController
 from mcm.emulator.controllers.deployment import DeploymentController
-from mcm.emulator.controllers.disruption import DisruptionController, evict
+from mcm.emulator.controllers.disruption import DisruptionController
 from mcm.emulator.controllers.eventttl import EventTTL
 from mcm.emulator.controllers.gc import GarbageCollector
 from mcm.emulator.controllers.kubelet import KubeletSimulator
@@ -36,7 +36,7 @@ from mcm.runtime.clock import REAL_CLOCK, Clock
 if TYPE_CHECKING:
     from mcm.emulator.storage import Storage
 
-__all__ = ["Controllers", "evict", "start_controllers"]
+__all__ = ["Controllers", "start_controllers"]
 
 
 class Controllers:

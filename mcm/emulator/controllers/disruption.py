@@ -1,4 +1,5 @@
-"""PodDisruptionBudget status (the disruption controller) and the eviction subresource (spec §2.11).
+"""PodDisruptionBudget status: the disruption controller (spec §2.11). The eviction verb is
+:mod:`mcm.emulator.eviction`; both share :mod:`mcm.emulator.pdb`.
 
 Guarantees:
 
@@ -12,31 +13,23 @@ Guarantees:
   namespace: in ``sync`` mode right after the triggering commit (before that request is
   answered), in ``async`` mode after ``delay`` seconds. It skips PDBs annotated
   ``emu.sim/pdb-controller: "off"`` and writes status only when it changed.
-- :func:`evict` implements ``POST pods/{name}/eviction``: a returned dict is answered with HTTP
-  201 (also the multi-PDB ``Failure`` status, as upstream); refusals raise
-  :class:`~mcm.emulator.errors.ApiStatusError` (429, 403, 404, 400). A budget decrement and the pod
-  deletion happen in one store transaction.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import math
-import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
-from mcm.emulator import errors
-from mcm.emulator.selectors import labels_match
+from mcm.emulator.pdb import PDBS, PODS, disruption_allowed_condition, is_ready, selects
 from mcm.emulator.timefmt import format_time, parse_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor, Scheduler
-    from mcm.emulator.registry import ResourceType
-    from mcm.emulator.storage import Storage
     from mcm.emulator.store import Change
 
 __all__ = [
@@ -44,43 +37,17 @@ __all__ = [
     "OFF_ANNOTATION",
     "DisruptionController",
     "compute_status",
-    "evict",
     "failed_status",
 ]
 
 log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
-PODS = "pods"
-PDBS = "poddisruptionbudgets.policy"
 OFF_ANNOTATION = "emu.sim/pdb-controller"
 DELETION_TIMEOUT = 120.0
-MAX_DISRUPTED_PODS = 2000
-EVICTION_BLOCKED = "Cannot evict pod as it would violate the pod's disruption budget."
-MULTIPLE_PDBS = (
-    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-)
-
-_CONTROLLERS: weakref.WeakKeyDictionary[Storage, DisruptionController] = weakref.WeakKeyDictionary()
 
 
 # --------------------------------------------------------------------------- status computation
-
-
-def _is_ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, Mapping)
-    )
-
-
-def _matches(pdb: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    try:
-        return labels_match(
-            (pdb.get("spec") or {}).get("selector"), (pod.get("metadata") or {}).get("labels") or {}
-        )
-    except ValueError:
-        return False
 
 
 def _controller_uid(pod: Mapping[str, Any]) -> str | None:
@@ -142,44 +109,20 @@ def _live_disruptions(
     return kept, next_expiry
 
 
-def _condition(old_status: Mapping[str, Any], allowed: int, generation: int, now: _dt.datetime) -> Obj:
-    status = "True" if allowed > 0 else "False"
-    reason = "SufficientPods" if allowed > 0 else "InsufficientPods"
-    previous = next(
-        (
-            c
-            for c in old_status.get("conditions") or []
-            if isinstance(c, Mapping) and c.get("type") == "DisruptionAllowed"
-        ),
-        None,
-    )
-    stamp = format_time(now)
-    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
-        stamp = str(previous["lastTransitionTime"])
-    return {
-        "type": "DisruptionAllowed",
-        "status": status,
-        "observedGeneration": generation,
-        "lastTransitionTime": stamp,
-        "reason": reason,
-        "message": "",
-    }
-
-
 def compute_status(
     pdb: Mapping[str, Any], pods: list[Obj], owner_replicas: Mapping[str, int], now: _dt.datetime
 ) -> tuple[Obj, _dt.datetime | None]:
     """The PDB status for the pods of its namespace; also when the next disrupted entry expires."""
     spec = pdb.get("spec") or {}
     old_status = pdb.get("status") or {}
-    matched = [p for p in pods if _matches(pdb, p)]
+    matched = [p for p in pods if selects(pdb, p)]
     desired, expected = _desired_and_expected(spec, matched, owner_replicas)
     by_name = {str(p["metadata"]["name"]): p for p in matched}
     disrupted, next_expiry = _live_disruptions(old_status.get("disruptedPods") or {}, by_name, now)
     healthy = sum(
         1
         for name, pod in by_name.items()
-        if not pod["metadata"].get("deletionTimestamp") and name not in disrupted and _is_ready(pod)
+        if not pod["metadata"].get("deletionTimestamp") and name not in disrupted and is_ready(pod)
     )
     allowed = healthy - desired
     if allowed <= 0 or expected <= 0:
@@ -191,7 +134,7 @@ def compute_status(
         "desiredHealthy": desired,
         "disruptionsAllowed": allowed,
         "expectedPods": expected,
-        "conditions": [_condition(old_status, allowed, generation, now)],
+        "conditions": [disruption_allowed_condition(old_status, allowed, generation, now)],
     }
     if disrupted:
         status["disruptedPods"] = disrupted
@@ -202,7 +145,11 @@ def failed_status(pdb: Mapping[str, Any], error: str, now: _dt.datetime) -> Obj:
     """The status written when the budget cannot be computed: nothing allowed, ``SyncFailed``."""
     old_status = pdb.get("status") or {}
     generation = int((pdb.get("metadata") or {}).get("generation") or 0)
-    condition = {**_condition(old_status, 0, generation, now), "reason": "SyncFailed", "message": error}
+    condition = {
+        **disruption_allowed_condition(old_status, 0, generation, now),
+        "reason": "SyncFailed",
+        "message": error,
+    }
     return {
         **{k: old_status.get(k, 0) for k in ("currentHealthy", "desiredHealthy", "expectedPods")},
         "observedGeneration": generation,
@@ -225,7 +172,6 @@ class DisruptionController:
         self.mode: Literal["sync", "async"] = "sync"
         self.delay = 0.5
         reactor.add_handler(self._on_change)
-        _CONTROLLERS[reactor.storage] = self
 
     def start(self) -> None:
         with self.reactor.storage.store.lock:
@@ -248,7 +194,7 @@ class DisruptionController:
             return
         pods = [change.new.obj] if change.old is None else [change.new.obj, change.old.obj]
         for stored in self.reactor.storage.store.items(PDBS, namespace):
-            if any(_matches(stored.obj, pod) for pod in pods):
+            if any(selects(stored.obj, pod) for pod in pods):
                 self._enqueue(namespace, str(stored.obj["metadata"]["name"]))
 
     def _enqueue(self, namespace: str, name: str) -> None:
@@ -307,136 +253,3 @@ class DisruptionController:
             if isinstance(replicas, int) and not isinstance(replicas, bool):
                 result[uid] = replicas
         return result
-
-
-# --------------------------------------------------------------------------- eviction
-
-
-def _success() -> Obj:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-
-
-def _multiple_pdbs() -> Obj:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": MULTIPLE_PDBS,
-        "code": 500,
-    }
-
-
-def _delete_options(body: Mapping[str, Any]) -> Obj:
-    options = body.get("deleteOptions")
-    return dict(options) if isinstance(options, Mapping) else {}
-
-
-def _pod_type(storage: Storage) -> ResourceType:
-    rt = storage.registry.by_storage(PODS)
-    if rt is None:
-        raise errors.resource_not_found()
-    return rt
-
-
-def evict(storage: Storage, namespace: str, name: str, body: Any, *, dry_run: bool = False) -> Obj:
-    """``POST pods/{name}/eviction``: delete the pod if its disruption budget allows (spec §2.11)."""
-    if not isinstance(body, Mapping):
-        raise errors.bad_request(
-            'Eviction in version "v1" cannot be handled as a Eviction: body must be an object'
-        )
-    body_name = (body.get("metadata") or {}).get("name")
-    if body_name and body_name != name:
-        raise errors.bad_request("name in URL does not match name in Eviction object")
-    options = _delete_options(body)
-    dry_run = dry_run or "All" in (options.get("dryRun") or [])
-    controller = _CONTROLLERS.get(storage)
-    clock = controller.clock if controller is not None else REAL_CLOCK
-    rt = _pod_type(storage)
-    with storage.transaction():
-        pod = storage.get_stored(rt, namespace, name).obj
-        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending") or pod[
-            "metadata"
-        ].get("deletionTimestamp"):
-            storage.delete(rt, namespace, name, options, dry_run=dry_run)
-            return _success()
-        pdbs = [s.obj for s in storage.store.items(PDBS, namespace) if _matches(s.obj, pod)]
-        if not pdbs:
-            storage.delete(rt, namespace, name, options, dry_run=dry_run)
-            return _success()
-        if len(pdbs) > 1:
-            return _multiple_pdbs()
-        return _evict_with_budget(storage, rt, pod, pdbs[0], options, dry_run=dry_run, clock=clock)
-
-
-def _evict_with_budget(
-    storage: Storage, rt: ResourceType, pod: Obj, pdb: Obj, options: Obj, *, dry_run: bool, clock: Clock
-) -> Obj:
-    meta = pod["metadata"]
-    namespace, name = str(meta.get("namespace", "")), str(meta["name"])
-    status = pdb.get("status") or {}
-    spec = pdb.get("spec") or {}
-    pdb_name = str(pdb["metadata"]["name"])
-    healthy, desired = int(status.get("currentHealthy") or 0), int(status.get("desiredHealthy") or 0)
-    if not _is_ready(pod) and (
-        spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow" or healthy >= desired > 0
-    ):
-        guarded = {
-            **options,
-            "preconditions": {
-                **(options.get("preconditions") or {}),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-        }
-        storage.delete(rt, namespace, name, guarded, dry_run=dry_run)
-        return _success()
-    if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
-        cause = {
-            "reason": "DisruptionBudget",
-            "message": f"The disruption budget {pdb_name} is still being processed by the server.",
-        }
-        raise errors.too_many_requests(EVICTION_BLOCKED, {"causes": [cause]}, 10)
-    allowed = int(status.get("disruptionsAllowed") or 0)
-    if allowed < 0:
-        raise errors.forbidden(
-            f'poddisruptionbudget.policy "{pdb_name}" is forbidden: pdb disruptions allowed is negative'
-        )
-    if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
-        raise errors.forbidden(
-            f'poddisruptionbudget.policy "{pdb_name}" is forbidden: DisruptedPods map too big - '
-            "too many evictions not confirmed by PDB controller"
-        )
-    if allowed == 0:
-        cause = {
-            "reason": "DisruptionBudget",
-            "message": f"The disruption budget {pdb_name} needs {desired} healthy pods "
-            f"and has {healthy} currently",
-        }
-        raise errors.too_many_requests(EVICTION_BLOCKED, {"causes": [cause]}, None)
-    if dry_run:
-        return _success()
-    _record_disruption(storage, pdb, name, allowed - 1, clock.now())
-    storage.delete(rt, namespace, name, options)
-    return _success()
-
-
-def _record_disruption(storage: Storage, pdb: Obj, pod_name: str, allowed: int, now: _dt.datetime) -> None:
-    rt = storage.registry.by_storage(PDBS)
-    if rt is None:
-        return
-    meta = pdb["metadata"]
-
-    def decrement(obj: Obj) -> Obj:
-        status = dict(obj.get("status") or {})
-        status["disruptionsAllowed"] = allowed
-        status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: format_time(now)}
-        if allowed == 0:
-            generation = int(obj["metadata"].get("generation") or 0)
-            status["conditions"] = [
-                c for c in status.get("conditions") or [] if c.get("type") != "DisruptionAllowed"
-            ] + [_condition(status, 0, generation, now)]
-        return {**obj, "status": status}
-
-    storage.guaranteed_update(
-        rt, str(meta.get("namespace", "")), str(meta["name"]), decrement, subresource="status"
-    )

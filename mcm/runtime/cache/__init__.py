@@ -3,7 +3,9 @@
 ``reflector`` lists and watches the API into a ``delta_fifo``; the ``controller`` loop pops it
 into an indexer (``store`` over ``thread_safe_store``, keys from ``keys``) and the
 ``shared_informer`` fans the changes out to handlers through ``processor_listener`` threads.
-``factory`` builds one informer per resource; ``listers`` read the caches.
+``factory`` builds one informer per resource; ``listers`` read the caches. Smaller client-go
+pieces stand beside them: a plain keyed ``fifo``, a keyed priority ``heap`` and an
+``expiration_cache`` (TTL store).
 
 Start with :class:`SharedInformerFactory` (``informer_for``/``lister``, ``start``,
 ``wait_for_cache_sync``) and :class:`ResourceEventHandlerFuncs`. Cached objects are the
@@ -19,13 +21,22 @@ from mcm.runtime.cache.delta_fifo import (
     FIFOClosedError,
     RequeueError,
 )
+from mcm.runtime.cache.expiration_cache import (
+    ExpirationCache,
+    ExpirationPolicy,
+    TimestampedEntry,
+    TTLPolicy,
+    new_ttl_store,
+)
 from mcm.runtime.cache.factory import SharedInformerFactory
+from mcm.runtime.cache.fifo import FIFO
 from mcm.runtime.cache.handlers import (
     FilteringResourceEventHandler,
     ResourceEventHandler,
     ResourceEventHandlerDetailedFuncs,
     ResourceEventHandlerFuncs,
 )
+from mcm.runtime.cache.heap import Heap, HeapClosedError, LessFunc, ObjectNotFoundError
 from mcm.runtime.cache.index import IndexerError, Indexers, IndexFunc, index_func_to_key_func_adapter
 from mcm.runtime.cache.keys import (
     NAMESPACE_INDEX,
@@ -37,7 +48,6 @@ from mcm.runtime.cache.keys import (
     meta_namespace_key_func,
     split_meta_namespace_key,
 )
-from mcm.runtime.cache.labels import Selector, everything, parse_selector, selector_from_set
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
 from mcm.runtime.cache.mutation_detector import CacheMutationDetector, CacheMutationError
 from mcm.runtime.cache.pager import ListPager
@@ -52,12 +62,14 @@ from mcm.runtime.cache.shared_informer import (
     wait_for_cache_sync,
 )
 from mcm.runtime.cache.store import Indexer, Store
-from mcm.runtime.cache.thread_safe_store import ThreadSafeStore
+from mcm.runtime.cache.thread_safe_store import IndexFuncError, ThreadSafeStore
+from mcm.runtime.labels import Selector, everything, parse_selector, selector_from_set
 
 ResourceEventHandlerRegistration = ProcessorListener
 """What ``add_event_handler`` returns: ``has_synced()``, and the handle for ``remove_event_handler``."""
 
 __all__ = [
+    "FIFO",
     "NAMESPACE_INDEX",
     "CacheMutationDetector",
     "CacheMutationError",
@@ -68,19 +80,26 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "ExpirationCache",
+    "ExpirationPolicy",
     "ExplicitKey",
     "FIFOClosedError",
     "FilteringResourceEventHandler",
+    "Heap",
+    "HeapClosedError",
     "IndexFunc",
+    "IndexFuncError",
     "Indexer",
     "IndexerError",
     "Indexers",
     "InformerStartedError",
     "InformerStoppedError",
     "KeyFuncError",
+    "LessFunc",
     "ListPager",
     "Lister",
     "NamespaceLister",
+    "ObjectNotFoundError",
     "ProcessorListener",
     "RealFIFO",
     "Reflector",
@@ -93,7 +112,9 @@ __all__ = [
     "SharedIndexInformer",
     "SharedInformerFactory",
     "Store",
+    "TTLPolicy",
     "ThreadSafeStore",
+    "TimestampedEntry",
     "VeryShortWatchError",
     "deletion_handling_meta_namespace_key_func",
     "everything",
@@ -102,6 +123,7 @@ __all__ = [
     "meta_namespace_key_func",
     "new_namespace_indexers",
     "new_not_found",
+    "new_ttl_store",
     "parse_selector",
     "process_deltas",
     "selector_from_set",

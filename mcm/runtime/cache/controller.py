@@ -6,7 +6,8 @@ Guarantees:
 - :func:`process_deltas` updates the store *before* calling the handler: ``Added``, ``Updated``,
   ``Replaced`` and ``Sync`` become ``on_update(old, new)`` if the key is cached and
   ``on_add(obj, is_in_initial_list)`` otherwise; ``Deleted`` removes the key and calls
-  ``on_delete`` with the object or tombstone.
+  ``on_delete`` with the object or tombstone. A delta the store rejects (an index function
+  raising) changes nothing and is reported with ``handle_error``; the deltas after it still apply.
 - ``run(stop)`` returns after ``stop`` is set, the queue is closed and the reflector has ended.
 - An exception from ``process`` is reported with ``handle_error``; with ``retry_on_error`` the
   deltas go back into the queue unless the key was queued again meanwhile.
@@ -22,7 +23,14 @@ from typing import Protocol
 
 import structlog
 
-from mcm.runtime.cache.delta_fifo import Deltas, DeltaType, FIFOClosedError, PopProcessFunc, RequeueError
+from mcm.runtime.cache.delta_fifo import (
+    Delta,
+    Deltas,
+    DeltaType,
+    FIFOClosedError,
+    PopProcessFunc,
+    RequeueError,
+)
 from mcm.runtime.cache.handlers import ResourceEventHandler
 from mcm.runtime.cache.reflector import (
     Reflector,
@@ -34,7 +42,7 @@ from mcm.runtime.cache.reflector import (
 from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.types import ListerWatcher
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.errors import handle_error
+from mcm.runtime.errors import handle_crash, handle_error
 from mcm.runtime.wait import BackoffManager, until
 
 __all__ = ["Config", "Controller", "Queue", "process_deltas"]
@@ -138,25 +146,45 @@ class Controller:
 
 
 def _close_on(stop: threading.Event, queue: Queue) -> None:
-    while not stop.is_set():  # FakeClock.wait wakes other waiters of the same event spuriously
-        stop.wait()
+    stop.wait()
     queue.close()
 
 
 def process_deltas(
     handler: ResourceEventHandler, store: Indexer, deltas: Deltas, is_in_initial_list: bool
 ) -> None:
-    """Apply ``deltas`` to ``store`` oldest first, calling ``handler`` after each store change."""
+    """Apply ``deltas`` to ``store`` oldest first, calling ``handler`` after each store change.
+
+    Every delta is tried: one the store rejects (its key or an index function raising) is
+    reported with ``handle_error`` and skipped, leaving the store as it was and the handler
+    uncalled. A handler exception is handled by ``handle_crash`` (logged with its traceback, or
+    fatal with ``REALLY_CRASH``). Either way the deltas after it are still applied; client-go
+    panics in both cases, so the rest of the batch is lost there.
+    """
     for delta in deltas:
-        obj = delta.object
+        notify = _apply_to_store(store, delta)
+        if notify is None:
+            continue
+        with handle_crash():
+            notify(handler, is_in_initial_list)
+
+
+_Notify = Callable[[ResourceEventHandler, bool], None]
+
+
+def _apply_to_store(store: Indexer, delta: Delta) -> _Notify | None:
+    """Apply one delta to the store; the handler call it calls for, or None if it failed."""
+    obj = delta.object
+    try:
         if delta.type is DeltaType.DELETED:
             store.delete(obj)
-            handler.on_delete(obj)
-            continue
+            return lambda handler, _initial: handler.on_delete(obj)
         old = store.get(obj)
         if old is not None:
             store.update(obj)
-            handler.on_update(old, obj)
-        else:
-            store.add(obj)
-            handler.on_add(obj, is_in_initial_list)
+            return lambda handler, _initial: handler.on_update(old, obj)
+        store.add(obj)
+        return lambda handler, initial: handler.on_add(obj, initial)
+    except Exception as exc:
+        handle_error(exc, msg="failed to apply a delta to the cache; skipped", delta_type=delta.type.value)
+        return None

@@ -5,7 +5,7 @@ Guarantees:
 - Reads never call the API; they return the cached instances, which must not be mutated.
 - ``get`` raises :class:`~mcm.runtime.client.errors.NotFound` (404, reason ``NotFound``, message
   ``<resource>[.<group>] "<name>" not found`` with the lower-case singular kind) on a miss.
-- ``list(selector)`` accepts a selector string, a parsed :class:`~mcm.runtime.cache.labels.Selector`,
+- ``list(selector)`` accepts a selector string, a parsed :class:`~mcm.runtime.labels.Selector`,
   a ``{label: value}`` map or ``None`` (everything, no matching done).
 - Namespaced lists use the ``namespace`` index, falling back to a full scan (with a warning) when
   the index is missing; namespace ``""`` means all namespaces.
@@ -20,10 +20,10 @@ import structlog
 
 from mcm.runtime.cache.index import IndexerError
 from mcm.runtime.cache.keys import NAMESPACE_INDEX
-from mcm.runtime.cache.labels import Selector, parse_selector, selector_from_set
 from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.types import Object
+from mcm.runtime.labels import Selector, parse_selector, selector_from_set
 
 __all__ = ["Lister", "NamespaceLister", "SelectorLike", "new_not_found", "to_selector"]
 

@@ -5,7 +5,9 @@ Guarantees:
 - :meth:`ProcessorListener.add` never blocks: notifications go into an unbounded ring buffer
   (a ``deque``), so a slow handler delays only itself, never the informer or other handlers.
 - One thread calls the handler, so a handler sees its notifications one at a time, in order.
-- An exception from the handler is reported with ``handle_error`` and delivery goes on.
+- An exception from the handler goes through ``handle_crash``: it is logged with its traceback
+  and delivery goes on, or, with ``REALLY_CRASH`` on, ``ON_FATAL`` ends the process (client-go's
+  ``TestPanicPropagated``: a handler panic is never swallowed there by default).
 - :meth:`ProcessorListener.has_synced` is true once the informer has synced *and* the handler
   has returned from every ``on_add`` flagged as part of the initial list (or late-handler replay).
 - After :meth:`ProcessorListener.stop`, undelivered notifications are dropped and the thread ends.
@@ -22,7 +24,7 @@ from typing import Any
 import structlog
 
 from mcm.runtime.cache.handlers import ResourceEventHandler
-from mcm.runtime.errors import handle_error
+from mcm.runtime.errors import handle_crash
 
 __all__ = [
     "AddNotification",
@@ -144,18 +146,20 @@ class ProcessorListener:
 
     def _deliver(self, notification: Notification) -> None:
         try:
-            if isinstance(notification, UpdateNotification):
-                self.handler.on_update(notification.old, notification.new)
-            elif isinstance(notification, AddNotification):
-                self.handler.on_add(notification.new, notification.is_in_initial_list)
-            else:
-                self.handler.on_delete(notification.old)
-        except Exception as exc:
-            handle_error(exc, handler=type(self.handler).__name__, msg="event handler failed")
+            with handle_crash():
+                self._call_handler(notification)
         finally:
             if isinstance(notification, AddNotification) and notification.is_in_initial_list:
                 with self._cond:
                     self._initial_outstanding -= 1
+
+    def _call_handler(self, notification: Notification) -> None:
+        if isinstance(notification, UpdateNotification):
+            self.handler.on_update(notification.old, notification.new)
+        elif isinstance(notification, AddNotification):
+            self.handler.on_add(notification.new, notification.is_in_initial_list)
+        else:
+            self.handler.on_delete(notification.old)
 
     # -- resync ---------------------------------------------------------------------------------
     @property

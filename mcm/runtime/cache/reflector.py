@@ -14,11 +14,17 @@ Guarantees:
   ends :meth:`Reflector.list_and_watch`; :meth:`Reflector.run` relists after one back-off step
   (800 ms doubling to 30 s, jittered, reset after 2 min quiet). Connection refused and 429 on
   opening a watch back off and re-watch without relisting.
+- A watch that ends with an internal error (500, e.g. "etcdserver: no leader") is re-watched
+  without a relist, after one back-off step, while the internal errors have lasted at most
+  ``max_internal_error_retry_duration`` seconds (client-go's ``MaxInternalErrorRetryDuration``,
+  default 0: never); after that the reflector gives up and relists. client-go re-watches at
+  once, without a back-off.
 - Every watch asks for bookmarks and a random server timeout in [300, 600) s (``rng``).
 - With ``resync_period > 0``, ``store.resync()`` is called every period while watching, when
   ``should_resync`` (if given) agrees. Resync never touches the API.
 - ``stop`` ends a running watch promptly (the stream is stopped from another thread). A list
-  in flight is not interrupted; the client's request timeout bounds it.
+  in flight, or a watch still waiting for its response headers, is not interrupted; the client's
+  request timeout bounds it (the watch's longer read timeout applies only after the headers).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ __all__ = [
     "MIN_WATCH_TIMEOUT",
     "Reflector",
     "ReflectorStore",
+    "RetryWithDeadline",
     "VeryShortWatchError",
     "WatchErrorHandler",
     "default_watch_error_handler",
@@ -53,6 +60,9 @@ MIN_WATCH_TIMEOUT = 300.0
 """Watches ask the server to end them after a random time in [this, 2 * this) seconds."""
 
 BACKOFF_INITIAL, BACKOFF_MAX, BACKOFF_RESET, BACKOFF_FACTOR, BACKOFF_JITTER = 0.8, 30.0, 120.0, 2.0, 1.0
+
+INTERNAL_ERROR_RESET_PERIOD = 60.0
+"""Internal errors further apart than this start a new retry window (client-go: one minute)."""
 
 
 class ReflectorStore(Protocol):
@@ -91,6 +101,45 @@ def new_default_backoff_manager(clock: Clock) -> BackoffManager:
     )
 
 
+class RetryWithDeadline:
+    """Says whether a failure may be retried: only while a run of retryable failures, none more
+    than ``reset_period`` apart, has lasted at most ``max_duration`` (client-go's
+    ``RetryWithDeadline``). ``max_duration <= 0`` never retries."""
+
+    def __init__(
+        self,
+        max_duration: float,
+        reset_period: float,
+        is_retryable: Callable[[BaseException], bool],
+        clock: Clock,
+    ) -> None:
+        self._max = max_duration
+        self._reset_period = reset_period
+        self._is_retryable = is_retryable
+        self._clock = clock
+        self._first: float | None = None
+        self._last: float | None = None
+
+    def after(self, err: BaseException | None) -> None:
+        """Note how an attempt ended (``None``: it succeeded, which is not counted)."""
+        if err is None or not self._is_retryable(err):
+            return
+        now = self._clock.monotonic()
+        if self._last is not None and now - self._last >= self._reset_period:
+            self._first = None
+        if self._first is None:
+            self._first = now
+        self._last = now
+
+    def should_retry(self) -> bool:
+        if self._max <= 0:
+            return False
+        if self._first is not None and self._clock.monotonic() - self._first <= self._max:
+            return True
+        self._first = self._last = None
+        return False
+
+
 class Reflector:
     """Lists and watches one resource through ``lister_watcher`` into ``store``."""
 
@@ -111,6 +160,7 @@ class Reflector:
         init_conn_backoff_manager: BackoffManager | None = None,
         watch_error_handler: WatchErrorHandler = default_watch_error_handler,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
+        max_internal_error_retry_duration: float = 0.0,
     ) -> None:
         self.name = name
         self.type_description = type_description
@@ -126,6 +176,7 @@ class Reflector:
         self._init_conn_backoff = init_conn_backoff_manager or new_default_backoff_manager(clock)
         self.watch_error_handler = watch_error_handler
         self._min_watch_timeout = min_watch_timeout
+        self.max_internal_error_retry_duration = max_internal_error_retry_duration
         self._lock = threading.Lock()
         self._last_sync_rv = ""
         self._rv_unavailable = False
@@ -267,6 +318,12 @@ class Reflector:
 
     # -- watch ----------------------------------------------------------------------------------
     def _watch_loop(self, stop: threading.Event, errors: list[BaseException]) -> None:
+        internal_errors = RetryWithDeadline(
+            self.max_internal_error_retry_duration,
+            INTERNAL_ERROR_RESET_PERIOD,
+            client_errors.is_internal_error,
+            self._clock,
+        )
         while not stop.is_set():
             stream = self._open_watch(stop)
             if stream is None:
@@ -274,7 +331,8 @@ class Reflector:
             try:
                 self._handle_watch(stream, stop, errors)
             except Exception as exc:
-                if self._retry_watch_after(exc, stop):
+                internal_errors.after(exc)
+                if self._retry_watch_after(exc, stop, internal_errors):
                     continue
                 return
             finally:
@@ -306,14 +364,21 @@ class Reflector:
             stream.stop()
         return stream
 
-    def _retry_watch_after(self, err: BaseException, stop: threading.Event) -> bool:
-        """Log how a watch ended; True to re-watch (after a back-off for 429), False to relist."""
+    def _retry_watch_after(
+        self, err: BaseException, stop: threading.Event, internal_errors: RetryWithDeadline
+    ) -> bool:
+        """Log how a watch ended; True to re-watch after a back-off (429, internal errors within
+        their deadline), False to relist."""
         if stop.is_set():
             return False
         if client_errors.is_resource_expired(err):
             log.debug("watch_expired", reflector=self.name, error=str(err))
         elif client_errors.is_too_many_requests(err):
             log.info("watch_throttled", reflector=self.name)
+            self._clock.wait(stop, self._init_conn_backoff.next_backoff())
+            return True
+        elif client_errors.is_internal_error(err) and internal_errors.should_retry():
+            log.info("watch_internal_error_retrying", reflector=self.name, error=str(err))
             self._clock.wait(stop, self._init_conn_backoff.next_backoff())
             return True
         else:

@@ -5,6 +5,11 @@ Guarantees:
 - Every operation is atomic with respect to the others (one lock guards items and indices).
 - Indices are kept in step with the items on every add, update, delete and replace; a value
   whose key set becomes empty is removed from its index, so high-cardinality values do not leak.
+- Every write is all or nothing: the index values of the new objects are computed before
+  anything changes, so an index function that raises leaves items and indices exactly as they
+  were (client-go panics there instead). The error is an :class:`IndexFuncError` naming the key
+  and the index. The values an object was indexed under are remembered, so ``delete`` and the
+  old side of an update never call an index function and cannot fail.
 - Reads return the stored instances, not copies. They are shared with every handler and lister
   and must not be mutated (copy before changing); the indices would silently go stale.
 - Iteration order of ``list``/``list_keys`` is unspecified; ``index_keys`` is sorted.
@@ -19,7 +24,21 @@ from typing import Any
 
 from mcm.runtime.cache.index import IndexerError, Indexers, IndexFunc
 
-__all__ = ["ThreadSafeStore"]
+__all__ = ["IndexFuncError", "ThreadSafeStore"]
+
+_IndexValues = dict[str, frozenset[str]]
+"""Index name → the values one object is indexed under."""
+
+
+class IndexFuncError(RuntimeError):
+    """An index function raised for an object; the store was left unchanged."""
+
+    def __init__(self, key: str, index_name: str, cause: Exception) -> None:
+        self.key = key
+        self.index_name = index_name
+        super().__init__(
+            f"unable to calculate an index entry for key {key!r} on index {index_name!r}: {cause}"
+        )
 
 
 class ThreadSafeStore:
@@ -30,32 +49,38 @@ class ThreadSafeStore:
         self._items: dict[str, Any] = {}
         self._indexers: Indexers = dict(indexers or {})
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self._indexed: dict[str, _IndexValues] = {}  # key -> what it is indexed under now
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, key: str, obj: Any) -> None:
-        """Store ``obj`` under ``key`` (replacing any previous object) and update the indices."""
+        """Store ``obj`` under ``key`` (replacing any previous object) and update the indices.
+
+        Raises :class:`IndexFuncError` (and changes nothing) if an index function fails.
+        """
         with self._lock:
-            old = self._items.get(key)
+            values = self._index_values(key, obj)
+            self._unindex(key)
             self._items[key] = obj
-            self._update_indices(old, obj, key)
+            self._index(key, values)
 
     update = add
 
     def delete(self, key: str) -> None:
-        """Remove ``key`` and its index entries; a missing key is a no-op."""
+        """Remove ``key`` and its index entries; a missing key is a no-op. Never raises."""
         with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._update_indices(old, None, key)
+            self._items.pop(key, None)
+            self._unindex(key)
 
     def replace(self, items: Mapping[str, Any], resource_version: str = "") -> None:
-        """Swap in ``items`` and rebuild every index from scratch."""
+        """Swap in ``items`` and rebuild every index; on :class:`IndexFuncError` nothing changes."""
         del resource_version  # kept for the store interface; the store does not track it
         with self._lock:
+            indexed = {key: self._index_values(key, obj) for key, obj in items.items()}
             self._items = dict(items)
             self._indices = {name: {} for name in self._indexers}
-            for key, obj in self._items.items():
-                self._update_indices(None, obj, key)
+            self._indexed = {}
+            for key, values in indexed.items():
+                self._index(key, values)
 
     def resync(self) -> None:
         """Nothing to do: the store holds no pending work."""
@@ -128,27 +153,26 @@ class ThreadSafeStore:
             raise IndexerError(f"Index with name {index_name} does not exist")
         return func, self._indices[index_name]
 
-    def _update_indices(self, old: Any | None, new: Any | None, key: str) -> None:
+    def _index_values(self, key: str, obj: Any) -> _IndexValues:
+        """Every index value of ``obj``, computed before anything is changed."""
+        values: _IndexValues = {}
         for name, func in self._indexers.items():
-            old_values = _values(func, old, key, name)
-            new_values = _values(func, new, key, name)
-            if len(old_values) == 1 and len(new_values) == 1 and old_values[0] == new_values[0]:
-                continue
+            try:
+                values[name] = frozenset(func(obj))
+            except Exception as exc:
+                raise IndexFuncError(key, name, exc) from exc
+        return values
+
+    def _index(self, key: str, values: _IndexValues) -> None:
+        for name, object_values in values.items():
             index = self._indices[name]
-            _remove_key(index, old_values, key)
-            for value in new_values:
+            for value in object_values:
                 index.setdefault(value, set()).add(key)
+        self._indexed[key] = values
 
-
-def _values(func: IndexFunc, obj: Any | None, key: str, name: str) -> builtins.list[str]:
-    if obj is None:
-        return []
-    try:
-        return func(obj)
-    except Exception as exc:
-        raise RuntimeError(
-            f"unable to calculate an index entry for key {key!r} on index {name!r}: {exc}"
-        ) from exc
+    def _unindex(self, key: str) -> None:
+        for name, object_values in self._indexed.pop(key, {}).items():
+            _remove_key(self._indices[name], object_values, key)
 
 
 def _remove_key(index: dict[str, set[str]], values: Iterable[str], key: str) -> None:

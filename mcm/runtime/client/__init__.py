@@ -4,13 +4,16 @@ Where to start:
 
 - :func:`load_config` (a kubeconfig path, or ``"inClusterConfig"``) returns a
   :class:`ClusterClient`: one ``kubernetes`` ``ApiClient`` (one connection pool) and one
-  client-side token bucket (QPS/burst) per cluster.
+  client-side token bucket (QPS/burst; the machine-controller's 20/30 unless given) per cluster.
 - ``client.resource(PODS)`` gives the :class:`RESTClient` of a resource from
   :mod:`~mcm.runtime.client.resources`: get, list, watch, create, update, update_status,
   patch, delete, delete_collection and evict, on plain JSON dicts.
 - Failures raise the typed errors of :mod:`~mcm.runtime.client.errors` (``NotFound``,
   ``Conflict``, ``Gone``, ``TooManyRequests`` with ``retry_after``…) or ``ConnectionFailed``
-  when no HTTP answer came.
+  when no HTTP answer came (``RequestCancelled`` when the request was cancelled first).
+- No wait is unbounded: every request has a deadline (``timeout``), ``Retry-After`` is capped
+  and retried at most 10 times, ``RESTClient.with_cancel(event)`` / ``ClusterClient.close()``
+  end throttle and Retry-After waits, and a watch line is at most 16 MiB.
 - :func:`list_watch` adapts a REST client to the informers' :class:`ListerWatcher`;
   ``client.discovery()`` reads what the server serves.
 """

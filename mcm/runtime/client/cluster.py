@@ -5,6 +5,12 @@ cluster's transport, so the QPS/burst budget is per cluster client as in client-
 client built from a rest config has its own token bucket). :meth:`ClusterClient.with_user_agent`
 gives a sibling client with its own user agent and its own bucket over the same pool, like
 building a second clientset from the same config.
+
+Without explicit limits a client gets the machine-controller's ``--kube-api-qps`` /
+``--kube-api-burst`` defaults, 20 / 30 (:data:`~mcm.runtime.tokenbucket.MACHINE_CONTROLLER_QPS`,
+``_BURST``). A ``qps`` or ``burst`` of 0 means client-go ``rest``'s 5 / 10 and a negative ``qps``
+no throttling (:func:`~mcm.runtime.client.ratelimit.new_rate_limiter`). Every default rate is
+defined once, in :mod:`mcm.runtime.tokenbucket`.
 """
 
 from __future__ import annotations
@@ -20,13 +26,9 @@ from mcm.runtime.client.resources import Resource
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Transport, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
 
-__all__ = ["DEFAULT_BURST", "DEFAULT_QPS", "ClusterClient"]
-
-DEFAULT_QPS = 20.0
-"""MCM's ``--kube-api-qps`` default."""
-DEFAULT_BURST = 30
-"""MCM's ``--kube-api-burst`` default."""
+__all__ = ["ClusterClient"]
 
 
 class ClusterClient:
@@ -36,14 +38,15 @@ class ClusterClient:
         self,
         api_client: ApiClient,
         *,
-        qps: float = DEFAULT_QPS,
-        burst: int = DEFAULT_BURST,
+        qps: float = MACHINE_CONTROLLER_QPS,
+        burst: int = MACHINE_CONTROLLER_BURST,
         namespace: str | None = None,
         user_agent: str | None = None,
         clock: Clock = REAL_CLOCK,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float | None = DEFAULT_TIMEOUT,
         rate_limiter: RateLimiter | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.api_client = api_client
         self.qps = qps
@@ -59,6 +62,7 @@ class ClusterClient:
             clock=clock,
             max_retries=max_retries,
             timeout=timeout,
+            stop=stop,
         )
         self._clients: dict[Resource, RESTClient] = {}
         self._lock = threading.Lock()
@@ -91,6 +95,7 @@ class ClusterClient:
             clock=self.clock,
             max_retries=self.transport.max_retries,
             timeout=self.transport.timeout,
+            stop=self.transport.stop,
         )
 
     def discovery(self) -> DiscoveryClient:
@@ -106,7 +111,9 @@ class ClusterClient:
         return self.transport.request_bytes("GET", path, query=query)
 
     def close(self) -> None:
-        """Close the pooled connections (the ApiClient is shared with siblings; close once)."""
+        """Cut pending Retry-After waits short and close the pooled connections (the ApiClient
+        is shared with siblings; close once)."""
+        self.transport.stop.set()
         self.api_client.close()  # type: ignore[no-untyped-call]
 
     def __repr__(self) -> str:

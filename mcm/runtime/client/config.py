@@ -9,6 +9,9 @@ Guarantees:
   ``None``, ``""`` or ``"inClusterConfig"`` for the in-cluster service account
   (``KUBERNETES_SERVICE_HOST``/``_PORT``, token and CA under :data:`SERVICE_ACCOUNT_DIR`; the
   token is re-read every minute so rotated tokens are used).
+- A kubeconfig is checked first (:func:`~mcm.runtime.client.kubeconfig.check_kubeconfig`): bad
+  YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
+  what is wrong, never a raw YAML error.
 - Whatever the kubeconfig can express (tokens, client certificates, CA data, insecure TLS,
   exec plugins) is handled by the ``kubernetes`` package's loaders; failures raise
   :class:`ConfigError` with the reason.
@@ -26,9 +29,11 @@ from kubernetes.config import list_kube_config_contexts, load_kube_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
-from mcm.runtime.client.cluster import DEFAULT_BURST, DEFAULT_QPS, ClusterClient
+from mcm.runtime.client.cluster import ClusterClient
+from mcm.runtime.client.kubeconfig import ConfigError, check_kubeconfig
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
 
 __all__ = [
     "IN_CLUSTER_CONFIG",
@@ -46,10 +51,6 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 CONNECTION_POOL_SIZE = 64
 """Connections kept per host: every informer holds one for its watch."""
-
-
-class ConfigError(Exception):
-    """The kubeconfig or in-cluster configuration cannot be used."""
 
 
 def _is_in_cluster(kubeconfig: str | None) -> bool:
@@ -90,6 +91,7 @@ def _kubeconfig_configuration(
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
         raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
+    check_kubeconfig(paths, context)
     kubeconfig = os.pathsep.join(paths)
     try:
         load_kube_config(  # type: ignore[no-untyped-call]
@@ -120,8 +122,8 @@ def new_configuration(
 def load_config(
     kubeconfig: str | None,
     *,
-    qps: float = DEFAULT_QPS,
-    burst: int = DEFAULT_BURST,
+    qps: float = MACHINE_CONTROLLER_QPS,
+    burst: int = MACHINE_CONTROLLER_BURST,
     context: str | None = None,
     user_agent_suffix: str | None = None,
     clock: Clock = REAL_CLOCK,
@@ -130,8 +132,9 @@ def load_config(
 ) -> ClusterClient:
     """A :class:`ClusterClient` with its own ``ApiClient`` for the cluster ``kubeconfig`` names.
 
-    ``qps``/``burst`` set the client's token bucket (``qps`` 0 → 5, ``burst`` 0 → 10, negative
-    ``qps`` → unthrottled, as client-go). ``timeout`` bounds the wait for each non-watch answer.
+    ``qps``/``burst`` set the client's token bucket: by default the machine-controller's flag
+    defaults 20 / 30; ``qps`` 0 → 5 and ``burst`` 0 → 10 (client-go rest's defaults), negative
+    ``qps`` → unthrottled, as client-go. ``timeout`` bounds the wait for each non-watch answer.
     """
     configuration, namespace = new_configuration(kubeconfig, context=context)
     api_client = ApiClient(configuration=configuration)

@@ -20,6 +20,7 @@ __all__ = [
     "Invalid",
     "MethodNotAllowed",
     "NotFound",
+    "RequestCancelled",
     "RequestEntityTooLarge",
     "ServerTimeout",
     "ServiceUnavailable",
@@ -34,6 +35,7 @@ __all__ = [
     "is_connection_refused",
     "is_forbidden",
     "is_gone",
+    "is_internal_error",
     "is_invalid",
     "is_not_found",
     "is_resource_expired",
@@ -216,6 +218,10 @@ class ConnectionFailed(Exception):
         self.refused = refused
 
 
+class RequestCancelled(ConnectionFailed):
+    """The request was cancelled (its cancel event or the client's stop) before it was sent."""
+
+
 def suggests_client_delay(exc: BaseException | None) -> float | None:
     """Seconds the server asked the client to wait (Retry-After or ``details.retryAfterSeconds``)."""
     if not isinstance(exc, ApiError):
@@ -267,6 +273,11 @@ def is_resource_expired(exc: BaseException | None) -> bool:
 
 def is_too_many_requests(exc: BaseException | None) -> bool:
     return _is(exc, TooManyRequests)
+
+
+def is_internal_error(exc: BaseException | None) -> bool:
+    """Reason ``InternalError`` (500), e.g. "etcdserver: no leader" (client-go ``IsInternalError``)."""
+    return _is(exc, InternalError)
 
 
 def is_forbidden(exc: BaseException | None) -> bool:

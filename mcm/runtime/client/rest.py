@@ -11,11 +11,14 @@ Guarantees:
 - ``namespace`` is used only for namespaced resources; for cluster-scoped ones it is ignored.
   Writes of namespaced objects take the namespace from the body when none is given.
 - A 2xx eviction answer whose ``Status`` says ``Failure`` raises, as client-go does.
+- :meth:`RESTClient.with_cancel` gives a client whose requests stop waiting out ``Retry-After``
+  as soon as the given event is set (the port of passing a cancellable ``ctx``).
 """
 
 from __future__ import annotations
 
 import builtins
+import threading
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -57,9 +60,16 @@ def _metadata(body: Object) -> dict[str, Any]:
 class RESTClient:
     """Requests for one :class:`Resource` of one cluster."""
 
-    def __init__(self, transport: Transport, resource: Resource) -> None:
+    def __init__(
+        self, transport: Transport, resource: Resource, *, cancel: threading.Event | None = None
+    ) -> None:
         self._transport = transport
         self._resource = resource
+        self._cancel = cancel
+
+    def with_cancel(self, cancel: threading.Event) -> RESTClient:
+        """The same client whose requests give up their Retry-After waits once ``cancel`` is set."""
+        return RESTClient(self._transport, self._resource, cancel=cancel)
 
     @property
     def resource(self) -> Resource:
@@ -109,7 +119,7 @@ class RESTClient:
         """GET one object (or one of its subresources)."""
         query = {"resourceVersion": resource_version} if resource_version else None
         result: Object = self._transport.request(
-            "GET", self.object_path(name, namespace, subresource), query=query
+            "GET", self.object_path(name, namespace, subresource), query=query, cancel=self._cancel
         )
         return result
 
@@ -125,7 +135,7 @@ class RESTClient:
         :class:`ListOptions` fields (``label_selector=…``, ``limit=…``, ``continue_=…``)."""
         opts = self._options(options, changes)
         result: Object = self._transport.request(
-            "GET", self.collection_path(namespace), query=opts.to_query()
+            "GET", self.collection_path(namespace), query=opts.to_query(), cancel=self._cancel
         )
         return result
 
@@ -140,7 +150,7 @@ class RESTClient:
             None if opts.timeout_seconds is None else opts.timeout_seconds + WATCH_READ_TIMEOUT_MARGIN
         )
         response = self._transport.stream(
-            self.collection_path(namespace), query=query, read_timeout=read_timeout
+            self.collection_path(namespace), query=query, read_timeout=read_timeout, cancel=self._cancel
         )
         return HTTPWatchStream(response, resource_version=opts.resource_version)
 
@@ -150,7 +160,9 @@ class RESTClient:
         ns = self._body_namespace(body, namespace)
         if self._resource.namespaced and ns is None:
             raise ValueError(f"{self._resource.qualified_name}: a namespace is required to create")
-        result: Object = self._transport.request("POST", self.collection_path(ns), body=body)
+        result: Object = self._transport.request(
+            "POST", self.collection_path(ns), body=body, cancel=self._cancel
+        )
         return result
 
     def update(self, body: Object, *, namespace: str | None = None, subresource: str | None = None) -> Object:
@@ -164,7 +176,7 @@ class RESTClient:
 
     def _put(self, body: Object, namespace: str | None, subresource: str | None) -> Object:
         path = self.object_path(self._body_name(body), self._body_namespace(body, namespace), subresource)
-        result: Object = self._transport.request("PUT", path, body=body)
+        result: Object = self._transport.request("PUT", path, body=body, cancel=self._cancel)
         return result
 
     def patch(
@@ -183,7 +195,9 @@ class RESTClient:
         if (kind == "json") != isinstance(body, list):
             raise ValueError("a json patch is a list of operations; merge patches are objects")
         path = self.object_path(name, namespace, subresource)
-        result: Object = self._transport.request("PATCH", path, body=body, content_type=content_type)
+        result: Object = self._transport.request(
+            "PATCH", path, body=body, content_type=content_type, cancel=self._cancel
+        )
         return result
 
     def delete(
@@ -201,7 +215,9 @@ class RESTClient:
         ``uid`` and/or ``resourceVersion``.
         """
         body = delete_options(propagation, preconditions, grace_period_seconds)
-        result: Object = self._transport.request("DELETE", self.object_path(name, namespace), body=body)
+        result: Object = self._transport.request(
+            "DELETE", self.object_path(name, namespace), body=body, cancel=self._cancel
+        )
         return result
 
     def delete_collection(
@@ -216,7 +232,7 @@ class RESTClient:
         body = delete_options(propagation, None, grace_period_seconds)
         query = (options or ListOptions()).to_query()
         result: Object = self._transport.request(
-            "DELETE", self.collection_path(namespace), query=query, body=body
+            "DELETE", self.collection_path(namespace), query=query, body=body, cancel=self._cancel
         )
         return result
 
@@ -232,7 +248,7 @@ class RESTClient:
         if delete_options is not None:
             eviction["deleteOptions"] = delete_options
         result: Object = self._transport.request(
-            "POST", self.object_path(name, namespace, "eviction"), body=eviction
+            "POST", self.object_path(name, namespace, "eviction"), body=eviction, cancel=self._cancel
         )
         if result.get("kind") == "Status" and result.get("status") == "Failure":
             code = result.get("code")

@@ -10,8 +10,17 @@ Guarantees:
 - Authentication comes from the ApiClient's configuration on every request, so rotating
   in-cluster tokens and exec-plugin credentials are picked up (the client's refresh hook runs).
 - A 429 or 5xx answer with a ``Retry-After`` header is retried after that many seconds (on the
-  injected clock) up to ``max_retries`` times, like client-go; any other failure raises the typed
+  injected clock), at most :data:`MAX_RETRY_AFTER` seconds per wait and at most ``max_retries``
+  (default 10, client-go's ``maxRetries``) times; any other failure raises the typed
   :class:`~mcm.runtime.client.errors.ApiError` built from the ``Status`` body.
+- The wait before a retry ends early when the request's ``cancel`` event (or, without one, the
+  transport's ``stop`` event) is set; the request then raises the answer it last had. So does
+  the wait for a rate-limiter token, which then raises
+  :class:`~mcm.runtime.client.errors.RequestCancelled`.
+- Every request has a deadline: ``timeout`` (default :data:`DEFAULT_TIMEOUT`; ``None`` means the
+  default, never "forever") bounds connecting and each read of a plain request and the wait for a
+  watch's response headers; a watch's body reads are bounded by the read timeout it asks for
+  (:data:`DEFAULT_WATCH_READ_TIMEOUT` without one).
 - No HTTP answer at all raises :class:`~mcm.runtime.client.errors.ConnectionFailed`.
 """
 
@@ -20,6 +29,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import threading
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -29,7 +39,7 @@ import urllib3
 from kubernetes.client import ApiClient
 from urllib3.util.retry import Retry
 
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, error_from_status
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -40,6 +50,8 @@ __all__ = [
     "CONTENT_TYPE_STRATEGIC_MERGE_PATCH",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
+    "DEFAULT_WATCH_READ_TIMEOUT",
+    "MAX_RETRY_AFTER",
     "Transport",
     "default_user_agent",
     "parse_retry_after",
@@ -60,6 +72,14 @@ DEFAULT_TIMEOUT = 60.0
 
 client-go has no default; a bounded wait keeps a dead connection from hanging a worker.
 """
+
+DEFAULT_WATCH_READ_TIMEOUT = 3630.0
+"""Seconds a watch opened without ``timeoutSeconds`` may stay silent before the client gives up:
+the API server ends such a watch within twice ``--min-request-timeout`` (1800 s), plus a margin.
+client-go waits forever."""
+
+MAX_RETRY_AFTER = 60.0
+"""The longest wait a ``Retry-After`` header can impose (client-go honours any value)."""
 
 _MAX_ERROR_TEXT = 1024
 
@@ -149,6 +169,14 @@ def _status_from_body(data: bytes, code: int, reason_phrase: str | None) -> dict
     return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "code": code}
 
 
+def _set_read_timeout(response: urllib3.BaseHTTPResponse, seconds: float) -> None:
+    """Give the body reads of an open response their own timeout (the headers had ``timeout``)."""
+    connection = getattr(response, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
+
+
 class Transport:
     """Sends requests for one cluster over one ``ApiClient``'s pool."""
 
@@ -161,13 +189,22 @@ class Transport:
         clock: Clock = REAL_CLOCK,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float | None = DEFAULT_TIMEOUT,
+        max_retry_after: float = MAX_RETRY_AFTER,
+        stop: threading.Event | None = None,
     ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must not be negative, got {max_retries}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive (or None for the default), got {timeout}")
         self.api_client = api_client
         self.rate_limiter = rate_limiter
         self.user_agent = user_agent or default_user_agent()
         self.clock = clock
         self.max_retries = max_retries
-        self.timeout = timeout
+        self.timeout: float = DEFAULT_TIMEOUT if timeout is None else timeout
+        self.max_retry_after = max_retry_after
+        self.stop = stop or threading.Event()
+        """Set to cut every pending Retry-After wait short (the client's shutdown)."""
         self._configuration = api_client.configuration
         self._pool: urllib3.PoolManager = api_client.rest_client.pool_manager
         self._base = str(self._configuration.host).rstrip("/")
@@ -189,7 +226,7 @@ class Transport:
                 headers[setting["key"]] = setting["value"]
         return headers
 
-    def _timeout(self, read: float | None) -> urllib3.Timeout:
+    def _timeout(self, read: float) -> urllib3.Timeout:
         return urllib3.Timeout(connect=self.timeout, read=read)
 
     def request(
@@ -200,9 +237,12 @@ class Transport:
         query: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = CONTENT_TYPE_JSON,
+        cancel: threading.Event | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON answer (2xx) or raise."""
-        data = self.request_bytes(method, path, query=query, body=body, content_type=content_type)
+        data = self.request_bytes(
+            method, path, query=query, body=body, content_type=content_type, cancel=cancel
+        )
         if not data:
             return {}
         try:
@@ -218,16 +258,28 @@ class Transport:
         query: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = CONTENT_TYPE_JSON,
+        cancel: threading.Event | None = None,
     ) -> bytes:
         """Send one request and return the raw body of a 2xx answer (e.g. ``/healthz``) or raise."""
-        response = self._send(method, path, query, body, content_type, read_timeout=self.timeout)
+        response = self._send(method, path, query, body, content_type, cancel=cancel)
         return bytes(response.data)
 
     def stream(
-        self, path: str, *, query: Mapping[str, str] | None = None, read_timeout: float | None = None
+        self,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        read_timeout: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> urllib3.BaseHTTPResponse:
-        """Open a GET whose body is read incrementally (a watch). The caller closes it."""
-        return self._send("GET", path, query, None, None, read_timeout=read_timeout, preload=False)
+        """Open a GET whose body is read incrementally (a watch). The caller closes it.
+
+        The response headers must arrive within ``timeout``; after that each read of the body
+        may wait ``read_timeout`` (:data:`DEFAULT_WATCH_READ_TIMEOUT` when ``None``).
+        """
+        response = self._send("GET", path, query, None, None, cancel=cancel, preload=False)
+        _set_read_timeout(response, DEFAULT_WATCH_READ_TIMEOUT if read_timeout is None else read_timeout)
+        return response
 
     def _send(
         self,
@@ -237,7 +289,7 @@ class Transport:
         body: Any,
         content_type: str | None,
         *,
-        read_timeout: float | None,
+        cancel: threading.Event | None,
         preload: bool = True,
     ) -> urllib3.BaseHTTPResponse:
         url = self.url(path, query)
@@ -245,24 +297,33 @@ class Transport:
         headers = self._headers(content_type if payload is not None else None)
         attempt = 0
         while True:
-            self.rate_limiter.accept()
-            response = self._urlopen(
-                method, url, payload=payload, headers=headers, read_timeout=read_timeout, preload=preload
-            )
+            if not self.rate_limiter.accept(cancel if cancel is not None else self.stop):
+                raise RequestCancelled(
+                    f"{method} {path}: cancelled while waiting for the client rate limiter"
+                )
+            response = self._urlopen(method, url, payload=payload, headers=headers, preload=preload)
             if 200 <= response.status < 300:
                 return response
             error = self._error(response)
             if not self._should_retry(error, attempt):
                 raise error
             attempt += 1
-            assert error.retry_after is not None
-            log.debug(
-                "request_retry_after", method=method, path=path, code=error.code, seconds=error.retry_after
-            )
-            self.clock.sleep(error.retry_after)
+            if self._wait_before_retry(error, cancel):
+                log.debug("request_retry_cancelled", method=method, path=path, code=error.code)
+                raise error
 
     def _should_retry(self, error: ApiError, attempt: int) -> bool:
         return error.retry_after is not None and _retryable_status(error.code) and attempt < self.max_retries
+
+    def _wait_before_retry(self, error: ApiError, cancel: threading.Event | None) -> bool:
+        """Wait out ``Retry-After`` (capped); True when ``cancel`` or ``stop`` cut the wait short."""
+        assert error.retry_after is not None
+        seconds = min(error.retry_after, self.max_retry_after)
+        log.debug("request_retry_after", code=error.code, seconds=seconds, asked=error.retry_after)
+        if self.stop.is_set():
+            return True
+        interrupted = self.clock.wait(cancel if cancel is not None else self.stop, seconds)
+        return interrupted or self.stop.is_set()
 
     def _urlopen(
         self,
@@ -271,7 +332,6 @@ class Transport:
         *,
         payload: bytes | None,
         headers: dict[str, str],
-        read_timeout: float | None,
         preload: bool,
     ) -> urllib3.BaseHTTPResponse:
         try:
@@ -280,7 +340,7 @@ class Transport:
                 url,
                 body=payload,
                 headers=headers,
-                timeout=self._timeout(read_timeout),
+                timeout=self._timeout(self.timeout),
                 retries=_URLLIB3_RETRIES,
                 redirect=False,
                 preload_content=preload,

@@ -12,6 +12,9 @@ Guarantees:
   typed API error (``Gone`` for a 410 "too old resource version").
 - An undecodable line yields one ERROR event (500 InternalError) and ends the stream, as
   client-go's stream watcher does.
+- The line buffer is bounded: a line longer than ``max_line_bytes`` (:data:`MAX_LINE_BYTES`,
+  client-go's 16 MiB streaming-decoder limit) is never held; it yields that same ERROR event
+  ("object to decode was longer than maximum allowed size") and ends the stream.
 - The server closing the stream ends iteration normally. A connection that breaks mid-stream
   raises :class:`~mcm.runtime.client.errors.ConnectionFailed`.
 - :meth:`HTTPWatchStream.stop` may be called from any thread, any number of times: it shuts
@@ -32,13 +35,20 @@ from mcm.runtime.client.errors import ApiError, error_from_status
 from mcm.runtime.client.transport import connection_failed
 from mcm.runtime.client.types import EventType, WatchEvent
 
-__all__ = ["HTTPWatchStream", "decode_event", "error_from_watch_event"]
+__all__ = ["MAX_LINE_BYTES", "HTTPWatchStream", "decode_event", "error_from_watch_event"]
 
 log = structlog.get_logger(__name__)
 
 _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 _READ_SIZE = 64 * 1024
 _DECODE_FAILURE = "unable to decode an event from the watch stream"
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest event line a watch stream buffers (client-go's streaming decoder ``maxBytes``)."""
+
+
+class _LineTooLong(Exception):
+    """The server sent more than ``max_line_bytes`` without a newline."""
 
 
 def _internal_error(message: str) -> WatchEvent:
@@ -90,8 +100,15 @@ def error_from_watch_event(event: WatchEvent) -> ApiError:
 class HTTPWatchStream:
     """An open watch response, iterated once for :class:`WatchEvent` values."""
 
-    def __init__(self, response: urllib3.BaseHTTPResponse, *, resource_version: str | None = None) -> None:
+    def __init__(
+        self,
+        response: urllib3.BaseHTTPResponse,
+        *,
+        resource_version: str | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
         self._response = response
+        self._max_line_bytes = max_line_bytes
         self._resource_version = resource_version or ""
         self._lock = threading.Lock()
         self._stopped = False
@@ -123,17 +140,25 @@ class HTTPWatchStream:
 
     def _events(self) -> Iterator[WatchEvent]:
         try:
-            for line in self._lines():
-                event = decode_event(line)
-                if self._stopped:
-                    return
-                if event.type != "ERROR":
-                    self._note_resource_version(event.object)
-                yield event
-                if event.type == "ERROR" and _is_decode_failure(event):
-                    return
+            yield from self._decoded_events()
+        except _LineTooLong:
+            if not self._stopped:
+                yield _internal_error(
+                    f"{_DECODE_FAILURE}: object to decode was longer than maximum allowed size"
+                )
         finally:
             self._close()
+
+    def _decoded_events(self) -> Iterator[WatchEvent]:
+        for line in self._lines():
+            event = decode_event(line)
+            if self._stopped:
+                return
+            if event.type != "ERROR":
+                self._note_resource_version(event.object)
+            yield event
+            if event.type == "ERROR" and _is_decode_failure(event):
+                return
 
     def _note_resource_version(self, obj: dict[str, Any]) -> None:
         metadata = obj.get("metadata")
@@ -173,18 +198,26 @@ class HTTPWatchStream:
             yield chunk
 
     def _lines(self) -> Iterator[bytes]:
+        """Non-blank lines; raises :class:`_LineTooLong` instead of buffering an overlong one."""
+        limit = self._max_line_bytes
         pending = b""
         for chunk in self._chunks():
             if self._stopped:
                 return
             if b"\n" not in chunk:
+                if len(pending) + len(chunk) > limit:
+                    raise _LineTooLong
                 pending += chunk
                 continue
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
             for line in lines:
+                if len(line) > limit:
+                    raise _LineTooLong
                 if line.strip():
                     yield line
+            if len(pending) > limit:
+                raise _LineTooLong
         if pending.strip() and not self._stopped:
             yield pending
 

@@ -9,6 +9,11 @@ Guarantees:
   the recorder's callers nor the other watchers (``DropIfChannelFull``).
 - Each watcher (sink writer, logger, custom function) runs in its own thread. A sink gets its
   own :class:`EventCorrelator`.
+- :meth:`EventBroadcaster.start_logging` passes ``logf`` exactly client-go's ``StartLogging``
+  line: ``Event(v1.ObjectReference{Kind:"Pod", Namespace:"ns", Name:"p", UID:"…",
+  APIVersion:"v1", ResourceVersion:"", FieldPath:""}): type: 'Normal' reason: 'Started' msg``
+  (Go ``%#v`` quoting of every reference field, :func:`log_line`), so log scrapers written for
+  client-go components keep working.
 - :meth:`EventBroadcaster.shutdown` stops accepting events, delivers what was already queued to
   the watchers' queues, closes them, and cancels the sinks' retry sleeps.
 """
@@ -32,7 +37,7 @@ from mcm.runtime.record.correlator import CorrelatorOptions, EventCorrelator
 from mcm.runtime.record.recorder import EventRecorder
 from mcm.runtime.record.sink import DEFAULT_SLEEP_DURATION, EventSink, EventSinkImpl, SinkWriter
 
-__all__ = ["MAX_QUEUED_EVENTS", "EventBroadcaster", "EventWatcher"]
+__all__ = ["MAX_QUEUED_EVENTS", "EventBroadcaster", "EventWatcher", "go_quote", "log_line"]
 
 log = structlog.get_logger(__name__)
 
@@ -40,6 +45,46 @@ MAX_QUEUED_EVENTS = 1000
 
 Event = dict[str, Any]
 T = TypeVar("T")
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+_REFERENCE_FIELDS = (
+    ("Kind", "kind"),
+    ("Namespace", "namespace"),
+    ("Name", "name"),
+    ("UID", "uid"),
+    ("APIVersion", "apiVersion"),
+    ("ResourceVersion", "resourceVersion"),
+    ("FieldPath", "fieldPath"),
+)
+
+
+def _go_escape(char: str) -> str:
+    if char in ('"', "\\"):
+        return "\\" + char
+    if char == " " or char.isprintable():  # the same classes as Go's unicode.IsPrint
+        return char
+    if char in _GO_ESCAPES:
+        return _GO_ESCAPES[char]
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def go_quote(value: object) -> str:
+    """``value`` as Go's ``strconv.Quote`` (and so ``%#v`` of a string) writes it."""
+    return '"' + "".join(_go_escape(char) for char in str(value)) + '"'
+
+
+def log_line(event: Event) -> str:
+    """The line client-go's ``StartLogging`` writes:
+    ``Event(%#v of involvedObject): type: '%v' reason: '%v' %v``."""
+    ref = event.get("involvedObject")
+    ref = ref if isinstance(ref, dict) else {}
+    fields = ", ".join(f"{go_name}:{go_quote(ref.get(key) or '')}" for go_name, key in _REFERENCE_FIELDS)
+    kind, reason, message = (event.get(key) or "" for key in ("type", "reason", "message"))
+    return f"Event(v1.ObjectReference{{{fields}}}): type: '{kind}' reason: '{reason}' {message}"
 
 
 class _Channel(Generic[T]):
@@ -164,17 +209,8 @@ class EventBroadcaster:
         return self.start_event_watcher(writer.record)
 
     def start_logging(self, logf: Callable[[str], None]) -> EventWatcher:
-        """Pass a one-line description of each event to ``logf`` (``StartLogging``)."""
-
-        def log_line(event: Event) -> None:
-            ref = event.get("involvedObject") or {}
-            kind, namespace, name = (ref.get(key, "") for key in ("kind", "namespace", "name"))
-            logf(
-                f"Event(v1.ObjectReference{{Kind:{kind!r}, Namespace:{namespace!r}, Name:{name!r}}}): "
-                f"type: {event.get('type')!r} reason: {event.get('reason')!r} {event.get('message', '')}"
-            )
-
-        return self.start_event_watcher(log_line)
+        """Pass client-go's one-line description of each event (:func:`log_line`) to ``logf``."""
+        return self.start_event_watcher(lambda event: logf(log_line(event)))
 
     def start_structured_logging(self, verbosity: int = 0) -> EventWatcher:
         """Log each event as key-value pairs (``StartStructuredLogging``); ``verbosity`` > 0 is debug."""

@@ -4,6 +4,7 @@ Start with :class:`RateLimitingQueue` and :func:`default_controller_rate_limiter
 are usable on their own: :class:`Queue` (fair, stingy, deduplicating FIFO) →
 :class:`DelayingQueue` (``add_after``) → :class:`RateLimitingQueue` (``add_rate_limited``,
 ``forget``, ``num_requeues``). Named queues export the Kubernetes ``workqueue_*`` metrics.
+:func:`parallelize_until` runs N independent pieces of work on a bounded number of threads.
 """
 
 from mcm.runtime.workqueue.delaying_queue import DelayingQueue
@@ -14,6 +15,7 @@ from mcm.runtime.workqueue.metrics import (
     PrometheusMetricsProvider,
     set_provider,
 )
+from mcm.runtime.workqueue.parallelizer import DoWorkPieceFunc, parallelize_until
 from mcm.runtime.workqueue.queue import Queue
 from mcm.runtime.workqueue.rate_limiters import (
     BucketRateLimiter,
@@ -32,6 +34,7 @@ __all__ = [
     "NOOP_PROVIDER",
     "BucketRateLimiter",
     "DelayingQueue",
+    "DoWorkPieceFunc",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",
     "MaxOfRateLimiter",
@@ -44,6 +47,7 @@ __all__ = [
     "WithMaxWaitRateLimiter",
     "default_controller_rate_limiter",
     "default_item_based_rate_limiter",
+    "parallelize_until",
     "set_provider",
     "with_max_wait",
 ]

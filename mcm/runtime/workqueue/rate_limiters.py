@@ -19,13 +19,12 @@ whose delay is the time until that token exists; :class:`MaxOfRateLimiter` asks 
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Hashable
 from typing import Protocol
 
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.workqueue._monotonic import monotonic_reader
+from mcm.runtime.tokenbucket import WORKQUEUE_BURST, WORKQUEUE_QPS, TokenBucket
 
 __all__ = [
     "BucketRateLimiter",
@@ -115,52 +114,26 @@ class ItemFastSlowRateLimiter:
 
 
 class BucketRateLimiter:
-    """One token bucket shared by all items (``golang.org/x/time/rate`` reservations).
+    """One token bucket shared by all items: :class:`mcm.runtime.tokenbucket.TokenBucket`.
 
     ``qps`` may be ``math.inf`` (never delays). A bucket that can never refill a token it
     needs (``burst`` < 1, or a rate ≤ 0 once the burst is used up) returns ``math.inf``, like
-    Go's ``InfDuration``.
+    Go's ``InfDuration``. client-go's default controller limiter uses
+    :data:`~mcm.runtime.tokenbucket.WORKQUEUE_QPS` / :data:`~mcm.runtime.tokenbucket.WORKQUEUE_BURST`.
     """
 
-    __slots__ = ("_burst", "_last", "_lock", "_monotonic", "_rate", "_tokens")
+    __slots__ = ("_bucket", "_reserve")
 
     def __init__(self, qps: float, burst: int, *, clock: Clock = REAL_CLOCK) -> None:
-        self._rate = qps
-        self._burst = float(burst)
-        self._monotonic = monotonic_reader(clock)
-        self._tokens = float(burst)
-        self._last = self._monotonic()
-        self._lock = threading.Lock()
+        self._bucket = TokenBucket(qps, burst, clock=clock)
+        self._reserve = self._bucket.reserve
+
+    @property
+    def bucket(self) -> TokenBucket:
+        return self._bucket
 
     def when(self, item: Hashable) -> float:
-        rate = self._rate
-        if rate == math.inf:
-            return 0.0
-        if rate <= 0.0 or self._burst < 1.0:
-            return self._reserve_without_refill()
-        self._lock.acquire()
-        try:
-            now = self._monotonic()
-            tokens = self._tokens
-            elapsed = now - self._last
-            if elapsed > 0.0:
-                tokens += elapsed * rate
-                if tokens > self._burst:  # noqa: PLR1730 - hot path
-                    tokens = self._burst
-                self._last = now
-            tokens -= 1.0
-            self._tokens = tokens
-        finally:
-            self._lock.release()
-        return 0.0 if tokens >= 0.0 else -tokens / rate
-
-    def _reserve_without_refill(self) -> float:
-        """Go's rate-0 limiter: each reservation uses up one token of the burst, then never."""
-        with self._lock:
-            if self._rate <= 0.0 and self._burst >= 1.0:
-                self._burst -= 1.0
-                return 0.0
-            return math.inf
+        return self._reserve()
 
     def num_requeues(self, item: Hashable) -> int:
         return 0
@@ -218,10 +191,11 @@ def with_max_wait(limiter: RateLimiter, max_delay: float) -> WithMaxWaitRateLimi
 
 
 def default_controller_rate_limiter(*, clock: Clock = REAL_CLOCK) -> MaxOfRateLimiter:
-    """Per-item exponential 5 ms → 1000 s, and overall 10 qps with a burst of 100."""
+    """Per-item exponential 5 ms → 1000 s, and overall 10 qps with a burst of 100
+    (:data:`~mcm.runtime.tokenbucket.WORKQUEUE_QPS`, :data:`~mcm.runtime.tokenbucket.WORKQUEUE_BURST`)."""
     return MaxOfRateLimiter(
         ItemExponentialFailureRateLimiter(0.005, 1000.0),
-        BucketRateLimiter(10.0, 100, clock=clock),
+        BucketRateLimiter(WORKQUEUE_QPS, WORKQUEUE_BURST, clock=clock),
     )
 
 

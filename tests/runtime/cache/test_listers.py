@@ -97,12 +97,30 @@ def test_selector_matching(selector: str, labels: dict[str, str], matches: bool)
     assert parse_selector(selector).matches(labels) is matches
 
 
-@pytest.mark.parametrize("bad", ["a in x", "a=b,", "=b", "a in (x,,y)", "n>x", "a b"])
-def test_malformed_selectors_are_rejected(bad: str) -> None:
-    with pytest.raises(ValueError, match="unable to parse requirement"):
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("a in x", "unable to parse requirement: found 'x' expected: '('"),
+        ("a=b,", "found '', expected: identifier after ','"),
+        ("=b", "found '=', expected: !, identifier, or 'end of string'"),
+        ("n>x", "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators"),
+        ("a b", "unable to parse requirement: found 'b', expected: '=', '!=', '==', 'in', notin'"),
+        ("k=a b", "found 'b', expected: ',' or 'end of string'"),
+    ],
+)
+def test_malformed_selectors_carry_upstream_messages(bad: str, message: str) -> None:
+    with pytest.raises(ValueError) as info:
         parse_selector(bad)
+    assert str(info.value).startswith(message)
+
+
+def test_empty_values_in_sets_are_valid_as_upstream() -> None:
+    # labels.Parse accepts "x in (foo,,baz)" and "z notin ()": the empty string is a valid value.
+    selector = parse_selector("x in (foo,,baz),z notin ()")
+    assert selector.matches({"x": ""}) and not selector.matches({"x": "", "z": ""})
 
 
 def test_selector_round_trips_to_string() -> None:
     assert str(parse_selector("a=b,c in (x,y),!d,e")) == "a=b,c in (x,y),!d,e"
+    assert str(parse_selector("z, a in (y,x,y)")) == "a in (x,y),z"  # sorted as upstream
     assert str(selector_from_set({"z": "1", "a": "2"})) == "a=2,z=1"

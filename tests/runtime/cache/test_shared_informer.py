@@ -164,7 +164,8 @@ def test_handler_exception_is_reported_and_delivery_goes_on(
     running: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reported: list[BaseException] = []
-    monkeypatch.setattr(runtime_errors, "ERROR_HANDLERS", [lambda err, ctx: reported.append(err)])
+    monkeypatch.setattr(runtime_errors, "REALLY_CRASH", False)
+    monkeypatch.setattr(runtime_errors, "PANIC_HANDLERS", [reported.append])
     failing = Recorder(fail_on="a")
     running.informer.add_event_handler(failing)
     running.start()

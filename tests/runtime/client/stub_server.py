@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import ssl
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from mcm.emulator.kubeconfig import make_tls_material, tls_available
 
 
 @dataclass
@@ -154,59 +154,15 @@ class StubServer:
 
 
 def make_tls(directory: Path) -> tuple[ssl.SSLContext, bytes] | None:
-    """A server context whose certificate (127.0.0.1, localhost) is signed by a fresh CA.
+    """A server context whose certificate (127.0.0.1, localhost) is signed by a fresh CA, and the
+    CA in PEM: the emulator's recipe (:func:`mcm.emulator.kubeconfig.make_tls_material`).
 
     Returns None when the ``openssl`` command is not available.
     """
-    if shutil.which("openssl") is None:
+    if not tls_available():
         return None
-    ext = directory / "ext.cnf"
-    ext.write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
-    )
-    curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
-    commands = [
-        [
-            "req",
-            "-x509",
-            *curve,
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-subj",
-            "/CN=stub-ca",
-            "-days",
-            "1",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ],
-        ["req", *curve, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"],
-        [
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "1",
-            "-extfile",
-            str(ext),
-        ],
-    ]
-    for command in commands:
-        subprocess.run(["openssl", *command], cwd=directory, check=True, capture_output=True)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(directory / "server.crt", directory / "server.key")
-    return context, (directory / "ca.crt").read_bytes()
+    material = make_tls_material(directory)
+    return material.server_context(), material.ca_pem()
 
 
 def _chunks(reply: Reply) -> Iterator[bytes]:

@@ -152,3 +152,80 @@ def test_several_kubeconfig_files_are_merged(stub: StubServer, tmp_path: Path) -
     assert (other.host, other.namespace) == ("http://127.0.0.1:9", "o")
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(f"{main}:{tmp_path / 'absent'}")
+
+
+_CLUSTER = "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+_USER = "users: [{name: u, user: {token: s3cret-token}}]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("apiVersion: v1\nclusters: [\n  - name: x\n  bad: : :\n", r"not valid YAML \(line 3, column 3"),
+        ("- just\n- a list\n", "must be a mapping"),
+        ("", "is empty"),
+        (f"current-context: c\ncontexts: []\n{_CLUSTER}{_USER}", "context 'c' is not defined"),
+        (
+            f"contexts: [{{name: c, context: {{cluster: k, user: u}}}}]\n{_CLUSTER}{_USER}",
+            "no current-context",
+        ),
+        (
+            "current-context: c\ncontexts: [{name: c, context: {cluster: nope, user: u}}]\n"
+            f"{_CLUSTER}{_USER}",
+            "cluster 'nope' of context 'c' is not defined",
+        ),
+        (
+            "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: nobody}}]\n"
+            f"{_CLUSTER}{_USER}",
+            "user 'nobody' of context 'c' is not defined",
+        ),
+        (
+            f"current-context: c\ncontexts: [{{name: c, context: {{cluster: k, user: u}}}}]\n"
+            f"clusters: [{{name: k, cluster: {{}}}}]\n{_USER}",
+            "cluster 'k' has no server",
+        ),
+        (
+            f"current-context: c\ncontexts: [{{context: {{cluster: k}}}}]\n{_CLUSTER}",
+            r"contexts\[0\] has no name",
+        ),
+        ("current-context: c\ncontexts: {c: 1}\n", "contexts must be a list"),
+    ],
+    ids=[
+        "bad-yaml",
+        "not-a-mapping",
+        "empty",
+        "missing-context",
+        "no-current-context",
+        "missing-cluster",
+        "missing-user",
+        "no-server",
+        "unnamed-entry",
+        "section-not-a-list",
+    ],
+)
+def test_a_malformed_kubeconfig_is_a_config_error_naming_the_file_and_the_problem(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    """Issue 10: bad YAML used to escape as a raw yaml ParserError, and a context naming an
+    undefined user loaded silently (client-go's validateContext rejects it)."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=problem) as info:
+        load_config(str(path))
+    assert str(path) in str(info.value)
+    assert "s3cret-token" not in str(info.value)
+    assert info.value.__cause__ is None or isinstance(info.value.__cause__, ConfigError)
+
+
+def test_a_context_chosen_by_name_is_checked_across_merged_files(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    first.write_text(
+        f"current-context: c\ncontexts: [{{name: c, context: {{cluster: k, user: u}}}}]\n{_CLUSTER}{_USER}"
+    )
+    second = tmp_path / "second"
+    second.write_text("contexts: [{name: d, context: {cluster: elsewhere}}]\n")
+    merged = f"{first}:{second}"
+    assert load_config(merged).host == "http://127.0.0.1:1"
+    with pytest.raises(ConfigError, match="cluster 'elsewhere' of context 'd' is not defined") as info:
+        load_config(merged, context="d")
+    assert str(first) in str(info.value) and str(second) in str(info.value)

@@ -69,3 +69,38 @@ def test_client_go_defaults_and_unthrottled() -> None:
     parity = new_rate_limiter(20.0, 30, clock=FakeClock())
     assert isinstance(parity, TokenBucketRateLimiter)
     assert (parity.qps, parity.burst) == (20.0, 30)
+
+
+def test_one_bucket_behind_the_client_limiter_and_the_workqueue_limiter() -> None:
+    """Issue 10: there used to be two token buckets; both limiters now wrap the runtime's one."""
+    from mcm.runtime.tokenbucket import TokenBucket
+    from mcm.runtime.workqueue import BucketRateLimiter
+
+    client_limiter = TokenBucketRateLimiter(10.0, 2, clock=FakeClock())
+    queue_limiter = BucketRateLimiter(10.0, 2, clock=FakeClock())
+    assert isinstance(client_limiter.bucket, TokenBucket)
+    assert isinstance(queue_limiter.bucket, TokenBucket)
+    assert [client_limiter.reserve() for _ in range(4)] == [queue_limiter.when(i) for i in range(4)]
+
+
+def test_one_set_of_defaults_each_named_after_its_upstream() -> None:
+    """Issue 10: ``ratelimit.DEFAULT_QPS`` (5) and ``cluster.DEFAULT_QPS`` (20) used to clash.
+
+    client-go rest defaults to 5/10, its workqueue bucket to 10/100, and machine-controller's
+    ``--kube-api-qps``/``--kube-api-burst`` flags to 20/30. Each is defined once, under its own
+    name; a cluster client built without limits gets the machine-controller's (client-go: 5/10),
+    and 0 still means client-go's.
+    """
+    import inspect
+
+    from mcm.runtime import tokenbucket
+    from mcm.runtime.client import ClusterClient, cluster, load_config, ratelimit
+
+    assert (tokenbucket.REST_QPS, tokenbucket.REST_BURST) == (5.0, 10)
+    assert (tokenbucket.WORKQUEUE_QPS, tokenbucket.WORKQUEUE_BURST) == (10.0, 100)
+    assert (tokenbucket.MACHINE_CONTROLLER_QPS, tokenbucket.MACHINE_CONTROLLER_BURST) == (20.0, 30)
+    assert (ratelimit.DEFAULT_QPS, ratelimit.DEFAULT_BURST) == (tokenbucket.REST_QPS, tokenbucket.REST_BURST)
+    assert not hasattr(cluster, "DEFAULT_QPS") and not hasattr(cluster, "DEFAULT_BURST")
+    for factory in (ClusterClient, load_config):
+        parameters = inspect.signature(factory).parameters
+        assert (parameters["qps"].default, parameters["burst"].default) == (20.0, 30)

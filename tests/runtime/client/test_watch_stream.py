@@ -230,3 +230,31 @@ def test_a_silent_watch_ends_after_its_timeout_plus_the_read_margin(
     finally:
         reply.hold.set()
         thread.join(5.0)
+
+
+def test_a_line_without_end_is_not_buffered_without_bound(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    """Issue 10: a server that never sends a newline used to grow the line buffer for ever.
+
+    client-go's streaming decoder stops at 16 MiB with "object to decode was longer than maximum
+    allowed size"; the stream watcher turns that into one InternalError ERROR event, as here.
+    """
+    endless = b"x" * 4096
+    reply = _serve(stub, _event("ADDED", "5"), *([endless] * 64), None)
+    try:
+        response = stub_client.transport.stream("/api/v1/pods", query={"watch": "true"}, read_timeout=5)
+        stream = HTTPWatchStream(response, max_line_bytes=64 * 1024)
+        events = list(stream)
+        assert [e.type for e in events] == ["ADDED", "ERROR"]
+        assert events[1].object["code"] == 500
+        assert "longer than maximum allowed size" in events[1].object["message"]
+        assert stream._response.closed
+    finally:
+        reply.hold.set()
+
+
+def test_the_default_line_limit_is_client_gos() -> None:
+    from mcm.runtime.client.watch import MAX_LINE_BYTES
+
+    assert MAX_LINE_BYTES == 16 * 1024 * 1024

@@ -12,8 +12,7 @@ import sys
 import threading
 import time
 
-import structlog
-
+from mcm.runtime import logs
 from mcm.runtime.client.config import load_config
 from mcm.runtime.leaderelection import (
     LeaderCallbacks,
@@ -37,7 +36,7 @@ def say(*words: object) -> None:
 
 
 def main(kubeconfig: str, identity: str) -> None:
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    logs.configure("console", stream=sys.stderr, level=0)
     client = load_config(kubeconfig, qps=-1, timeout=lease_request_timeout(RENEW))
 
     led = threading.Event()

@@ -201,8 +201,87 @@ def test_start_logging_passes_one_line(broadcaster: EventBroadcaster) -> None:
     broadcaster.start_logging(logf)
     broadcaster.new_recorder("c").event(MACHINE, "Normal", "Created", "made it")
     assert done.wait(WAIT)
-    assert "Kind:'Machine'" in lines[0]
-    assert "made it" in lines[0]
+    assert lines == [
+        'Event(v1.ObjectReference{Kind:"Machine", Namespace:"shoot", Name:"m1", UID:"u-1", '
+        'APIVersion:"machine.sapcloud.io/v1alpha1", ResourceVersion:"42", FieldPath:""}): '
+        "type: 'Normal' reason: 'Created' made it"
+    ]
+
+
+_TEST_REF = {
+    "kind": "Pod",
+    "apiVersion": "v1",
+    "name": "foo",
+    "namespace": "baz",
+    "uid": "bar",
+    "fieldPath": "spec.containers[2]",
+}
+_TEST_POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "foo", "namespace": "baz", "uid": "bar"}}
+_TEST_REF2 = {**_TEST_REF, "uid": "differentUid", "fieldPath": "spec.containers[3]"}
+
+
+@pytest.mark.parametrize(
+    ("obj", "reason", "message", "expected"),
+    [
+        (
+            _TEST_REF,
+            "Started",
+            "some verbose message: 1",
+            'Event(v1.ObjectReference{Kind:"Pod", Namespace:"baz", Name:"foo", UID:"bar", APIVersion:"v1", '
+            "ResourceVersion:\"\", FieldPath:\"spec.containers[2]\"}): type: 'Normal' reason: 'Started' "
+            "some verbose message: 1",
+        ),
+        (
+            _TEST_POD,
+            "Killed",
+            "some other verbose message: 1",
+            'Event(v1.ObjectReference{Kind:"Pod", Namespace:"baz", Name:"foo", UID:"bar", APIVersion:"v1", '
+            "ResourceVersion:\"\", FieldPath:\"\"}): type: 'Normal' reason: 'Killed' "
+            "some other verbose message: 1",
+        ),
+        (
+            _TEST_REF2,
+            "Stopped",
+            "some verbose message: 1",
+            'Event(v1.ObjectReference{Kind:"Pod", Namespace:"baz", Name:"foo", UID:"differentUid", '
+            'APIVersion:"v1", ResourceVersion:"", FieldPath:"spec.containers[3]"}): '
+            "type: 'Normal' reason: 'Stopped' some verbose message: 1",
+        ),
+    ],
+    ids=["testRef", "testPod", "testRef2"],
+)
+def test_start_logging_writes_client_gos_line(
+    broadcaster: EventBroadcaster, obj: dict[str, Any], reason: str, message: str, expected: str
+) -> None:
+    """client-go's TestEventf ``expectLog`` lines (issue 10: the line used to carry only Kind,
+    Namespace and Name, with Python quoting)."""
+    lines: list[str] = []
+    done = threading.Event()
+
+    def logf(line: str) -> None:
+        lines.append(line)
+        done.set()
+
+    broadcaster.start_logging(logf)
+    broadcaster.new_recorder("eventTest").eventf(obj, "Normal", reason, message)
+    assert done.wait(WAIT)
+    assert lines == [expected]
+
+
+@pytest.mark.parametrize(
+    ("value", "quoted"),
+    [
+        ("plain", '"plain"'),
+        ('say "hi"\\', '"say \\"hi\\"\\\\"'),
+        ("tab\tnew\nline\x01\x7f", '"tab\\tnew\\nline\\x01\\x7f"'),
+        ("é 😀", '"é 😀"'),
+        ("zero\u200bwidth\u00a0nbsp", '"zero\\u200bwidth\\u00a0nbsp"'),
+    ],
+)
+def test_go_quote_is_strconv_quote(value: str, quoted: str) -> None:
+    from mcm.runtime.record.broadcaster import go_quote
+
+    assert go_quote(value) == quoted
 
 
 def test_after_shutdown_events_are_dropped_and_watchers_end() -> None:

@@ -1,0 +1,166 @@
+"""MachineClass and Secret finalizer loops (safety-class-secret-node-drain.md §2, §3 with HEAD).
+
+MachineClass (queue ``machineclass``, key ``ns/name``): the MCM finalizer is on a class exactly
+while some Machine references it; a deleting class that is still referenced is retried after
+ShortRetry; a class in use gets its non-deleting machines enqueued on every reconcile (HEAD), so
+machines waiting for the class finalizer go on at once. Success → LongRetry.
+
+Secret (queue ``secret``, key ``ns/name``): the MC finalizer is on a Secret exactly while some
+MachineClass references it by name (``secretRef`` or ``credentialsSecretRef``). Every Secret of
+the namespace is looked at again every 10 minutes.
+
+Finalizer writes GET the live object and update it with the sorted finalizer set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.controller import objects as o
+from mcm.controller.context import Deps
+from mcm.runtime.cache.keys import split_meta_namespace_key
+from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.worker import DONE, Result
+
+__all__ = [
+    "ERR_CLASS_IN_USE",
+    "SECRET_RESYNC",
+    "machines_for_class",
+    "reconcile_machine_class",
+    "reconcile_machine_class_key",
+    "reconcile_secret",
+    "reconcile_secret_key",
+    "update_finalizers",
+]
+
+log = structlog.get_logger(__name__)
+
+ERR_CLASS_IN_USE = "Retry as machine objects are still referring the machineclass"
+SECRET_RESYNC = 600.0
+"""Every Secret is reconciled again after 10 minutes (upstream)."""
+
+
+class FinalizerUpdateError(Exception):
+    """A finalizer write failed (message safe to log)."""
+
+
+def update_finalizers(client: RESTClient, namespace: str, name: str, finalizers: list[str]) -> None:
+    """GET the live object and PUT it with exactly ``finalizers`` (in the given order)."""
+    try:
+        live = client.get(name, namespace=namespace)
+        if o.finalizers(live) == finalizers:
+            return
+        new = o.clone(live)
+        new.setdefault("metadata", {})["finalizers"] = list(finalizers)
+        client.update(new)
+    except ApiError as err:
+        if is_not_found(err):
+            return
+        raise FinalizerUpdateError(err.message) from None
+
+
+def machines_for_class(deps: Deps, class_name: str) -> list[Mapping[str, Any]]:
+    """Cached machines whose ``spec.class`` is ``MachineClass``/``class_name`` (deleting ones included)."""
+    return [
+        m
+        for m in deps.listers.machines.list()
+        if o.text(m, "spec", "class", "kind") == c.MACHINE_CLASS_KIND
+        and o.text(m, "spec", "class", "name") == class_name
+    ]
+
+
+# --- MachineClass ---------------------------------------------------------------------------
+
+
+def reconcile_machine_class_key(deps: Deps, key: str) -> Result:
+    _, name = split_meta_namespace_key(key)
+    try:
+        machine_class = dict(deps.listers.classes.get(name))
+    except ApiError as err:
+        if is_not_found(err):
+            return DONE
+        raise
+    try:
+        reconcile_machine_class(deps, machine_class)
+    except (FinalizerUpdateError, ClassInUse) as err:
+        log.info("machine_class_retry", key=key, reason=str(err))
+        return Result.after(c.SHORT_RETRY)
+    return Result.after(c.LONG_RETRY)
+
+
+class ClassInUse(Exception):
+    """The class is being deleted while machines still reference it."""
+
+
+def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> None:
+    """Upstream's decision table; raises :class:`ClassInUse` or :class:`FinalizerUpdateError` to retry."""
+    name = o.name_of(machine_class)
+    machines = machines_for_class(deps, name)
+    has_finalizer = c.MCM_FINALIZER in o.finalizers(machine_class)
+    if machines and o.deletion_timestamp(machine_class):
+        log.info("machine_class_still_referenced", machine_class=name, machines=len(machines))
+        raise ClassInUse(ERR_CLASS_IN_USE)
+    if machines:
+        if not has_finalizer:
+            update_finalizers(
+                deps.writers.classes,
+                deps.namespace,
+                name,
+                sorted({*o.finalizers(machine_class), c.MCM_FINALIZER}),
+            )
+        for machine in machines:
+            if not o.deletion_timestamp(machine):
+                deps.enqueue_machine(f"{o.namespace_of(machine)}/{o.name_of(machine)}", 0.0)
+        return
+    if has_finalizer:
+        update_finalizers(
+            deps.writers.classes,
+            deps.namespace,
+            name,
+            sorted(set(o.finalizers(machine_class)) - {c.MCM_FINALIZER}),
+        )
+
+
+# --- Secret ---------------------------------------------------------------------------------
+
+
+def reconcile_secret_key(deps: Deps, key: str) -> Result:
+    namespace, name = split_meta_namespace_key(key)
+    if namespace != deps.namespace:
+        return DONE
+    try:
+        secret = dict(deps.listers.secrets.get(name))
+    except ApiError as err:
+        if is_not_found(err):
+            return DONE
+        raise
+    try:
+        reconcile_secret(deps, secret)
+    except FinalizerUpdateError as err:
+        log.warning("secret_finalizer_update_failed", key=key, error=str(err))
+        return Result.after(c.SHORT_RETRY)
+    return Result.after(SECRET_RESYNC)
+
+
+def _referenced(deps: Deps, secret_name: str) -> bool:
+    for machine_class in deps.listers.classes.list():
+        for ref in ("secretRef", "credentialsSecretRef"):
+            if o.text(machine_class, ref, "name") == secret_name:
+                return True
+    return False
+
+
+def reconcile_secret(deps: Deps, secret: Mapping[str, Any]) -> None:
+    """Add the MC finalizer while a class references the secret; remove it otherwise."""
+    name = o.name_of(secret)
+    current = o.finalizers(secret)
+    if _referenced(deps, name):
+        if c.MC_FINALIZER not in current:
+            update_finalizers(deps.writers.secrets, deps.namespace, name, sorted({*current, c.MC_FINALIZER}))
+    elif c.MC_FINALIZER in current:
+        update_finalizers(deps.writers.secrets, deps.namespace, name, sorted(set(current) - {c.MC_FINALIZER}))

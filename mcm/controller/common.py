@@ -1,0 +1,115 @@
+"""Helpers shared by the machine loops: events, effective per-machine values, driver requests.
+
+Events: one on the Machine for every phase change (Normal) and every failed step (Warning),
+with short CamelCase reasons. Messages are built from descriptions that never hold secret data.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.apis.machine.v1alpha1 import Machine, MachineClass
+from mcm.controller import objects as o
+from mcm.controller.context import Deps
+from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
+
+__all__ = [
+    "creation_timeout",
+    "drain_timeout",
+    "health_timeout",
+    "machine_key",
+    "max_evict_retries",
+    "node_condition_types",
+    "phase_of",
+    "record_normal",
+    "record_warning",
+    "typed_machine",
+]
+
+log = structlog.get_logger(__name__)
+
+_API_VERSION = "machine.sapcloud.io/v1alpha1"
+
+
+def machine_key(machine: Mapping[str, Any]) -> str:
+    return f"{o.namespace_of(machine)}/{o.name_of(machine)}"
+
+
+def phase_of(machine: Mapping[str, Any]) -> str:
+    return o.text(machine, "status", "currentStatus", "phase")
+
+
+def _event_object(machine: Mapping[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": _API_VERSION, "kind": "Machine", "metadata": dict(o.meta(machine))}
+
+
+def record_normal(deps: Deps, machine: Mapping[str, Any], reason: str, message: str) -> None:
+    if deps.recorder is not None:
+        deps.recorder.event(_event_object(machine), EVENT_TYPE_NORMAL, reason, message)
+
+
+def record_warning(deps: Deps, machine: Mapping[str, Any], reason: str, message: str) -> None:
+    log.warning("machine_step_failed", machine=machine_key(machine), reason=reason, message=message)
+    if deps.recorder is not None:
+        deps.recorder.event(_event_object(machine), EVENT_TYPE_WARNING, reason, message)
+
+
+def _spec_duration(machine: Mapping[str, Any], field: str) -> float | None:
+    value = o.parse_go_duration(o.sub(machine, "spec").get(field))
+    return value if value is not None and value >= 0 else None
+
+
+def creation_timeout(deps: Deps, machine: Mapping[str, Any]) -> float:
+    """Annotation ``effective-creation-timeout``, else ``spec.creationTimeout``, else the flag."""
+    annotated = o.parse_go_duration(o.annotations_of(machine).get(c.ANNOTATION_EFFECTIVE_CREATION_TIMEOUT))
+    if annotated is not None and annotated >= 0:
+        return annotated
+    spec = _spec_duration(machine, "creationTimeout")
+    return spec if spec is not None else deps.options.machine_creation_timeout
+
+
+def health_timeout(deps: Deps, machine: Mapping[str, Any]) -> float:
+    spec = _spec_duration(machine, "healthTimeout")
+    return spec if spec is not None else deps.options.machine_health_timeout
+
+
+def drain_timeout(deps: Deps, machine: Mapping[str, Any]) -> float:
+    spec = _spec_duration(machine, "drainTimeout")
+    return spec if spec is not None else deps.options.machine_drain_timeout
+
+
+def max_evict_retries(deps: Deps, machine: Mapping[str, Any]) -> int:
+    value = o.sub(machine, "spec").get("maxEvictRetries")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return deps.options.machine_max_evict_retries
+
+
+def node_condition_types(deps: Deps, machine: Mapping[str, Any]) -> list[str]:
+    """``spec.nodeConditions`` when set (even empty), else the flag; split on commas, no trimming."""
+    value = o.sub(machine, "spec").get("nodeConditions")
+    text = value if isinstance(value, str) else deps.options.node_conditions
+    return text.split(",")
+
+
+def elapsed_since(deps: Deps, timestamp: object) -> float | None:
+    """Seconds from ``timestamp`` (RFC 3339) to now; ``None`` if it does not parse."""
+    when = o.parse_time(timestamp)
+    return None if when is None else (now(deps) - when).total_seconds()
+
+
+def now(deps: Deps) -> _dt.datetime:
+    return deps.clock.now().astimezone(_dt.UTC)
+
+
+def typed_machine(machine: Mapping[str, Any]) -> Machine:
+    return Machine.from_dict(machine)
+
+
+def typed_class(machine_class: Mapping[str, Any] | MachineClass) -> MachineClass:
+    return machine_class if isinstance(machine_class, MachineClass) else MachineClass.from_dict(machine_class)

@@ -1,0 +1,281 @@
+"""``Controller``: the machine controller's wiring (app-and-controller.md §3 with HEAD §9.2).
+
+Built from a control and a target :class:`~mcm.runtime.client.ClusterClient` (target ``None``
+= no target cluster: no node queue, no drain, machines become Available), a
+:class:`~mcm.driver.Driver`, :class:`~mcm.controller.options.ControllerOptions`, a clock, an
+event recorder and a Prometheus registry.
+
+- Informers (``SharedInformerFactory``): control, restricted to ``options.namespace``:
+  Machines, MachineClasses, Secrets; target: Nodes, Pods, PVs, PVCs, VolumeAttachments and
+  policy/v1 PodDisruptionBudgets.
+- Seven named rate-limited queues (client-go's default controller rate limiter):
+  ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
+  ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers are supplied
+  by their own module (``safety_reconcilers``); without one those queues are drained as no-ops.
+- :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
+  ``workers`` workers per queue and blocks until ``stop``; then it shuts every queue down with
+  drain and joins the workers, so no reconcile is cut in half.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.controller.classes import reconcile_machine_class_key, reconcile_secret_key
+from mcm.controller.context import Deps, Listers, Writers
+from mcm.controller.drainer import Drainer
+from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.handlers import EventHandlers
+from mcm.controller.machine import MachineReconciler
+from mcm.controller.metrics import ControllerMetrics
+from mcm.controller.node import reconcile_node_key
+from mcm.controller.options import ControllerOptions
+from mcm.controller.permits import PermitGiver
+from mcm.driver import Driver
+from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory
+from mcm.runtime.client import ClusterClient
+from mcm.runtime.client.resources import (
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    SECRETS,
+    VOLUME_ATTACHMENTS,
+)
+from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.record import EventRecorder
+from mcm.runtime.worker import DEFAULT_MAX_RETRIES, DONE, Reconciler, Result, start_workers
+from mcm.runtime.workqueue import (
+    NOOP_PROVIDER,
+    MetricsProvider,
+    RateLimitingQueue,
+    default_controller_rate_limiter,
+)
+
+__all__ = ["QUEUE_NAMES", "Controller"]
+
+log = structlog.get_logger(__name__)
+
+QUEUE_NAMES = (
+    "secret",
+    "machineclass",
+    "node",
+    "machine",
+    "machinetermination",
+    "machinesafetyorphanvms",
+    "machinesafetyapiserver",
+)
+"""The named queues, in upstream's worker start order."""
+
+JOIN_TIMEOUT = 60.0
+"""How long :meth:`Controller.run` waits for each worker after the queues were drained."""
+
+
+def _noop(_key: str) -> Result:
+    return DONE
+
+
+class Controller:
+    """The provider-side machine controller; see the module docstring."""
+
+    def __init__(
+        self,
+        control: ClusterClient,
+        target: ClusterClient | None,
+        driver: Driver,
+        options: ControllerOptions | None = None,
+        *,
+        clock: Clock = REAL_CLOCK,
+        recorder: EventRecorder | None = None,
+        registry: CollectorRegistry | None = None,
+        drainer: Drainer | None = None,
+        workqueue_metrics: MetricsProvider | None = None,
+        safety_reconcilers: Mapping[str, Reconciler] | None = None,
+    ) -> None:
+        self.options = options or ControllerOptions()
+        self.clock = clock
+        self.frozen = False
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = ControllerMetrics(self.registry, self.options.cloud_provider)
+        self.queues: dict[str, RateLimitingQueue[str]] = {
+            name: RateLimitingQueue(
+                default_controller_rate_limiter(clock=clock),
+                name,
+                clock=clock,
+                metrics_provider=workqueue_metrics or NOOP_PROVIDER,
+            )
+            for name in QUEUE_NAMES
+        }
+        self._build_informers(control, target)
+        self.deps = self._build_deps(control, target, driver, recorder, drainer)
+        self.machines = MachineReconciler(self.deps)
+        self.reconcilers: dict[str, Reconciler] = {
+            "secret": lambda key: reconcile_secret_key(self.deps, key),
+            "machineclass": lambda key: reconcile_machine_class_key(self.deps, key),
+            "node": lambda key: reconcile_node_key(self.deps, key),
+            "machine": self.machines.reconcile_machine_key,
+            "machinetermination": self.machines.reconcile_machine_termination_key,
+            "machinesafetyorphanvms": _noop,
+            "machinesafetyapiserver": _noop,
+        }
+        self.reconcilers.update(safety_reconcilers or {})
+        self.handlers = EventHandlers(self.deps, self.enqueue)
+        self._register_handlers()
+        for name in ("machinesafetyorphanvms", "machinesafetyapiserver"):
+            self.queues[name].add("")
+
+    # --- construction ---------------------------------------------------------------------------
+
+    def _build_informers(self, control: ClusterClient, target: ClusterClient | None) -> None:
+        resync = self.options.min_resync_period
+        self.control_factory = SharedInformerFactory(
+            control, self.options.namespace, resync, clock=self.clock
+        )
+        self.target_factory = (
+            SharedInformerFactory(target, None, resync, clock=self.clock) if target is not None else None
+        )
+        for resource in (MACHINES, MACHINE_CLASSES, SECRETS):
+            self.control_factory.informer_for(resource)
+        if self.target_factory is not None:
+            for resource in (
+                NODES,
+                PODS,
+                PERSISTENT_VOLUMES,
+                PERSISTENT_VOLUME_CLAIMS,
+                VOLUME_ATTACHMENTS,
+                POD_DISRUPTION_BUDGETS,
+            ):
+                self.target_factory.informer_for(resource)
+
+    def _build_deps(
+        self,
+        control: ClusterClient,
+        target: ClusterClient | None,
+        driver: Driver,
+        recorder: EventRecorder | None,
+        drainer: Drainer | None,
+    ) -> Deps:
+        ns = self.options.namespace
+        target_factory = self.target_factory
+        listers = Listers(
+            machines=self.control_factory.lister(MACHINES).namespaced(ns),
+            classes=self.control_factory.lister(MACHINE_CLASSES).namespaced(ns),
+            secrets=self.control_factory.lister(SECRETS).namespaced(ns),
+            nodes=target_factory.lister(NODES) if target_factory else None,
+            volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
+        )
+        writers = Writers(
+            machines=control.resource(MACHINES),
+            classes=control.resource(MACHINE_CLASSES),
+            secrets=control.resource(SECRETS),
+            nodes=target.resource(NODES) if target else None,
+            target_secrets=target.resource(SECRETS) if target else None,
+            volume_attachments=target.resource(VOLUME_ATTACHMENTS) if target else None,
+        )
+        return Deps(
+            namespace=ns,
+            listers=listers,
+            writers=writers,
+            driver=driver,
+            calls=DriverCaller(self.clock, self.metrics, self.options.driver_call_timeout),
+            options=self.options,
+            clock=self.clock,
+            metrics=self.metrics,
+            permits=PermitGiver(clock=self.clock),
+            drainer=drainer if target is not None else None,
+            recorder=recorder,
+            enqueue_class=lambda name: self.enqueue("machineclass", f"{ns}/{name}", 0.0),
+            enqueue_machine=lambda key, after: self.enqueue("machine", key, after),
+            enqueue_termination=lambda key, after: self.enqueue("machinetermination", key, after),
+            frozen=lambda: self.frozen,
+        )
+
+    def _register_handlers(self) -> None:
+        h = self.handlers
+        control = self.control_factory
+        control.informer_for(SECRETS).add_event_handler(
+            ResourceEventHandlerFuncs(on_add=h.secret_event, on_delete=h.secret_event)
+        )
+        control.informer_for(MACHINE_CLASSES).add_event_handler(
+            ResourceEventHandlerFuncs(
+                on_add=h.class_added_or_deleted, on_update=h.class_updated, on_delete=h.class_added_or_deleted
+            )
+        )
+        control.informer_for(MACHINES).add_event_handler(
+            ResourceEventHandlerFuncs(
+                on_add=h.machine_added, on_update=h.machine_updated, on_delete=h.machine_deleted
+            )
+        )
+        if self.target_factory is not None:
+            self.target_factory.informer_for(NODES).add_event_handler(
+                ResourceEventHandlerFuncs(
+                    on_add=h.node_added, on_update=h.node_updated, on_delete=h.node_deleted
+                )
+            )
+
+    # --- queues ---------------------------------------------------------------------------------
+
+    def enqueue(self, queue: str, key: str, after: float) -> None:
+        """Add ``key`` to the named queue now (``after`` ≤ 0) or after ``after`` seconds."""
+        target = self.queues[queue]
+        if after > 0:
+            target.add_after(key, after)
+        else:
+            target.add(key)
+
+    # --- running --------------------------------------------------------------------------------
+
+    def start_informers(self, stop: threading.Event) -> bool:
+        """Start the informers and wait for their caches; ``False`` if ``stop`` came first."""
+        factories = [f for f in (self.control_factory, self.target_factory) if f is not None]
+        for factory in factories:
+            factory.start(stop)
+        synced = all(all(factory.wait_for_cache_sync(stop).values()) for factory in factories)
+        return synced and not stop.is_set()
+
+    def run(self, workers: int, stop: threading.Event) -> None:
+        """Run until ``stop`` is set; see the module docstring."""
+        self.deps.stop = stop
+        try:
+            if not self.start_informers(stop):
+                return
+            self.metrics.register_collector(self.deps.listers.machines.list, lambda: self.frozen)
+            log.info("starting_machine_controller", workers=workers)
+            threads = self._start_workers(workers, stop)
+            stop.wait()
+        finally:
+            self._shut_down()
+        for thread in threads:
+            thread.join(JOIN_TIMEOUT)
+
+    def _start_workers(self, workers: int, stop: threading.Event) -> list[threading.Thread]:
+        threads: list[threading.Thread] = []
+        for name in QUEUE_NAMES:
+            if name == "node" and self.target_factory is None:
+                continue
+            threads += start_workers(
+                self.queues[name],
+                name,
+                workers,
+                self.reconcilers[name],
+                DEFAULT_MAX_RETRIES,
+                stop,
+                clock=self.clock,
+            )
+        return threads
+
+    def _shut_down(self) -> None:
+        for queue in self.queues.values():
+            threading.Thread(target=queue.shut_down_with_drain, daemon=True).start()
+        self.deps.permits.close()
+
+    def reconcile(self, queue: str, key: str) -> Result | None:
+        """Run one queue's reconciler for ``key`` synchronously (tests and tools)."""
+        reconciler: Callable[[str], Result | None] = self.reconcilers[queue]
+        return reconciler(key)

@@ -1,0 +1,365 @@
+"""The creation flow (seed 001, spec §2 with HEAD §9.2): from a Machine to a VM and a Pending phase.
+
+Boxes, in order (each a function below):
+
+1. ``prepare_user_data`` — copy the class secret data, put the bootstrap token and machine name
+   into ``userData`` (Short on failure, no status write).
+2. ``find_or_create_vm`` — ``GetMachineStatus``; adopt a VM that exists; create one when the
+   driver says ``NotFound``/``Unimplemented`` and the machine has no ``spec.providerID``;
+   ``Uninitialized`` marks the VM for initialisation; other errors go to
+   ``machine_create_error_handler`` (status Failed/CrashLoopBackOff, retry by code).
+3. ``check_stale_node`` — right after a create: a Node of another name already exists → delete the
+   new VM and mark the machine Failed.
+4. ``write_creation_metadata`` — label ``node``, priority annotation, ``spec.providerID``.
+5. ``initialize_vm`` — ``InitializeMachine`` once after creation (``Unimplemented`` = nothing to do).
+6. ``mark_pending`` — phase Pending (or Available without a target cluster), only from the empty
+   phase or CrashLoopBackOff.
+
+Every pass that gets through all boxes ends with at most two Machine writes (metadata, status).
+Driver calls are bounded by the per-call deadline; every driver error gets a status and an Event.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.controller import objects as o
+from mcm.controller.bootstrap import UserDataError, ensure_bootstrap_token, render_user_data
+from mcm.controller.common import (
+    creation_timeout,
+    elapsed_since,
+    machine_key,
+    now,
+    phase_of,
+    record_normal,
+    record_warning,
+    typed_machine,
+)
+from mcm.controller.context import Deps
+from mcm.controller.metrics import machine_metric_labels
+from mcm.controller.status import (
+    current_status,
+    last_operation,
+    machine_status_update,
+    write_object,
+    write_status,
+)
+from mcm.driver import (
+    RETRYABLE_CODES,
+    Code,
+    CreateMachineRequest,
+    DeleteMachineRequest,
+    GetMachineStatusRequest,
+    InitializeMachineRequest,
+    MachineError,
+    code_name,
+)
+from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.worker import Result
+
+__all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VM:
+    """The VM backing a machine, as the driver reported it."""
+
+    provider_id: str
+    node_name: str
+    uninitialized: bool = False
+    last_known_state: str = ""
+    addresses: tuple[dict[str, str], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The class and the prepared secret data of one creation pass."""
+
+    machine_class: MachineClass
+    secret_data: Mapping[str, bytes]
+    class_dict: Mapping[str, Any]
+
+
+def trigger_creation_flow(
+    deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
+) -> Result:
+    """Run the creation flow for ``machine`` (marked "in creation" for the deletion flow)."""
+    with deps.creation.creating(machine_key(machine)):
+        prepared = prepare_user_data(deps, machine, secret_data)
+        if isinstance(prepared, Result):
+            return prepared
+        inputs = Inputs(machine_class, prepared, machine_class.to_dict())
+        vm = find_or_create_vm(deps, machine, inputs)
+        if isinstance(vm, Result):
+            return vm
+        return _after_vm(deps, machine, inputs, vm)
+
+
+def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result:
+    if not vm.provider_id or (deps.has_target and not vm.node_name):
+        err = MachineError(Code.Internal, "driver returned an empty providerID or node name")
+        return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
+    written = write_creation_metadata(deps, machine, vm)
+    if isinstance(written, Result):
+        return written
+    if vm.uninitialized:
+        failed = initialize_vm(deps, written, inputs)
+        if failed is not None:
+            return failed
+    return mark_pending(deps, written, vm)
+
+
+# --- 1. userData ------------------------------------------------------------------------------
+
+
+def prepare_user_data(
+    deps: Deps, machine: Mapping[str, Any], secret_data: Mapping[str, bytes]
+) -> dict[str, bytes] | Result:
+    """A copy of ``secret_data`` whose ``userData`` carries the token and the machine name."""
+    name = o.name_of(machine)
+    data = dict(secret_data)
+    raw = data.get(c.USER_DATA_KEY)
+    if raw is None:
+        record_warning(deps, machine, "UserDataMissing", c.ERR_USER_DATA_MISSING.format(machine=name))
+        return Result.after(c.SHORT_RETRY)
+    token = None
+    if deps.has_target and deps.writers.target_secrets is not None:
+        expires = now(deps) + _dt.timedelta(seconds=creation_timeout(deps, machine))
+        try:
+            token = ensure_bootstrap_token(
+                deps.writers.target_secrets,
+                name,
+                expires=expires,
+                extra_groups=deps.options.bootstrap_token_auth_extra_groups,
+            )
+        except UserDataError as err:
+            record_warning(deps, machine, "BootstrapTokenFailed", str(err))
+            return Result.after(c.SHORT_RETRY)
+    text = raw.decode(errors="surrogateescape")
+    data[c.USER_DATA_KEY] = render_user_data(text, name, token).encode(errors="surrogateescape")
+    return data
+
+
+# --- 2. find or create the VM -----------------------------------------------------------------
+
+
+def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Result:
+    """Adopt the existing VM or create one (see the module docstring)."""
+    typed = typed_machine(machine)
+    request = GetMachineStatusRequest(typed, inputs.machine_class, inputs.secret_data)
+    provider_id = o.text(machine, "spec", "providerID")
+    try:
+        response = deps.calls.call(
+            "get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request)
+        )
+    except MachineError as err:
+        if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized) and not provider_id:
+            return create_vm(deps, machine, inputs)
+        if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized):
+            node = o.label(machine, c.LABEL_NODE) or ""
+            return VM(provider_id, node, uninitialized=err.code == Code.Uninitialized)
+        return machine_create_error_handler(deps, machine, err, reason="GetMachineStatusFailed")
+    addresses = tuple(a.to_dict() for a in response.addresses)
+    return VM(response.provider_id, response.node_name, addresses=addresses)
+
+
+def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Result:
+    """``CreateMachine``; then the stale-node check."""
+    request = CreateMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    started = deps.clock.monotonic()
+    log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
+    try:
+        response = deps.calls.call("create_machine", lambda ctx: deps.driver.create_machine(ctx, request))
+    except MachineError as err:
+        return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
+    deps.metrics.create_duration.labels(**machine_metric_labels(machine, inputs.class_dict)).set(
+        deps.clock.since(started)
+    )
+    vm = VM(
+        response.provider_id,
+        response.node_name,
+        uninitialized=True,
+        last_known_state=response.last_known_state,
+        addresses=tuple(a.to_dict() for a in response.addresses),
+    )
+    stale = check_stale_node(deps, machine, inputs, vm)
+    return stale if stale is not None else vm
+
+
+def machine_create_error_handler(
+    deps: Deps, machine: Mapping[str, Any], err: MachineError, *, reason: str
+) -> Result:
+    """Record a failed create/status call: Failed or CrashLoopBackOff, retry by error code."""
+    retry = _create_retry(deps, err.code)
+    when = now(deps)
+    state = err.last_known_state  # empty: the stored lastKnownState is kept (decisions.md §3)
+    operation = last_operation(
+        c.DESC_PROVIDER_ERROR.format(err=str(err)),
+        c.STATE_FAILED,
+        c.OPERATION_CREATE,
+        when,
+        code_name(err.code),
+    )
+    phase = create_failure_phase(deps, machine)
+    write = machine_status_update(
+        deps.writers.machines,
+        machine,
+        operation,
+        current_status(phase, when),
+        now=when,
+        last_known_state=state,
+    )
+    record_warning(deps, machine, reason, str(err))
+    _phase_event(deps, machine, phase)
+    return Result.after(write.retry(retry) if not write.ok else retry)
+
+
+def _create_retry(deps: Deps, code: Code) -> float:
+    if code in RETRYABLE_CODES:
+        return c.SHORT_RETRY
+    if code == Code.ResourceExhausted:
+        return deps.options.resource_exhausted_retry or c.LONG_RETRY
+    return c.MEDIUM_RETRY
+
+
+def create_failure_phase(deps: Deps, machine: Mapping[str, Any]) -> str:
+    """Failed once the creation timeout has passed since the machine was created, else CrashLoopBackOff."""
+    elapsed = elapsed_since(deps, o.meta(machine).get("creationTimestamp"))
+    if elapsed is not None and elapsed > creation_timeout(deps, machine):
+        return c.PHASE_FAILED
+    return c.PHASE_CRASH_LOOP_BACK_OFF
+
+
+def _phase_event(deps: Deps, machine: Mapping[str, Any], phase: str) -> None:
+    if phase_of(machine) != phase:
+        record_normal(deps, machine, f"Machine{phase}", f"Machine {o.name_of(machine)} is now {phase}")
+
+
+# --- 3. stale node ----------------------------------------------------------------------------
+
+
+def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result | None:
+    """A Node named differently from the machine already exists: drop the new VM, mark Failed."""
+    nodes = deps.listers.nodes
+    if nodes is None or vm.node_name == o.name_of(machine) or not vm.node_name:
+        return None
+    try:
+        nodes.get(vm.node_name)
+    except ApiError as err:
+        if is_not_found(err):
+            return None
+        raise
+    stale = o.clone(machine)
+    stale.setdefault("spec", {})["providerID"] = vm.provider_id
+    request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
+    try:
+        deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+    except MachineError as err:
+        log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
+    when = now(deps)
+    operation = last_operation(c.DESC_OLD_NODE_OBJECT, c.STATE_FAILED, c.OPERATION_CREATE, when)
+    write = machine_status_update(
+        deps.writers.machines, machine, operation, current_status(c.PHASE_FAILED, when), now=when
+    )
+    record_warning(deps, machine, "StaleNode", f"VM uses the old node object {vm.node_name}")
+    _phase_event(deps, machine, c.PHASE_FAILED)
+    return Result.after(write.retry(c.SHORT_RETRY))
+
+
+# --- 4. metadata ------------------------------------------------------------------------------
+
+
+def write_creation_metadata(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Obj | Result:
+    """Label ``node``, priority annotation and ``spec.providerID``; the stored machine or a retry."""
+    new = o.clone(machine)
+    metadata = new.setdefault("metadata", {})
+    if deps.has_target:
+        metadata["labels"] = {**o.labels_of(machine), c.LABEL_NODE: vm.node_name}
+    annotations = o.annotations_of(machine)
+    if not annotations.get(c.ANNOTATION_MACHINE_PRIORITY):
+        metadata["annotations"] = {**annotations, c.ANNOTATION_MACHINE_PRIORITY: c.DEFAULT_MACHINE_PRIORITY}
+    new.setdefault("spec", {})["providerID"] = vm.provider_id
+    write = write_object(deps.writers.machines, machine, new)
+    if not write.ok:
+        record_warning(deps, machine, "UpdateFailed", f"Machine UPDATE failed: {write.error}")
+        return Result.after(write.retry(c.SHORT_RETRY))
+    return write.obj
+
+
+# --- 5. initialize ----------------------------------------------------------------------------
+
+
+def initialize_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> Result | None:
+    """``InitializeMachine``; ``None`` when done or not implemented."""
+    request = InitializeMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    started = deps.clock.monotonic()
+    try:
+        deps.calls.call("initialize_machine", lambda ctx: deps.driver.initialize_machine(ctx, request))
+    except MachineError as err:
+        if err.code == Code.Unimplemented:
+            return None
+        return _initialization_failed(deps, machine, err)
+    labels = machine_metric_labels(machine, inputs.class_dict)
+    deps.metrics.initialize_duration.labels(**labels).set(deps.clock.since(started))
+    return None
+
+
+def _initialization_failed(deps: Deps, machine: Mapping[str, Any], err: MachineError) -> Result:
+    when = now(deps)
+    operation = last_operation(
+        c.DESC_INITIALIZE_FAILED.format(err=str(err)),
+        c.STATE_FAILED,
+        c.OPERATION_CREATE,
+        when,
+        code_name(err.code),
+    )
+    phase = create_failure_phase(deps, machine)
+    write = machine_status_update(
+        deps.writers.machines, machine, operation, current_status(phase, when), now=when
+    )
+    record_warning(deps, machine, "InitializeFailed", str(err))
+    _phase_event(deps, machine, phase)
+    return Result.after(write.retry(c.SHORT_RETRY))
+
+
+# --- 6. pending -------------------------------------------------------------------------------
+
+
+def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
+    """Phase Pending (Available without a target cluster) from the empty phase or CrashLoopBackOff."""
+    if phase_of(machine) not in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
+        return Result.after(c.LONG_RETRY)
+    when = now(deps)
+    status = o.clone(o.sub(machine, "status"))
+    if deps.has_target:
+        phase = c.PHASE_PENDING
+        status["lastOperation"] = last_operation(
+            c.DESC_CREATING, c.STATE_PROCESSING, c.OPERATION_CREATE, when
+        )
+        status["currentStatus"] = current_status(phase, when, timeout_active=True)
+    else:
+        phase = c.PHASE_AVAILABLE
+        status["lastOperation"] = last_operation(
+            c.DESC_CREATED_NO_TARGET, c.STATE_SUCCESSFUL, c.OPERATION_CREATE, when
+        )
+        status["currentStatus"] = current_status(phase, when)
+        status["addresses"] = [dict(a) for a in vm.addresses]
+    if vm.last_known_state:
+        status["lastKnownState"] = vm.last_known_state
+    write = write_status(deps.writers.machines, machine, status)
+    if not write.ok:
+        record_warning(deps, machine, "StatusUpdateFailed", f"Machine/status UPDATE failed: {write.error}")
+        return Result.after(write.retry(c.SHORT_RETRY))
+    _phase_event(deps, machine, phase)
+    return Result.after(c.SHORT_RETRY if deps.has_target else c.LONG_RETRY)

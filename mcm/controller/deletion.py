@@ -1,0 +1,526 @@
+"""The deletion flow (seed 003, spec §3 with HEAD §9.5) as an explicit, ordered step table.
+
+The state of a deletion is the next-step marker at the end of ``status.lastOperation.description``
+(upstream's exact strings, so upstream MCM and mcm can take over from each other). One pass
+dispatches on it (:data:`STEPS`, first match wins), runs the step, writes the step's description
+and — when the step succeeded — goes straight on with the next step in the same pass, so a
+deletion needs no retry periods when nothing fails. A restart resumes at the step the marker
+names. Steps:
+
+========================================  ===============================================
+marker                                    step
+========================================  ===============================================
+(phase not Terminating)                   ``set_machine_termination_status``
+``Set machine status to termination...``  ``get_vm_status`` (fills a missing ``node`` label)
+``Initiate node drain``                   ``drain_node`` (condition, cordon, drain)
+``Delete Volume Attachments``             ``delete_volume_attachments`` (after a forced drain)
+``Initiate VM deletion``                  ``delete_vm``
+``Initiate node object deletion``         ``delete_node_object`` (node finalizer, then Node)
+``Initiate machine object finalizer...``  ``remove_machine_finalizer``
+(anything else)                           ``set_machine_termination_status`` (re-initiate)
+========================================  ===============================================
+
+Every failure writes a Failed lastOperation, an Event (Warning) and returns its retry period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.controller import objects as o
+from mcm.controller.common import (
+    drain_timeout,
+    elapsed_since,
+    machine_key,
+    max_evict_retries,
+    now,
+    phase_of,
+    record_normal,
+    record_warning,
+    typed_machine,
+)
+from mcm.controller.context import Deps
+from mcm.controller.drainer import DrainRequest
+from mcm.controller.metrics import machine_metric_labels
+from mcm.controller.status import (
+    current_status,
+    last_operation,
+    machine_status_update,
+    write_object,
+    write_status,
+)
+from mcm.driver import RETRYABLE_CODES, Code, DeleteMachineRequest, GetMachineStatusRequest, MachineError
+from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found
+from mcm.runtime.worker import DONE, Result
+
+__all__ = ["STEPS", "StepOutcome", "dispatch", "trigger_deletion_flow"]
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+MAX_STEPS_PER_PASS = 10
+"""Steps one pass may chain before it hands the key back to the queue."""
+NOT_READY_FORCE_AFTER = 5 * 60.0
+"""NotReady / ReadonlyFilesystem for longer than this forces the drain (HEAD)."""
+FORCED_DRAIN_TIMEOUT = 60.0
+"""Drain timeout of a forced drain (upstream: 1 min, one eviction attempt)."""
+EVICTION_RETRY_PERIOD = 20.0
+"""Upstream caps evict retries at drain timeout / 20 s."""
+NODE_CONDITION_ATTEMPTS = 5
+
+DESC_VA_NODE_MISSING = (
+    "Skipping deleteNodeVolAttachments due to - {err}. Moving to VM Deletion. "
+    + c.MARKER_INITIATE_VM_DELETION
+)
+DESC_VA_DETACHED = (
+    "Node Volumes for node: {node} are already detached. Moving to VM Deletion. "
+    + c.MARKER_INITIATE_VM_DELETION
+)
+DESC_VA_NONE_LIVE = (
+    "No Live VolumeAttachments for node: {node}. Moving to VM Deletion. " + c.MARKER_INITIATE_VM_DELETION
+)
+DESC_NODE_GET_FAILED = (
+    'Retrieval of Node Object "{node}" failed due to error: {err}, Retrying. '
+    + c.MARKER_INITIATE_NODE_DELETION
+)
+DESC_NODE_FINALIZER_FAILED = (
+    'Removal of finalizers from Node Object "{node}" failed due to error: {err}, Retrying. '
+    + c.MARKER_INITIATE_NODE_DELETION
+)
+
+
+@dataclass(frozen=True)
+class DeletionInputs:
+    machine_class: MachineClass
+    secret_data: Mapping[str, bytes]
+    class_dict: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """The machine after a step and, unless the flow goes on at once, the pass's result."""
+
+    machine: Obj
+    result: Result | None = None
+
+
+Step = Callable[[Deps, Obj, DeletionInputs], StepOutcome]
+
+
+def trigger_deletion_flow(
+    deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
+) -> Result:
+    """Run deletion steps for ``machine`` until one needs to wait or the finalizer is gone."""
+    name = o.name_of(machine)
+    if c.MCM_FINALIZER not in o.finalizers(machine):
+        record_warning(deps, machine, "DeletionBlocked", c.ERR_MISSING_FINALIZERS.format(machine=name))
+        return Result.after(c.LONG_RETRY)
+    if machine_key(machine) in deps.creation:
+        log.info("deletion_waits_for_creation", machine=machine_key(machine))
+        return Result.after(c.MEDIUM_RETRY)
+    inputs = DeletionInputs(machine_class, secret_data, machine_class.to_dict())
+    current = dict(machine)
+    for _ in range(MAX_STEPS_PER_PASS):
+        outcome = dispatch(current)(deps, current, inputs)
+        if outcome.result is not None:
+            return outcome.result
+        current = outcome.machine
+    return Result.after(c.SHORT_RETRY)
+
+
+def dispatch(machine: Mapping[str, Any]) -> Step:
+    """The step for the machine's phase and next-step marker (spec §3.2, HEAD order)."""
+    if phase_of(machine) != c.PHASE_TERMINATING:
+        return set_machine_termination_status
+    description = o.text(machine, "status", "lastOperation", "description")
+    for marker, step in STEPS:
+        if description.endswith(marker):
+            return step
+    for marker, step in STEPS:  # descriptions written by other controllers: upstream's substring test
+        if marker in description:
+            return step
+    return _reinitiate
+
+
+# --- shared -----------------------------------------------------------------------------------
+
+
+def _advance(
+    deps: Deps,
+    machine: Obj,
+    description: str,
+    *,
+    state: str = c.STATE_PROCESSING,
+    retry: float = c.SHORT_RETRY,
+    reason: str = "",
+    op_type: str = c.OPERATION_DELETE,
+    last_known_state: str = "",
+) -> StepOutcome:
+    """Write the step's description; go on (Processing) or stop with ``retry`` (Failed)."""
+    when = now(deps)
+    old = o.text(machine, "status", "lastOperation", "description")
+    operation = last_operation(description, state, op_type, when)
+    write = machine_status_update(
+        deps.writers.machines,
+        machine,
+        operation,
+        None,
+        now=when,
+        last_known_state=last_known_state,
+        exact=_marker(old) != _marker(description),
+    )
+    if not write.ok:
+        return StepOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
+    if state == c.STATE_FAILED:
+        record_warning(deps, machine, reason or "DeletionStepFailed", description)
+        return StepOutcome(write.obj, Result.after(retry))
+    return StepOutcome(write.obj)
+
+
+def _marker(description: str) -> str:
+    for marker in c.DELETION_MARKERS:
+        if description.endswith(marker):
+            return marker
+    return ""
+
+
+def _node_name(machine: Mapping[str, Any]) -> str:
+    return o.label(machine, c.LABEL_NODE) or ""
+
+
+# --- steps ------------------------------------------------------------------------------------
+
+
+def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """Phase Terminating with the GetVMStatus marker (its time is the start of the deletion)."""
+    when = now(deps)
+    status = o.clone(o.sub(machine, "status"))
+    status["lastOperation"] = last_operation(
+        c.MARKER_GET_VM_STATUS, c.STATE_PROCESSING, c.OPERATION_DELETE, when
+    )
+    status["currentStatus"] = current_status(c.PHASE_TERMINATING, when)
+    new = o.clone(machine)
+    new["status"] = status
+    write = write_object_status(deps, machine, new)
+    if isinstance(write, Result):
+        return StepOutcome(machine, write)
+    if phase_of(machine) != c.PHASE_TERMINATING:
+        record_normal(deps, machine, "MachineTerminating", f"Machine {o.name_of(machine)} is being deleted")
+    return StepOutcome(write)
+
+
+def write_object_status(deps: Deps, machine: Obj, new: Obj) -> Obj | Result:
+
+    write = write_status(deps.writers.machines, machine, new["status"])
+    if not write.ok:
+        record_warning(deps, machine, "StatusUpdateFailed", f"Machine/status UPDATE failed: {write.error}")
+        return Result.after(write.retry(c.SHORT_RETRY))
+    return write.obj
+
+
+def _reinitiate(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    log.warning("undecodable_deletion_state", machine=machine_key(machine))
+    return set_machine_termination_status(deps, machine, inputs)
+
+
+def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
+    filled = fill_node_label(deps, machine)
+    if isinstance(filled, Result):
+        return StepOutcome(machine, filled)
+    machine = filled
+    request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    try:
+        deps.calls.call("get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request))
+    except MachineError as err:
+        return _vm_status_error(deps, machine, err)
+    return _advance(deps, machine, c.DESC_VM_FOUND)
+
+
+def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome:
+    if err.code == Code.NotFound:
+        return _advance(deps, machine, c.DESC_VM_NOT_FOUND)
+    if err.code == Code.Uninitialized:
+        return _advance(deps, machine, c.DESC_VM_UNINITIALIZED)
+    if err.code == Code.Unimplemented:
+        return _advance(deps, machine, c.DESC_VM_FOUND)
+    if err.code in RETRYABLE_CODES:
+        return _advance(
+            deps, machine, c.DESC_GET_VM_RETRYABLE, state=c.STATE_FAILED, reason="GetVMStatusFailed"
+        )
+    description = c.DESC_GET_VM_FAILED.format(err=str(err))
+    return _advance(
+        deps, machine, description, state=c.STATE_FAILED, retry=c.MEDIUM_RETRY, reason="GetVMStatusFailed"
+    )
+
+
+def fill_node_label(deps: Deps, machine: Obj) -> Obj | Result:
+    """HEAD: a machine without ``node`` label gets it from the Node labelled with its name."""
+    nodes = deps.listers.nodes
+    if _node_name(machine) or nodes is None:
+        return machine
+    selector = {c.LABEL_NODE_MACHINE_NAME: o.name_of(machine)}
+    matches = [
+        n
+        for n in nodes.list()
+        if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == selector[c.LABEL_NODE_MACHINE_NAME]
+    ]
+    if len(matches) != 1:
+        return machine
+    new = o.clone(machine)
+    new.setdefault("metadata", {})["labels"] = {**o.labels_of(machine), c.LABEL_NODE: o.name_of(matches[0])}
+    write = write_object(deps.writers.machines, machine, new)
+    if not write.ok:
+        return Result.after(write.retry(c.SHORT_RETRY))
+    return write.obj
+
+
+def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """Termination condition, cordon and drain the node; forced drains go to the VolumeAttachments step."""
+    node = _node_name(machine)
+    if not node or deps.drainer is None:
+        return _advance(deps, machine, c.DESC_DRAIN_SKIPPED_NO_NODE)
+    force = _force_drain(deps, machine)
+    started = deps.clock.monotonic()
+    condition_error = update_node_termination_condition(deps, machine)
+    if condition_error is not None and not force:
+        description = c.DESC_DRAIN_CONDITION_UPDATE_FAILED.format(err=condition_error)
+        return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DrainFailed")
+    failure = _cordon_and_drain(deps, machine, node, force)
+    labels = machine_metric_labels(machine, inputs.class_dict)
+    deps.metrics.drain_duration.labels(labels["namespace"], labels["machine_deployment"]).set(
+        deps.clock.since(started)
+    )
+    if failure is None:
+        return _advance(deps, machine, c.DESC_FORCE_DRAIN_SUCCESSFUL if force else c.DESC_DRAIN_SUCCESSFUL)
+    if force:
+        record_warning(deps, machine, "DrainFailed", failure)
+        return _advance(deps, machine, c.DESC_DRAIN_FAILED_FORCED.format(err=failure))
+    return _advance(
+        deps, machine, c.DESC_DRAIN_FAILED.format(err=failure), state=c.STATE_FAILED, reason="DrainFailed"
+    )
+
+
+def _cordon_and_drain(deps: Deps, machine: Obj, node: str, force: bool) -> str | None:
+    """The failure text, or ``None`` when the node was cordoned and drained."""
+    assert deps.drainer is not None
+    timeout = FORCED_DRAIN_TIMEOUT if force else drain_timeout(deps, machine)
+    retries = (
+        1 if force else max(1, min(max_evict_retries(deps, machine), int(timeout / EVICTION_RETRY_PERIOD)))
+    )
+    request = DrainRequest(
+        node_name=node,
+        timeout=timeout,
+        max_evict_retries=retries,
+        force=force,
+        pv_detach_timeout=deps.options.machine_pv_detach_timeout,
+        pv_reattach_timeout=deps.options.machine_pv_reattach_timeout,
+        machine=machine,
+    )
+    try:
+        deps.drainer.cordon(node)
+        deps.drainer.drain(request)
+    except Exception as err:
+        return str(err) or type(err).__name__
+    return None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip() in ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _force_drain(deps: Deps, machine: Mapping[str, Any]) -> bool:
+    """Force label, deletion older than the drain timeout, or NotReady/ReadonlyFilesystem > 5 min."""
+    if _truthy(o.label(machine, c.LABEL_FORCE_DELETION)):
+        return True
+    deleting_for = elapsed_since(deps, o.deletion_timestamp(machine))
+    if deleting_for is not None and deleting_for > drain_timeout(deps, machine):
+        return True
+    for cond in o.conditions(machine):
+        kind, status = cond.get("type"), cond.get("status")
+        bad = (kind == c.NODE_READY_CONDITION and status != c.CONDITION_TRUE) or (
+            kind == c.NODE_READONLY_FILESYSTEM_CONDITION and status != c.CONDITION_FALSE
+        )
+        since = elapsed_since(deps, cond.get("lastTransitionTime"))
+        if bad and since is not None and since > NOT_READY_FORCE_AFTER:
+            return True
+    return False
+
+
+def update_node_termination_condition(deps: Deps, machine: Mapping[str, Any]) -> str | None:
+    """Set the node's ``Terminating`` condition (live read, conflicts retried); the error text or ``None``."""
+    nodes = deps.writers.nodes
+    node_name = _node_name(machine)
+    if nodes is None or phase_of(machine) in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
+        return None
+    last: ApiError | None = None
+    for _ in range(NODE_CONDITION_ATTEMPTS):
+        try:
+            node = nodes.get(node_name)
+            nodes.update_status(_with_termination_condition(deps, machine, node))
+        except ApiError as err:
+            if is_not_found(err):
+                return None
+            last = err
+            if is_conflict(err):
+                continue
+            break
+        return None
+    return f'failed to create update conditions for node "{node_name}": {last.message if last else ""}'
+
+
+def _with_termination_condition(deps: Deps, machine: Mapping[str, Any], node: Mapping[str, Any]) -> Obj:
+    when = o.format_time(now(deps))
+    existing = next((cd for cd in o.conditions(node) if cd.get("type") == c.NODE_TERMINATION_CONDITION), None)
+    if existing is not None and phase_of(machine) == c.PHASE_TERMINATING:
+        reason, message = existing.get("reason"), existing.get("message")
+    elif phase_of(machine) == c.PHASE_FAILED:
+        reason, message = c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE
+    else:
+        reason, message = c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE
+    unchanged = (
+        existing is not None
+        and existing.get("status") == c.CONDITION_TRUE
+        and existing.get("reason") == reason
+    )
+    condition = {
+        "type": c.NODE_TERMINATION_CONDITION,
+        "status": c.CONDITION_TRUE,
+        "lastHeartbeatTime": when,
+        "lastTransitionTime": existing.get("lastTransitionTime") if unchanged and existing else when,
+        "reason": reason,
+        "message": message,
+    }
+    new = o.clone(node)
+    others = [cd for cd in o.conditions(node) if cd.get("type") != c.NODE_TERMINATION_CONDITION]
+    new.setdefault("status", {})["conditions"] = [*others, condition]
+    return new
+
+
+def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """After a forced drain: delete the node's VolumeAttachments, wait until none is left (HEAD)."""
+    op_type = o.text(machine, "status", "lastOperation", "type") or c.OPERATION_DELETE
+    node_name = _node_name(machine)
+    nodes, attachments = deps.listers.nodes, deps.listers.volume_attachments
+    if nodes is None or attachments is None or deps.writers.volume_attachments is None:
+        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type)
+    try:
+        node = nodes.get(node_name)
+    except ApiError as err:
+        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
+    if not o.sub(node, "status").get("volumesAttached"):
+        return _advance(deps, machine, DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
+    live = [va for va in attachments.list() if o.text(va, "spec", "nodeName") == node_name]
+    if not live:
+        return _advance(deps, machine, DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
+    for va in live:
+        try:
+            deps.writers.volume_attachments.delete(o.name_of(va))
+        except ApiError as err:
+            if not is_not_found(err):
+                log.warning(
+                    "volume_attachment_delete_failed", machine=machine_key(machine), error=err.message
+                )
+    return StepOutcome(machine, Result.after(c.SHORT_RETRY))
+
+
+def delete_vm(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """``DeleteMachine``; the driver's lastKnownState is kept."""
+    request = DeleteMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    try:
+        response = deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+    except MachineError as err:
+        return _vm_delete_error(deps, machine, err)
+    return _advance(deps, machine, c.DESC_VM_DELETED, last_known_state=response.last_known_state)
+
+
+def _vm_delete_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome:
+    state = err.last_known_state
+    if err.code == Code.NotFound:
+        return _advance(deps, machine, c.DESC_VM_DELETE_NOT_FOUND, last_known_state=state)
+    if err.code in RETRYABLE_CODES:
+        description = c.DESC_VM_DELETE_RETRYABLE.format(err=str(err))
+        return _advance(
+            deps, machine, description, state=c.STATE_FAILED, reason="DeleteVMFailed", last_known_state=state
+        )
+    description = c.DESC_VM_DELETE_FAILED.format(err=str(err))
+    return _advance(
+        deps,
+        machine,
+        description,
+        state=c.STATE_FAILED,
+        retry=c.LONG_RETRY,
+        reason="DeleteVMFailed",
+        last_known_state=state,
+    )
+
+
+def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """Remove the node finalizer, then delete the Node (a missing Node is fine)."""
+    node_name = _node_name(machine)
+    nodes, writer = deps.listers.nodes, deps.writers.nodes
+    if not node_name or nodes is None or writer is None:
+        return _advance(deps, machine, c.DESC_NODE_LABEL_MISSING.format(machine=o.name_of(machine)))
+    try:
+        node = nodes.get(node_name)
+    except ApiError as err:
+        if is_not_found(err):
+            return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
+        description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
+        return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    if c.NODE_FINALIZER in o.finalizers(node):
+        try:
+            finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
+            writer.patch(node_name, {"metadata": {"finalizers": finalizers}})
+        except ApiError as err:
+            if not is_not_found(err):
+                description = DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
+                return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    return _delete_node(deps, machine, node_name)
+
+
+def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:
+    assert deps.writers.nodes is not None
+    try:
+        deps.writers.nodes.delete(node_name)
+    except ApiError as err:
+        if is_not_found(err):
+            return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
+        description = c.DESC_NODE_DELETE_FAILED.format(node=node_name, err=err.message)
+        return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    return _advance(deps, machine, c.DESC_NODE_DELETED.format(node=node_name))
+
+
+def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+    """Drop the MCM finalizer; the API server then removes the Machine."""
+    write = write_object(deps.writers.machines, machine, o.without_finalizer(machine, c.MCM_FINALIZER))
+    if not write.ok:
+        record_warning(
+            deps, machine, "FinalizerRemovalFailed", f"Machine finalizer REMOVAL failed: {write.error}"
+        )
+        return StepOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
+    deleting_for = elapsed_since(deps, o.deletion_timestamp(machine))
+    if deleting_for is not None:
+        deps.metrics.delete_duration.labels(**machine_metric_labels(machine, inputs.class_dict)).set(
+            deleting_for
+        )
+    record_normal(deps, machine, "MachineDeleted", f"Machine {o.name_of(machine)} deleted")
+    return StepOutcome(write.obj, DONE)
+
+
+STEPS: tuple[tuple[str, Step], ...] = (
+    (c.MARKER_GET_VM_STATUS, get_vm_status),
+    (c.MARKER_INITIATE_DRAIN, drain_node),
+    (c.MARKER_DELETE_VOLUME_ATTACHMENTS, delete_volume_attachments),
+    (c.MARKER_INITIATE_VM_DELETION, delete_vm),
+    (c.MARKER_INITIATE_NODE_DELETION, delete_node_object),
+    (c.MARKER_INITIATE_FINALIZER_REMOVAL, remove_machine_finalizer),
+)
+"""Next-step marker → step, in upstream's dispatch order (HEAD)."""

@@ -1,0 +1,93 @@
+"""Driver calls as the controller makes them: bounded by a deadline, measured, never raising
+anything but :class:`~mcm.driver.MachineError`.
+
+Guarantees of :meth:`DriverCaller.call`:
+
+- The call gets a :class:`~mcm.driver.CallContext` with ``deadline`` seconds. A driver that has
+  not answered by then is abandoned (its context is cancelled so a cooperative driver stops)
+  and the call fails with ``DeadlineExceeded``; the worker is never held longer.
+- A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
+  (decisions.md §3): its text is kept but it never reaches the worker as a crash.
+- Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
+  ``mcm_cloud_api_driver_requests_failed_total`` (label ``error_code`` = the code name).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import structlog
+
+from mcm.controller.metrics import ControllerMetrics
+from mcm.driver import CallContext, Code, MachineError, code_name
+from mcm.runtime.clock import Clock
+
+__all__ = ["DriverCaller"]
+
+log = structlog.get_logger(__name__)
+
+R = TypeVar("R")
+
+_OPERATIONS = {
+    "create_machine": "CreateMachine",
+    "initialize_machine": "InitializeMachine",
+    "delete_machine": "DeleteMachine",
+    "get_machine_status": "GetMachineStatus",
+    "list_machines": "ListMachines",
+    "get_volume_ids": "GetVolumeIDs",
+}
+
+
+class DriverCaller:
+    """Runs driver methods with a deadline on a helper thread and records metrics."""
+
+    def __init__(self, clock: Clock, metrics: ControllerMetrics, deadline: float) -> None:
+        self._clock = clock
+        self._metrics = metrics
+        self._deadline = deadline
+
+    def call(self, method: str, fn: Callable[[CallContext], R]) -> R:
+        """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name."""
+        ctx = CallContext.with_timeout(self._deadline, self._clock)
+        started = self._clock.monotonic()
+        try:
+            result = self._run(ctx, fn)
+        except MachineError as err:
+            self._observe(method, started, err)
+            raise
+        self._observe(method, started, None)
+        return result
+
+    def _run(self, ctx: CallContext, fn: Callable[[CallContext], R]) -> R:
+        box: dict[str, object] = {}
+        done = threading.Event()
+
+        def target() -> None:
+            try:
+                box["result"] = fn(ctx)
+            except BaseException as exc:
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=target, name="driver-call", daemon=True).start()
+        if not self._clock.wait(done, self._deadline):
+            ctx.cancel()
+            raise MachineError(
+                Code.DeadlineExceeded, f"driver call did not return within {self._deadline:g}s"
+            )
+        error = box.get("error")
+        if isinstance(error, MachineError):
+            raise error
+        if isinstance(error, Exception):
+            raise MachineError(Code.Internal, f"{type(error).__name__}: {error}") from error
+        if isinstance(error, BaseException):
+            raise error
+        return box["result"]  # type: ignore[return-value]
+
+    def _observe(self, method: str, started: float, err: MachineError | None) -> None:
+        operation = _OPERATIONS.get(method, method)
+        code = None if err is None else code_name(err.code)
+        self._metrics.observe_driver_call(operation, self._clock.since(started), code)

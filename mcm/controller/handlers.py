@@ -1,0 +1,193 @@
+"""Informer event handlers: which change puts which key into which queue (app-and-controller.md §3.3, HEAD).
+
+One key spelling per kind: ``ns/name`` for Machines, MachineClasses and Secrets, the bare name
+for Nodes. Delete handlers accept tombstones (:class:`DeletedFinalStateUnknown`) everywhere.
+HEAD rules: Machine updates that do not change ``metadata.generation`` (status-only writes) are
+ignored unless the preserve annotation changed; deleting machines go to ``machinetermination``;
+Node events feed the ``node`` queue and, for relevant changes, the machine's queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.controller import objects as o
+from mcm.controller.context import Deps
+from mcm.controller.health import conditions_changed
+from mcm.controller.node import MultipleMachines, is_not_managed, machine_for_node, trigger_machine_deletion
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown
+
+__all__ = ["Enqueue", "EventHandlers"]
+
+log = structlog.get_logger(__name__)
+
+Enqueue = Callable[[str, str, float], None]
+"""``enqueue(queue_name, key, after)``."""
+
+_IN_PLACE_LABELS = (c.LABEL_CANDIDATE_FOR_UPDATE, c.LABEL_SELECTED_FOR_UPDATE)
+
+
+def _unwrap(obj: Any) -> Mapping[str, Any] | None:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        obj = obj.obj
+    return obj if isinstance(obj, Mapping) else None
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{o.namespace_of(obj)}/{o.name_of(obj)}"
+
+
+class EventHandlers:
+    """Handlers bound to one controller's queues (``enqueue``) and :class:`Deps`."""
+
+    def __init__(self, deps: Deps, enqueue: Enqueue) -> None:
+        self.deps = deps
+        self.enqueue = enqueue
+
+    def _class_key(self, name: str) -> str:
+        return f"{self.deps.namespace}/{name}"
+
+    # --- Secrets and MachineClasses -----------------------------------------------------------
+
+    def secret_event(self, obj: Any) -> None:
+        secret = _unwrap(obj)
+        if secret is not None:
+            self.enqueue("secret", _key(secret), 0.0)
+
+    def _class_secret_refs(self, machine_class: Mapping[str, Any]) -> list[str]:
+        refs = []
+        for field in ("secretRef", "credentialsSecretRef"):
+            ref = o.sub(machine_class, field)
+            if ref.get("name"):
+                refs.append(f"{ref.get('namespace') or self.deps.namespace}/{ref['name']}")
+        return refs if o.sub(machine_class, "secretRef") else []
+
+    def class_added_or_deleted(self, obj: Any) -> None:
+        machine_class = _unwrap(obj)
+        if machine_class is None:
+            return
+        self.enqueue("machineclass", _key(machine_class), 0.0)
+        for ref in self._class_secret_refs(machine_class):
+            self.enqueue("secret", ref, 0.0)
+
+    def class_updated(self, old: Any, new: Any) -> None:
+        self.enqueue("machineclass", _key(new), 0.0)
+        old_refs, new_refs = self._class_secret_refs(old), self._class_secret_refs(new)
+        for ref in set(old_refs) ^ set(new_refs):
+            self.enqueue("secret", ref, 0.0)
+
+    # --- Machines -----------------------------------------------------------------------------
+
+    def _route_machine(self, machine: Mapping[str, Any]) -> None:
+        queue = "machinetermination" if o.deletion_timestamp(machine) else "machine"
+        self.enqueue(queue, _key(machine), 0.0)
+
+    def machine_added(self, obj: Any) -> None:
+        machine = _unwrap(obj)
+        if machine is None:
+            return
+        self._route_machine(machine)
+        self._enqueue_class_of(machine)
+
+    def machine_updated(self, old: Any, new: Any) -> None:
+        if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+            return
+        old_desc = o.text(old, "status", "lastOperation", "description")
+        new_desc = o.text(new, "status", "lastOperation", "description")
+        if "OutOfRange" not in old_desc and "OutOfRange" in new_desc:
+            self.enqueue("machinesafetyorphanvms", "", 0.0)
+        if self._spec_or_metadata_changed(old, new):
+            self._route_machine(new)
+
+    @staticmethod
+    def _spec_or_metadata_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        if o.meta(old).get("generation") != o.meta(new).get("generation"):
+            return True
+        if o.deletion_timestamp(old) != o.deletion_timestamp(new):
+            return True
+        preserve = c.ANNOTATION_PRESERVE
+        return o.annotations_of(old).get(preserve) != o.annotations_of(new).get(preserve)
+
+    def machine_deleted(self, obj: Any) -> None:
+        machine = _unwrap(obj)
+        self.enqueue("machinesafetyorphanvms", "", 0.0)
+        if machine is None:
+            return
+        self.enqueue("machinetermination", _key(machine), 0.0)
+        self._enqueue_class_of(machine)
+
+    def _enqueue_class_of(self, machine: Mapping[str, Any]) -> None:
+        if o.text(machine, "spec", "class", "kind") == c.MACHINE_CLASS_KIND:
+            name = o.text(machine, "spec", "class", "name")
+            if name:
+                self.enqueue("machineclass", self._class_key(name), 0.0)
+
+    # --- Nodes --------------------------------------------------------------------------------
+
+    def node_added(self, obj: Any) -> None:
+        node = _unwrap(obj)
+        if node is not None and not is_not_managed(node):
+            self.enqueue("node", o.name_of(node), 0.0)
+
+    def _machine_of(self, node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        try:
+            return machine_for_node(self.deps, o.name_of(node))
+        except MultipleMachines as err:
+            log.error("node_machine_lookup_failed", node=o.name_of(node), error=str(err))
+            return None
+
+    def node_updated(self, old: Any, new: Any) -> None:
+        if not isinstance(old, Mapping) or not isinstance(new, Mapping) or is_not_managed(new):
+            return
+        machine = self._machine_of(new)
+        if machine is None:
+            return
+        if o.deletion_timestamp(new):
+            if trigger_machine_deletion(self.deps, machine) is not None:
+                self.enqueue("node", o.name_of(new), c.SHORT_RETRY)
+            return
+        if c.NODE_FINALIZER not in o.finalizers(new):
+            self.enqueue("node", o.name_of(new), 0.0)
+        if self._relevant_node_change(old, new, machine):
+            self._route_machine(machine)
+
+    @staticmethod
+    def _relevant_node_change(
+        old: Mapping[str, Any], new: Mapping[str, Any], machine: Mapping[str, Any]
+    ) -> bool:
+        if _has_taint(old, c.TAINT_CRITICAL_COMPONENTS_NOT_READY) != _has_taint(
+            new, c.TAINT_CRITICAL_COMPONENTS_NOT_READY
+        ):
+            return True
+        old_labels, new_labels = o.labels_of(old), o.labels_of(new)
+        if any(key in new_labels and key not in old_labels for key in _IN_PLACE_LABELS):
+            return True
+        if old_labels.get(c.LABEL_UPDATE_RESULT) != new_labels.get(c.LABEL_UPDATE_RESULT):
+            return True
+        phase = o.text(machine, "status", "currentStatus", "phase")
+        skip = phase in (c.PHASE_CRASH_LOOP_BACK_OFF, c.PHASE_TERMINATING)
+        if not skip and conditions_changed(o.conditions(machine), o.conditions(new)):
+            return True
+        return o.annotations_of(old).get(c.ANNOTATION_PRESERVE) != o.annotations_of(new).get(
+            c.ANNOTATION_PRESERVE
+        )
+
+    def node_deleted(self, obj: Any) -> None:
+        node = _unwrap(obj)
+        if node is None or is_not_managed(node):
+            return
+        machine = self._machine_of(node)
+        if machine is None:
+            return
+        failed = trigger_machine_deletion(self.deps, machine)
+        if failed is not None:
+            log.error("machine_delete_for_node_failed", node=o.name_of(node), error=failed.message)
+
+
+def _has_taint(node: Mapping[str, Any], key: str) -> bool:
+    taints = o.sub(node, "spec").get("taints")
+    return isinstance(taints, list) and any(isinstance(t, Mapping) and t.get("key") == key for t in taints)

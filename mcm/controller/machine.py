@@ -1,0 +1,171 @@
+"""Machine entry points (spec §1 with HEAD §9.1): the ``machine`` and ``machinetermination`` queues.
+
+``reconcile_machine_key`` (queue ``machine``): not found → done; deleting → handed to the
+termination queue; frozen → Long; then ``reconcile_machine``: validate the spec, resolve the
+class (kind, existence, secrets, class finalizer, node template), add the MCM finalizer, run
+health and node sync when the machine has a node and a phase, and the creation flow when it
+lacks a providerID or a phase (or is in CrashLoopBackOff).
+
+``reconcile_machine_termination_key`` (queue ``machinetermination``): class resolution, then the
+deletion flow, always requeued after the period it returns.
+
+Bad input (invalid spec, missing class or secret, class of another kind) gets an Event and a
+log line and is retried after upstream's period, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.apis.machine.validation import (
+    ClassResolution,
+    format_error_list,
+    resolve_machine_class,
+    validate_machine,
+)
+from mcm.controller import objects as o
+from mcm.controller.common import machine_key, phase_of, record_warning
+from mcm.controller.context import Deps
+from mcm.controller.creation import trigger_creation_flow
+from mcm.controller.deletion import trigger_deletion_flow
+from mcm.controller.health import FailedMarks, reconcile_machine_health
+from mcm.controller.nodesync import sync_node_templates
+from mcm.controller.status import write_object
+from mcm.runtime.cache.keys import split_meta_namespace_key
+from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.worker import DONE, Result
+
+__all__ = ["MachineReconciler"]
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+
+class MachineReconciler:
+    """The machine and machinetermination reconcilers over one :class:`Deps`."""
+
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+        self.marks = FailedMarks()
+
+    # --- keys -----------------------------------------------------------------------------------
+
+    def _get(self, key: str) -> Obj | None:
+        _, name = split_meta_namespace_key(key)
+        try:
+            return dict(self.deps.listers.machines.get(name))
+        except ApiError as err:
+            if is_not_found(err):
+                log.debug("machine_not_found", key=key)
+                return None
+            raise
+
+    def reconcile_machine_key(self, key: str) -> Result:
+        """Queue ``machine``: everything but deletion."""
+        machine = self._get(key)
+        if machine is None:
+            return DONE
+        if o.deletion_timestamp(machine):
+            self.deps.enqueue_termination(machine_key(machine), 0.0)
+            return DONE
+        if self.deps.frozen():
+            log.error("machine_controller_frozen", machine=key)
+            return Result.after(c.LONG_RETRY)
+        return self.reconcile_machine(machine)
+
+    def reconcile_machine_termination_key(self, key: str) -> Result:
+        """Queue ``machinetermination``: the deletion flow."""
+        machine = self._get(key)
+        if machine is None:
+            return DONE
+        if not o.deletion_timestamp(machine):
+            self.deps.enqueue_machine(machine_key(machine), 0.0)
+            return DONE
+        resolution = self.resolve_class(machine)
+        if not resolution.ok or resolution.machine_class is None:
+            return Result.after(resolution.retry)
+        return trigger_deletion_flow(
+            self.deps, machine, resolution.machine_class, resolution.secret_data or {}
+        )
+
+    # --- the machine loop -----------------------------------------------------------------------
+
+    def reconcile_machine(self, machine: Obj) -> Result:
+        errors = validate_machine(machine)
+        if errors:
+            message = f"Validation of Machine failed {format_error_list(errors)}"
+            record_warning(self.deps, machine, "InvalidSpec", message)
+            return Result.after(c.LONG_RETRY)
+        resolution = self.resolve_class(machine)
+        if not resolution.ok or resolution.machine_class is None:
+            return Result.after(resolution.retry)
+        with_finalizer = self.add_machine_finalizer(machine)
+        if isinstance(with_finalizer, Result):
+            return with_finalizer
+        machine = with_finalizer
+        if o.label(machine, c.LABEL_NODE) and phase_of(machine):
+            health = reconcile_machine_health(
+                self.deps, machine, self.marks, resolution.machine_class.to_dict()
+            )
+            if health.result is not None:
+                return health.result
+            machine = health.machine
+            synced = sync_node_templates(self.deps, machine)
+            if synced is not None:
+                return synced
+        if self._needs_creation(machine):
+            return trigger_creation_flow(
+                self.deps, machine, resolution.machine_class, resolution.secret_data or {}
+            )
+        return Result.after(c.LONG_RETRY)
+
+    @staticmethod
+    def _needs_creation(machine: Mapping[str, Any]) -> bool:
+        phase = phase_of(machine)
+        return not o.text(machine, "spec", "providerID") or phase in ("", c.PHASE_CRASH_LOOP_BACK_OFF)
+
+    def resolve_class(self, machine: Mapping[str, Any]) -> ClassResolution:
+        """Upstream ``ValidateMachineClass`` over the caches; failures get an Event."""
+        resolution = resolve_machine_class(
+            machine, self.deps.namespace, get_class=self._cached_class, get_secret=self._cached_secret
+        )
+        if resolution.class_needs_finalizer and resolution.machine_class is not None:
+            self.deps.enqueue_class(resolution.machine_class.metadata.name or "")
+        if resolution.errors:
+            reason = "ClassNotReady" if resolution.class_needs_finalizer else "InvalidClass"
+            record_warning(self.deps, machine, reason, format_error_list(list(resolution.errors)))
+        return resolution
+
+    def _cached(self, lister: Any, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if namespace != self.deps.namespace:
+            return None
+        try:
+            obj: Mapping[str, Any] = lister.get(name)
+        except ApiError as err:
+            if is_not_found(err):
+                return None
+            raise
+        return obj
+
+    def _cached_class(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._cached(self.deps.listers.classes, namespace, name)
+
+    def _cached_secret(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._cached(self.deps.listers.secrets, namespace, name)
+
+    def add_machine_finalizer(self, machine: Obj) -> Obj | Result:
+        """The machine with the MCM finalizer (written if missing)."""
+        if c.MCM_FINALIZER in o.finalizers(machine):
+            return machine
+        write = write_object(self.deps.writers.machines, machine, o.with_finalizer(machine, c.MCM_FINALIZER))
+        if not write.ok:
+            record_warning(
+                self.deps, machine, "FinalizerFailed", f"adding the finalizer failed: {write.error}"
+            )
+            return Result.after(write.retry(c.SHORT_RETRY))
+        return write.obj

@@ -1,0 +1,176 @@
+"""Small helpers over API objects held as plain JSON dicts (never mutated in place).
+
+Cached objects are shared with the informer: every helper that changes something works on a
+deep copy made by :func:`clone`. Times are RFC 3339 strings as the API server writes them;
+durations in descriptions are Go duration strings (``20m0s``), as upstream prints them.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "annotations_of",
+    "clone",
+    "conditions",
+    "deletion_timestamp",
+    "finalizers",
+    "format_go_duration",
+    "format_time",
+    "label",
+    "labels_of",
+    "meta",
+    "name_of",
+    "namespace_of",
+    "parse_go_duration",
+    "parse_time",
+    "sub",
+    "text",
+    "with_finalizer",
+    "without_finalizer",
+]
+
+Obj = dict[str, Any]
+
+
+def clone(obj: Mapping[str, Any]) -> Obj:
+    """A deep copy that may be changed freely."""
+    return copy.deepcopy(dict(obj))
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = obj.get("metadata")
+    return value if isinstance(value, Mapping) else {}
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    value = meta(obj).get("name")
+    return value if isinstance(value, str) else ""
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    value = meta(obj).get("namespace")
+    return value if isinstance(value, str) else ""
+
+
+def _str_map(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return _str_map(meta(obj).get("labels"))
+
+
+def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return _str_map(meta(obj).get("annotations"))
+
+
+def label(obj: Mapping[str, Any], key: str) -> str | None:
+    return labels_of(obj).get(key)
+
+
+def finalizers(obj: Mapping[str, Any]) -> list[str]:
+    value = meta(obj).get("finalizers")
+    return [f for f in value if isinstance(f, str)] if isinstance(value, list) else []
+
+
+def deletion_timestamp(obj: Mapping[str, Any]) -> str | None:
+    value = meta(obj).get("deletionTimestamp")
+    return value if isinstance(value, str) and value else None
+
+
+def with_finalizer(obj: Mapping[str, Any], finalizer: str) -> Obj:
+    """A copy whose finalizers are the sorted set of the old ones plus ``finalizer``."""
+    out = clone(obj)
+    out.setdefault("metadata", {})["finalizers"] = sorted({*finalizers(obj), finalizer})
+    return out
+
+
+def without_finalizer(obj: Mapping[str, Any], finalizer: str) -> Obj:
+    """A copy whose finalizers are the sorted set of the old ones minus ``finalizer``."""
+    out = clone(obj)
+    out.setdefault("metadata", {})["finalizers"] = sorted(set(finalizers(obj)) - {finalizer})
+    return out
+
+
+def conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    status = obj.get("status")
+    value = status.get("conditions") if isinstance(status, Mapping) else None
+    return [dict(c) for c in value if isinstance(c, Mapping)] if isinstance(value, list) else []
+
+
+def format_time(when: _dt.datetime) -> str:
+    """RFC 3339 in UTC with second precision (``metav1.Time``)."""
+    return when.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> _dt.datetime | None:
+    """Parse an RFC 3339 time; ``None`` for anything else."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC)
+
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_go_duration(text: object) -> float | None:
+    """Seconds of a Go duration string (``1h30m``, ``90s``, ``-5m``); ``None`` if malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    if body == "0":
+        return 0.0
+    total, pos = 0.0, 0
+    for match in _PART.finditer(body):
+        if match.start() != pos:
+            return None
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    return sign * total if pos == len(body) and pos else None
+
+
+def format_go_duration(seconds: float) -> str:
+    """Go's ``Duration.String`` for whole-millisecond values (``20m0s``, ``1h0m0s``, ``1.5s``)."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    if seconds < 1:
+        return f"{sign}{seconds * 1000:g}ms"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:.9f}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{sign}{int(hours)}h{int(minutes)}m{text}"
+    if minutes:
+        return f"{sign}{int(minutes)}m{text}"
+    return sign + text
+
+
+def sub(obj: Mapping[str, Any] | None, *path: str) -> Mapping[str, Any]:
+    """The mapping at ``path`` inside ``obj`` (``{}`` where anything on the way is missing)."""
+    current: object = obj
+    for key in path:
+        current = current.get(key) if isinstance(current, Mapping) else None
+    return current if isinstance(current, Mapping) else {}
+
+
+def text(obj: Mapping[str, Any] | None, *path: str) -> str:
+    """The string at ``path`` inside ``obj`` (``""`` when missing or not a string)."""
+    if not path:
+        return ""
+    value = sub(obj, *path[:-1]).get(path[-1])
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,187 @@
+"""In-memory API for table tests: one store per resource serving as both REST client and lister.
+
+Writes bump ``resourceVersion`` and check it (409 on a stale one); ``fail`` makes the next
+writes of a verb raise a given error; every write is recorded. Deletion of an object with
+finalizers sets ``deletionTimestamp``, as the API server does.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from prometheus_client import CollectorRegistry
+
+from mcm.controller import ControllerOptions
+from mcm.controller.context import Deps, Listers, Writers
+from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.metrics import ControllerMetrics
+from mcm.controller.permits import PermitGiver
+from mcm.driver import FakeDriver
+from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
+from mcm.runtime.client.errors import ApiError, Conflict
+from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.clock import FakeClock
+
+NS = "test-ns"
+START = _dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=_dt.UTC)
+
+
+def ts(clock: FakeClock, seconds_ago: float = 0.0) -> str:
+    return (
+        (clock.now() - _dt.timedelta(seconds=seconds_ago)).astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+
+
+@dataclass
+class FakeResource:
+    """A resource's objects keyed by name; REST-client and lister methods over them."""
+
+    resource: str
+    namespaced: bool = True
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    writes: list[tuple[str, str]] = field(default_factory=list)
+    failures: dict[str, list[ApiError]] = field(default_factory=dict)
+    version: int = 0
+
+    # setup
+    def put(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        self.version += 1
+        stored = copy.deepcopy(dict(obj))
+        stored.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        self.objects[stored["metadata"]["name"]] = stored
+        return copy.deepcopy(stored)
+
+    def fail(self, verb: str, error: ApiError, times: int = 1000) -> None:
+        self.failures[verb] = [error] * times
+
+    def _check(self, verb: str, name: str) -> None:
+        queued = self.failures.get(verb)
+        if queued:
+            raise queued.pop(0)
+        self.writes.append((verb, name))
+
+    def _missing(self, name: str) -> ApiError:
+        return new_not_found("", self.resource, name)
+
+    # lister
+    def list(self, selector: Any = None) -> list[dict[str, Any]]:
+        return [copy.deepcopy(o) for o in self.objects.values()]
+
+    # REST + lister get
+    def get(self, name: str, **_: Any) -> dict[str, Any]:
+        if name not in self.objects:
+            raise self._missing(name)
+        return copy.deepcopy(self.objects[name])
+
+    def create(self, body: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        self._check("create", body["metadata"]["name"])
+        return self.put(body)
+
+    def _update(self, verb: str, body: Mapping[str, Any], status_only: bool) -> dict[str, Any]:
+        name = body["metadata"]["name"]
+        self._check(verb, name)
+        current = self.objects.get(name)
+        if current is None:
+            raise self._missing(name)
+        if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+            raise Conflict({"message": f"the object {name} has been modified", "code": 409})
+        new = copy.deepcopy(current) if status_only else copy.deepcopy(dict(body))
+        if status_only:
+            new["status"] = copy.deepcopy(body.get("status"))
+        else:
+            new["status"] = copy.deepcopy(current.get("status"))
+        if current["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            del self.objects[name]
+            return new
+        return self.put(new)
+
+    def update(self, body: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        return self._update("update", body, status_only=False)
+
+    def update_status(self, body: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        return self._update("update_status", body, status_only=True)
+
+    def patch(self, name: str, body: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        self._check("patch", name)
+        current = self.get(name)
+        current["metadata"].update(body.get("metadata", {}))
+        return self.put(current)
+
+    def delete(self, name: str, **_: Any) -> dict[str, Any]:
+        self._check("delete", name)
+        current = self.objects.get(name)
+        if current is None:
+            raise self._missing(name)
+        if current["metadata"].get("finalizers"):
+            current["metadata"].setdefault("deletionTimestamp", "2026-01-01T12:00:00Z")
+            return self.put(current)
+        del self.objects[name]
+        return {"kind": "Status", "status": "Success"}
+
+
+@dataclass
+class World:
+    """Fake control and target clusters plus the Deps a reconciler runs with."""
+
+    clock: FakeClock
+    driver: FakeDriver
+    machines: FakeResource
+    classes: FakeResource
+    secrets: FakeResource
+    nodes: FakeResource
+    target_secrets: FakeResource
+    volume_attachments: FakeResource
+    deps: Deps
+    enqueued: list[tuple[str, str]]
+
+
+def make_world(
+    options: ControllerOptions | None = None, *, drainer: Any = None, driver: FakeDriver | None = None
+) -> World:
+    clock = FakeClock(START)
+    fake_driver = driver or FakeDriver()
+    machines, classes, secrets = (
+        FakeResource("machines"),
+        FakeResource("machineclasses"),
+        FakeResource("secrets"),
+    )
+    nodes, target_secrets, vas = (
+        FakeResource("nodes", False),
+        FakeResource("secrets"),
+        FakeResource("volumeattachments", False),
+    )
+    metrics = ControllerMetrics(CollectorRegistry(), "fake")
+    enqueued: list[tuple[str, str]] = []
+    deps = Deps(
+        namespace=NS,
+        listers=Listers(
+            machines=cast(NamespaceLister, machines),
+            classes=cast(NamespaceLister, classes),
+            secrets=cast(NamespaceLister, secrets),
+            nodes=cast(Lister, nodes),
+            volume_attachments=cast(Lister, vas),
+        ),
+        writers=Writers(
+            machines=cast(RESTClient, machines),
+            classes=cast(RESTClient, classes),
+            secrets=cast(RESTClient, secrets),
+            nodes=cast(RESTClient, nodes),
+            target_secrets=cast(RESTClient, target_secrets),
+            volume_attachments=cast(RESTClient, vas),
+        ),
+        driver=fake_driver,
+        calls=DriverCaller(clock, metrics, 300.0),
+        options=options or ControllerOptions(namespace=NS, machine_drain_timeout=300.0),
+        clock=clock,
+        metrics=metrics,
+        permits=PermitGiver(5.0, 1.0, clock=clock),
+        drainer=drainer,
+        enqueue_class=lambda name: enqueued.append(("machineclass", name)),
+        enqueue_machine=lambda key, after: enqueued.append(("machine", key)),
+        enqueue_termination=lambda key, after: enqueued.append(("machinetermination", key)),
+    )
+    return World(clock, fake_driver, machines, classes, secrets, nodes, target_secrets, vas, deps, enqueued)

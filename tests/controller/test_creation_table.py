@@ -1,0 +1,272 @@
+"""machine-reconcile.md §8.3 ``#triggerCreationFlow`` and §8.2 validation, adapted to HEAD
+(§9.2: metadata, InitializeMachine and Pending in one pass) where said; plus bad input."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from mcm.apis.machine import constants as c
+from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.apis.machine.validation import validate_machine
+from mcm.controller.bootstrap import token_id, token_secret_name
+from mcm.controller.creation import trigger_creation_flow
+from mcm.controller.machine import MachineReconciler
+from mcm.driver import (
+    Code,
+    CreateMachineRequest,
+    CreateMachineResponse,
+    GetMachineStatusResponse,
+    MachineError,
+)
+from mcm.runtime.worker import Result
+
+from .builders import mk_class, mk_machine, mk_node, mk_secret
+from .fakes import World, make_world
+
+SECRET = {"userData": b"test"}
+
+
+def setup(machine: dict[str, Any]) -> tuple[World, dict[str, Any]]:
+    world = make_world()
+    world.classes.put(mk_class("machine-0"))
+    world.secrets.put(mk_secret("secret-0", userData="test"))
+    world.machines.put(machine)
+    return world, world.machines.get(machine["metadata"]["name"])
+
+
+def create(world: World, machine: dict[str, Any], data: dict[str, bytes] | None = None) -> Result:
+    klass = MachineClass.from_dict(mk_class("machine-0"))
+    return trigger_creation_flow(world.deps, machine, klass, SECRET if data is None else data)
+
+
+def stored(world: World) -> dict[str, Any]:
+    return world.machines.get("machine-0")
+
+
+def phase(machine: dict[str, Any]) -> str:
+    return str(machine.get("status", {}).get("currentStatus", {}).get("phase", ""))
+
+
+def test_1_machine_creation_succeeds_with_object_update() -> None:
+    """HEAD: the same pass goes on to InitializeMachine (Unimplemented) and Pending."""
+    world, machine = setup(mk_machine(make_world().clock, finalizer=True))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    after = stored(world)
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert after["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert after["metadata"]["annotations"][c.ANNOTATION_MACHINE_PRIORITY] == "3"
+    assert phase(after) == c.PHASE_PENDING
+    assert after["status"]["lastOperation"]["description"] == c.DESC_CREATING
+    assert after["status"]["currentStatus"]["timeoutActive"] is True
+    assert [call.method for call in world.driver.calls] == [
+        "get_machine_status",
+        "create_machine",
+        "initialize_machine",
+    ]
+
+
+def test_2_machine_creation_succeeds_with_status_update() -> None:
+    clock = make_world().clock
+    world, machine = setup(
+        mk_machine(
+            clock, provider_id="fakeID-0", node="fakeNode-0", annotations={c.ANNOTATION_MACHINE_PRIORITY: "3"}
+        )
+    )
+    world.driver.always("get_machine_status", GetMachineStatusResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert phase(stored(world)) == c.PHASE_PENDING
+    assert world.machines.writes == [("update_status", "machine-0")]
+
+
+def test_3_machine_creation_has_already_succeeded_so_no_update() -> None:
+    clock = make_world().clock
+    world, machine = setup(
+        mk_machine(
+            clock,
+            provider_id="fakeID-0",
+            node="fakeNode-0",
+            annotations={c.ANNOTATION_MACHINE_PRIORITY: "3"},
+            phase=c.PHASE_PENDING,
+            description=c.DESC_CREATING,
+            op_type=c.OPERATION_CREATE,
+        )
+    )
+    world.driver.always("get_machine_status", GetMachineStatusResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.LONG_RETRY)
+    assert world.machines.writes == []
+
+
+@pytest.mark.parametrize(
+    ("name", "created_ago", "expected"),
+    [
+        ("4 fails with CrashLoopBackOff", 0.0, c.PHASE_CRASH_LOOP_BACK_OFF),
+        ("5 fails with Failure due to timeout", 3600.0, c.PHASE_FAILED),
+    ],
+)
+def test_4_5_machine_creation_fails(name: str, created_ago: float, expected: str) -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock, created_ago=created_ago))
+    world.driver.script(
+        "create_machine", MachineError(Code.Internal, "Provider is returning error on create call")
+    )
+    assert create(world, machine) == Result.after(c.MEDIUM_RETRY)
+    after = stored(world)
+    assert phase(after) == expected
+    assert after["status"]["lastOperation"]["description"] == (
+        "Cloud provider message - machine codes error: code = [Internal] "
+        "message = [Provider is returning error on create call]"
+    )
+    assert after["status"]["lastOperation"]["errorCode"] == "Internal"
+
+
+def test_6_failure_due_to_vm_using_stale_node_obj() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.nodes.put(mk_node("fakeNode-0"))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    after = stored(world)
+    assert phase(after) == c.PHASE_FAILED
+    assert after["status"]["lastOperation"]["description"] == c.DESC_OLD_NODE_OBJECT
+    assert [call.method for call in world.driver.calls][-1] == "delete_machine"
+
+
+def test_retryable_get_status_error_is_short_and_keeps_last_known_state() -> None:
+    world = make_world()
+    machine = mk_machine(world.clock, provider_id="fakeID-0")
+    machine["status"]["lastKnownState"] = "state-1"
+    world, machine = setup(machine)
+    world.driver.always("get_machine_status", MachineError(Code.Unavailable, "try later"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert stored(world)["status"]["lastKnownState"] == "state-1"
+
+
+def test_resource_exhausted_uses_its_own_retry() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script("create_machine", MachineError(Code.ResourceExhausted, "quota"))
+    assert create(world, machine) == Result.after(c.LONG_RETRY)
+
+
+def test_driver_raising_a_non_machine_error_is_internal() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script("create_machine", RuntimeError("boom"))
+    assert create(world, machine) == Result.after(c.MEDIUM_RETRY)
+    assert "code = [Internal]" in stored(world)["status"]["lastOperation"]["description"]
+
+
+def test_user_data_missing_is_short_without_status_write() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    assert create(world, machine, data={}) == Result.after(c.SHORT_RETRY)
+    assert world.machines.writes == []
+    assert world.driver.calls == []
+
+
+def test_bootstrap_token_secret_and_user_data() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock, name="machine-0"))
+    create(world, machine, data={"userData": b"token=<<BOOTSTRAP_TOKEN>> name=<<MACHINE_NAME>>"})
+    token = world.target_secrets.get(token_secret_name("machine-0"))
+    data = {k: base64.b64decode(v).decode() for k, v in token["data"].items()}
+    assert token["type"] == c.BOOTSTRAP_TOKEN_SECRET_TYPE
+    assert (
+        data["description"]
+        == 'A bootstrap token for machine "machine-0" generated by MachineControllerManager.'
+    )
+    assert data["token-id"] == token_id("machine-0") == "696e65"  # hex of "ine", the 5th- to 3rd-last bytes
+    assert data["expiration"] == "2026-01-01T12:20:00Z"
+    request = world.driver.calls_to("create_machine")[0].request
+    assert isinstance(request, CreateMachineRequest)
+    sent = request.secret_data["userData"].decode()
+    assert sent == f"token={data['token-id']}.{data['token-secret']} name=machine-0"
+
+
+@pytest.mark.parametrize("name", ["m", "ab", "abcd"])
+def test_machine_names_shorter_than_five_bytes_get_a_token(name: str) -> None:
+    assert len(token_id(name)) == 6
+
+
+def test_crash_loop_back_off_re_enters_creation_head() -> None:
+    world = make_world()
+    world, machine = setup(
+        mk_machine(
+            world.clock, provider_id="fake:///machine-0", node="machine-0", phase=c.PHASE_CRASH_LOOP_BACK_OFF
+        )
+    )
+    world.driver.add_vm("fake:///machine-0", "machine-0")
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert phase(stored(world)) == c.PHASE_PENDING
+
+
+def test_uninitialized_vm_gets_initialized_head() -> None:
+    from mcm.driver import FakeDriver
+
+    world = make_world(driver=FakeDriver(initialization=True))
+    world.classes.put(mk_class("machine-0"))
+    world.machines.put(mk_machine(world.clock))
+    machine = world.machines.get("machine-0")
+    create(world, machine)
+    assert [call.method for call in world.driver.calls] == [
+        "get_machine_status",
+        "create_machine",
+        "initialize_machine",
+    ]
+    assert phase(stored(world)) == c.PHASE_PENDING
+
+
+# --- §8.2 validation --------------------------------------------------------------------------
+
+
+def test_validate_machine_aws() -> None:
+    machine = {"spec": {"class": {"kind": "AWSMachineClass", "name": "aws"}}}
+    assert validate_machine(machine) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "class_name", "secret", "class_finalizer", "ok", "data"),
+    [
+        ("1 non-existing machine class", "non-existing", True, True, False, None),
+        ("2 non-existing secret", "class-0", False, True, True, None),
+        ("3 valid machineClass", "class-0", True, True, True, {"foo": b"bar"}),
+        ("4 machineClass without Finalizer", "class-0", True, False, False, {"foo": b"bar"}),
+    ],
+)
+def test_validate_machine_class(
+    name: str, class_name: str, secret: bool, class_finalizer: bool, ok: bool, data: dict[str, bytes] | None
+) -> None:
+    """Adapted: a class without finalizer is returned (not nil) but the resolution is not ok
+    and the class is enqueued for its finalizer."""
+    world = make_world()
+    world.classes.put(mk_class("class-0", finalizer=class_finalizer))
+    if secret:
+        world.secrets.put(mk_secret("secret-0", foo="bar"))
+    machine = mk_machine(world.clock, class_name=class_name)
+    resolution = MachineReconciler(world.deps).resolve_class(machine)
+    assert resolution.ok is ok
+    if ok:
+        assert resolution.secret_data == data
+    if not class_finalizer:
+        assert resolution.retry == c.SHORT_RETRY
+        assert world.enqueued == [("machineclass", "class-0")]
+
+
+def test_invalid_spec_and_missing_class_never_crash() -> None:
+    world = make_world()
+    reconciler = MachineReconciler(world.deps)
+    bad = mk_machine(world.clock)
+    bad["spec"] = {"class": {"kind": "", "name": ""}}
+    world.machines.put(bad)
+    assert reconciler.reconcile_machine_key("test-ns/machine-0") == Result.after(c.LONG_RETRY)
+    world.machines.put(mk_machine(world.clock, class_name="missing"))
+    assert reconciler.reconcile_machine_key("test-ns/machine-0") == Result.after(c.LONG_RETRY)
+    other_kind = mk_machine(world.clock)
+    other_kind["spec"]["class"]["kind"] = "AWSMachineClass"
+    world.machines.put(other_kind)
+    assert reconciler.reconcile_machine_key("test-ns/machine-0") == Result.after(c.LONG_RETRY)
+    assert world.driver.calls == []

@@ -1,0 +1,329 @@
+"""machine-reconcile.md §8.4 ``#triggerDeletionFlow``, one step per entry, adapted to HEAD where
+decisions.md §2 changes the outcome (said in the entry). Plus: chaining and restart resumption."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from mcm.apis.machine import constants as c
+from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.controller.deletion import DeletionInputs, dispatch, trigger_deletion_flow
+from mcm.driver import GetMachineStatusResponse
+from mcm.runtime.client.errors import InternalError
+from mcm.runtime.worker import DONE, Result
+
+from .builders import mk_class, mk_machine, mk_node
+from .fakes import World, make_world
+from .fixtures import StubDrainer
+
+MIN = 60.0
+
+
+@dataclass
+class Case:
+    machine: dict[str, Any] = field(default_factory=dict)
+    node: str | None = "fakeNode-0"
+    node_conditions_fail: bool = False
+    drain_fails: str | None = None
+
+
+def world_for(case_builder: Any) -> tuple[World, StubDrainer, dict[str, Any]]:
+    drainer = StubDrainer()
+    world = make_world(drainer=drainer)
+    machine = case_builder(world)
+    world.machines.put(machine)
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0")
+    return world, drainer, world.machines.get("machine-0")
+
+
+def inputs() -> DeletionInputs:
+    klass = MachineClass.from_dict(mk_class())
+    return DeletionInputs(klass, {}, klass.to_dict())
+
+
+def step(world: World, machine: dict[str, Any]) -> tuple[Result | None, dict[str, Any] | None]:
+    outcome = dispatch(machine)(world.deps, machine, inputs())
+    stored = world.machines.objects.get("machine-0")
+    return outcome.result, stored
+
+
+def op(machine: dict[str, Any] | None) -> tuple[str, str, str]:
+    assert machine is not None
+    last = machine["status"]["lastOperation"]
+    return last["description"], last["state"], last["type"]
+
+
+def terminating(world: World, description: str, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("provider_id", "fakeID-0")
+    kw.setdefault("node", "fakeNode-0")
+    kw.setdefault("deleting_ago", 0.0)
+    kw.setdefault("annotations", {c.ANNOTATION_MACHINE_PRIORITY: "3"})
+    return mk_machine(world.clock, phase=c.PHASE_TERMINATING, description=description, **kw)
+
+
+def test_1_do_not_process_machine_deletion_for_object_without_finalizer() -> None:
+    world, _, machine = world_for(
+        lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, finalizer=False, deleting_ago=0)
+    )
+    klass = MachineClass.from_dict(mk_class())
+    result = trigger_deletion_flow(world.deps, machine, klass, {})
+    assert result == Result.after(c.LONG_RETRY)
+    assert world.machines.writes == []
+
+
+def test_2_change_machine_phase_to_termination_successfully() -> None:
+    world, _, machine = world_for(
+        lambda w: mk_machine(
+            w.clock,
+            phase=c.PHASE_RUNNING,
+            description="Machine machine-0 successfully joined the cluster",
+            deleting_ago=0,
+        )
+    )
+    result, stored = step(world, machine)
+    assert result is None  # HEAD chaining: the next step follows in the same pass
+    assert stored is not None and stored["status"]["currentStatus"]["phase"] == c.PHASE_TERMINATING
+    assert op(stored) == (c.MARKER_GET_VM_STATUS, c.STATE_PROCESSING, c.OPERATION_DELETE)
+
+
+def test_3_checking_existance_of_vm_at_provider_successfully() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.MARKER_INITIATE_DRAIN, c.STATE_PROCESSING, c.OPERATION_DELETE)
+
+
+def test_3b_vm_not_found_still_goes_to_drain_head() -> None:
+    """HEAD §9.5: NotFound goes through the drain (upstream v0.47.0 jumped to node deletion)."""
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
+    world.driver.remove_vm("fakeID-0")
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VM_NOT_FOUND
+
+
+def test_4_drain_machine_successfully() -> None:
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    world.nodes.put(mk_node("fakeNode-0"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_DRAIN_SUCCESSFUL, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    conditions = world.nodes.get("fakeNode-0")["status"]["conditions"]
+    assert [(cd["type"], cd["status"], cd["reason"]) for cd in conditions] == [
+        ("Terminating", "True", "ScaleDown")
+    ]
+    assert drainer.cordoned == ["fakeNode-0"]
+    assert drainer.drained[0].force is False
+
+
+def test_5_drain_skipping_as_nodename_is_not_valid() -> None:
+    world, drainer, machine = world_for(
+        lambda w: terminating(
+            w, c.MARKER_INITIATE_DRAIN, node="", conditions=[{"type": "Ready", "status": "Unknown"}]
+        )
+    )
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_DRAIN_SKIPPED_NO_NODE, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert drainer.drained == []
+
+
+def _cond(world: World, kind: str, status: str, ago: float) -> dict[str, Any]:
+    from .builders import condition
+
+    return condition(kind, status, world.clock, ago)
+
+
+@pytest.mark.parametrize(
+    ("name", "conditions"),
+    [
+        ("6 NotReady for over 5 minutes", [("Ready", "Unknown", 6 * MIN)]),
+        (
+            "7 ReadonlyFilesystem for over 5 minutes",
+            [("Ready", "True", 0), ("ReadonlyFilesystem", "True", 6 * MIN)],
+        ),
+        (
+            "8 NotReady and ReadonlyFilesystem",
+            [("Ready", "Unknown", 6 * MIN), ("ReadonlyFilesystem", "True", 6 * MIN)],
+        ),
+    ],
+)
+def test_6_7_8_long_not_ready_forces_the_drain_head(
+    name: str, conditions: list[tuple[str, str, float]]
+) -> None:
+    """HEAD §9.5: no drain skipping; a long NotReady/ReadonlyFilesystem forces the drain, then
+    the VolumeAttachments step."""
+    world, drainer, machine = world_for(
+        lambda w: terminating(w, c.MARKER_INITIATE_DRAIN, conditions=[_cond(w, *cd) for cd in conditions])
+    )
+    world.nodes.put(mk_node("fakeNode-0"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_FORCE_DRAIN_SUCCESSFUL
+    assert drainer.drained[0].force is True and drainer.drained[0].max_evict_retries == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "ago"),
+    [
+        ("9 ReadonlyFilesystem true for a short time", "True", 2 * MIN),
+        ("10 ReadonlyFilesystem false", "False", 6 * MIN),
+    ],
+)
+def test_9_10_no_drain_skipping(name: str, status: str, ago: float) -> None:
+    world, drainer, machine = world_for(
+        lambda w: terminating(
+            w,
+            c.MARKER_INITIATE_DRAIN,
+            conditions=[_cond(w, "Ready", "True", 0), _cond(w, "ReadonlyFilesystem", status, ago)],
+        )
+    )
+    world.nodes.put(mk_node("fakeNode-0"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
+    assert drainer.drained[0].force is False
+
+
+@pytest.mark.parametrize(
+    ("name", "labels", "deleting_ago"),
+    [
+        ("11 force deletion label present", {c.LABEL_FORCE_DELETION: "True"}, 0.0),
+        ("13 failure after drain timeout", {}, 3 * 3600.0),
+    ],
+)
+def test_11_13_forced_drain_failure_continues(name: str, labels: dict[str, str], deleting_ago: float) -> None:
+    world, drainer, machine = world_for(
+        lambda w: terminating(w, c.MARKER_INITIATE_DRAIN, labels=labels, deleting_ago=deleting_ago)
+    )
+    world.nodes.put(mk_node("fakeNode-0"))
+    world.nodes.fail("update_status", InternalError({"message": "Failed to update node", "code": 500}))
+    drainer.fail_with = "Failed to update node"
+    result, stored = step(world, machine)
+    assert result is None
+    description, state, _ = op(stored)
+    assert description == (
+        "Drain failed due to - Failed to update node. However, since it's a force deletion shall continue "
+        "deletion of VM. Delete Volume Attachments"
+    )  # HEAD: the forced path goes on to the VolumeAttachments step
+    assert state == c.STATE_PROCESSING
+
+
+@pytest.mark.parametrize(
+    ("name", "node"), [("12 before drain timeout", "fakeID-0"), ("14 node update failure", "fakeNode-0")]
+)
+def test_12_14_drain_failure_before_drain_timeout(name: str, node: str) -> None:
+    world, drainer, machine = world_for(
+        lambda w: terminating(w, c.MARKER_INITIATE_DRAIN, node=node, deleting_ago=3 * MIN)
+    )
+    world.nodes.put(mk_node(node))
+    world.nodes.fail("update_status", InternalError({"message": "Failed to update node", "code": 500}))
+    result, stored = step(world, machine)
+    assert result == Result.after(c.SHORT_RETRY)
+    description, state, _ = op(stored)
+    assert description == (
+        "Drain failed due to failure in update of node conditions - "
+        f'failed to create update conditions for node "{node}": '
+        "Failed to update node. Will retry in next sync. Initiate node drain"
+    )
+    assert state == c.STATE_FAILED
+    assert drainer.drained == []
+
+
+def test_15_delete_vm_successfully() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_VM_DELETED, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert world.driver.vms == {}
+
+
+def test_16_delete_node_object_successfully() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED, node="fakeID-0"))
+    world.nodes.put(mk_node("fakeID-0", metadata={"finalizers": [c.NODE_FINALIZER]}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert (
+        op(stored)[0]
+        == 'Deletion of Node Object "fakeID-0" is successful. Initiate machine object finalizer removal'
+    )
+    assert "fakeID-0" not in world.nodes.objects  # node finalizer removed first (HEAD), then deleted
+
+
+def test_17_delete_machine_finalizer_successfully() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_NODE_DELETED.format(node="fakeNode-0")))
+    result, stored = step(world, machine)
+    assert result == DONE  # upstream: Long; the object is gone either way
+    assert stored is None
+
+
+def test_18_unable_to_decode_deletion_flow_state() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, "Some random last op description"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.MARKER_GET_VM_STATUS, c.STATE_PROCESSING, c.OPERATION_DELETE)
+
+
+def test_whole_flow_in_one_pass_and_resume_at_every_step() -> None:
+    """Steps chain in one pass; a pass that starts from any stored marker finishes the flow."""
+    markers = [
+        None,
+        c.MARKER_GET_VM_STATUS,
+        c.DESC_VM_FOUND,
+        c.DESC_DRAIN_SUCCESSFUL,
+        c.DESC_VM_DELETED,
+        c.DESC_NODE_DELETED.format(node="fakeNode-0"),
+    ]
+    for marker in markers:
+        world, drainer, machine = world_for(
+            lambda w, m=marker: (
+                terminating(w, m)
+                if m
+                else mk_machine(
+                    w.clock, phase=c.PHASE_RUNNING, node="fakeNode-0", provider_id="fakeID-0", deleting_ago=0
+                )
+            )
+        )
+        world.nodes.put(mk_node("fakeNode-0"))
+        klass = MachineClass.from_dict(mk_class())
+        assert trigger_deletion_flow(world.deps, machine, klass, {}) == DONE
+        assert "machine-0" not in world.machines.objects
+        drained = marker in (None, c.MARKER_GET_VM_STATUS, c.DESC_VM_FOUND)
+        assert bool(drainer.drained) == drained, marker
+        assert ("fakeNode-0" in world.nodes.objects) == (
+            marker == c.DESC_NODE_DELETED.format(node="fakeNode-0")
+        )
+
+
+def test_deletion_waits_while_machine_is_in_creation_flow() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
+    klass = MachineClass.from_dict(mk_class())
+    with world.deps.creation.creating("test-ns/machine-0"):
+        assert trigger_deletion_flow(world.deps, machine, klass, {}) == Result.after(c.MEDIUM_RETRY)
+
+
+def test_volume_attachments_are_deleted_then_step_moves_on() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL))
+    world.nodes.put(mk_node("fakeNode-0", status={"volumesAttached": [{"name": "vol-1", "devicePath": ""}]}))
+    world.volume_attachments.put({"metadata": {"name": "va-1"}, "spec": {"nodeName": "fakeNode-0"}})
+    result, stored = step(world, machine)
+    assert result == Result.after(c.SHORT_RETRY)
+    assert world.volume_attachments.objects == {}
+    result, stored = step(world, stored or machine)
+    assert result is None
+    assert (
+        op(stored)[0]
+        == "No Live VolumeAttachments for node: fakeNode-0. Moving to VM Deletion. Initiate VM deletion"
+    )
+
+
+def test_get_vm_status_fills_a_missing_node_label_head() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"labels": {c.LABEL_NODE_MACHINE_NAME: "machine-0"}}))
+    world.driver.always("get_machine_status", GetMachineStatusResponse("fakeID-0", "fakeNode-0"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"

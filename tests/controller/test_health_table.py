@@ -1,0 +1,258 @@
+"""machine-reconcile.md §8.1 ``#isHealthy``, §8.11 health reconciliation and §8.12 meltdown,
+adapted to HEAD where said (§9.4: Pending timeout from creation; re-check ≤ 1 min)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from mcm.apis.machine import constants as c
+from mcm.controller import health
+from mcm.controller.health import FailedMarks, is_healthy, reconcile_machine_health
+from mcm.runtime.worker import Result
+
+from .builders import HEALTHY, mk_machine, mk_node
+from .fakes import World, make_world
+
+CONTROLLER_LIST = ["ReadonlyFilesystem", "KernelDeadlock", "DiskPressure", "NetworkUnavailable"]
+MIN = 60.0
+TARGET = "shoot--testProject--testShoot-testWorkerPool-z1-mset1-0"
+
+
+def _with(kind: str, status: str) -> list[dict[str, Any]]:
+    conditions = copy.deepcopy([*HEALTHY, {"type": "Ready", "status": "True"}])
+    next(cd for cd in conditions if cd["type"] == kind)["status"] = status
+    return conditions
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "status", "healthy"),
+    [
+        ("1 NodeReady True", "Ready", "True", True),
+        ("2 NodeReady False", "Ready", "False", False),
+        ("3 NodeReady Unknown", "Ready", "Unknown", False),
+        ("4 DiskPressure True", "DiskPressure", "True", False),
+        ("5 DiskPressure False", "DiskPressure", "False", True),
+        ("6 DiskPressure Unknown", "DiskPressure", "Unknown", False),
+        ("7 MemoryPressure True", "MemoryPressure", "True", True),
+        ("8 MemoryPressure False", "MemoryPressure", "False", True),
+        ("9 MemoryPressure Unknown", "MemoryPressure", "Unknown", True),
+        ("10 NetworkUnavailable True", "NetworkUnavailable", "True", False),
+        ("11 NetworkUnavailable False", "NetworkUnavailable", "False", True),
+        ("12 NetworkUnavailable Unknown", "NetworkUnavailable", "Unknown", False),
+        ("13 NodeReady True again", "Ready", "True", True),
+        ("14 NodeReady False again", "Ready", "False", False),
+        ("15 NodeReady Unknown again", "Ready", "Unknown", False),
+    ],
+)
+def test_8_1_is_healthy(name: str, kind: str, status: str, healthy: bool) -> None:
+    assert is_healthy(_with(kind, status), CONTROLLER_LIST) is healthy
+
+
+def test_no_conditions_is_unhealthy() -> None:
+    assert is_healthy([], CONTROLLER_LIST) is False
+
+
+def run(world: World, machine: dict[str, Any], marks: FailedMarks | None = None) -> tuple[Result | None, str]:
+    world.machines.put(machine)
+    stored = world.machines.get(machine["metadata"]["name"])
+    outcome = reconcile_machine_health(world.deps, stored, marks or FailedMarks())
+    after = world.machines.get(machine["metadata"]["name"])
+    return outcome.result, after["status"]["currentStatus"]["phase"]
+
+
+UNHEALTHY = [{"type": "Ready", "status": "False"}]
+
+
+def test_8_11_1_simple_machine_with_creation_timeout() -> None:
+    world = make_world()
+    result, phase = run(
+        world, mk_machine(world.clock, TARGET, phase=c.PHASE_PENDING, node="node-0", created_ago=25 * MIN)
+    )
+    assert phase == c.PHASE_FAILED
+    assert result == Result.after(c.SHORT_RETRY)
+
+
+def test_8_11_2_unknown_machine_if_healthy_should_be_marked_running() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", HEALTHY))
+    result, phase = run(
+        world, mk_machine(world.clock, TARGET, phase=c.PHASE_UNKNOWN, node="node-0", conditions=UNHEALTHY)
+    )
+    assert phase == c.PHASE_RUNNING
+    assert result is None  # the pass goes on (upstream: Short)
+
+
+@pytest.mark.parametrize(
+    ("name", "node_conditions"),
+    [
+        ("3 kubelet not posting status", [{"type": "Ready", "status": "False"}]),
+        (
+            "4 other relevant node conditions",
+            [{"type": "Ready", "status": "True"}, {"type": "ReadonlyFilesystem", "status": "True"}],
+        ),
+    ],
+)
+def test_8_11_3_4_running_machine_if_unhealthy_should_be_marked_unknown(
+    name: str, node_conditions: list[dict[str, Any]]
+) -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", node_conditions))
+    result, phase = run(
+        world, mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=HEALTHY)
+    )
+    assert phase == c.PHASE_UNKNOWN
+    assert result is None
+
+
+def test_8_11_5_running_machine_should_be_marked_unknown_if_node_object_not_found() -> None:
+    world = make_world()
+    _, phase = run(
+        world, mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=HEALTHY)
+    )
+    assert phase == c.PHASE_UNKNOWN
+    stored = world.machines.get(TARGET)
+    assert stored["status"]["lastOperation"]["description"] == c.DESC_NODE_MISSING.format(machine=TARGET)
+
+
+@pytest.mark.parametrize(
+    ("name", "with_node"), [("6 with node obj", True), ("7 WITHOUT backing node obj", False)]
+)
+def test_8_11_6_7_unknown_for_over_health_timeout_should_be_marked_failed(name: str, with_node: bool) -> None:
+    world = make_world()
+    if with_node:
+        world.nodes.put(mk_node("node-0", UNHEALTHY))
+    machine = mk_machine(
+        world.clock, TARGET, phase=c.PHASE_UNKNOWN, node="node-0", conditions=UNHEALTHY, phase_ago=15 * MIN
+    )
+    result, phase = run(world, machine)
+    assert phase == c.PHASE_FAILED
+    assert result == Result.after(c.SHORT_RETRY)
+
+
+def test_8_11_8_pending_machine_without_creation_timeout_stays_pending() -> None:
+    world = make_world()
+    machine = mk_machine(
+        world.clock, TARGET, phase=c.PHASE_PENDING, node="node-0", conditions=HEALTHY, created_ago=15 * MIN
+    )
+    result, phase = run(world, machine)
+    assert phase == c.PHASE_PENDING
+    assert (
+        result is not None and result.requeue_after is not None and result.requeue_after <= 61
+    )  # HEAD re-check
+
+
+def test_pending_machine_with_critical_components_taint_stays_pending_head() -> None:
+    world = make_world()
+    taint = {"key": c.TAINT_CRITICAL_COMPONENTS_NOT_READY, "effect": "NoSchedule"}
+    world.nodes.put(mk_node("node-0", HEALTHY, spec={"taints": [taint]}))
+    _, phase = run(world, mk_machine(world.clock, TARGET, phase=c.PHASE_PENDING, node="node-0"))
+    assert phase == c.PHASE_PENDING
+
+
+def test_pending_machine_joins_and_its_bootstrap_token_is_deleted() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", HEALTHY))
+    from mcm.controller.bootstrap import token_secret_name
+
+    world.target_secrets.put({"metadata": {"name": token_secret_name(TARGET), "namespace": "kube-system"}})
+    machine = mk_machine(
+        world.clock,
+        TARGET,
+        phase=c.PHASE_PENDING,
+        node="node-0",
+        description=c.DESC_CREATING,
+        op_type=c.OPERATION_CREATE,
+    )
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    description = world.machines.get(TARGET)["status"]["lastOperation"]["description"]
+    assert description.startswith(f"Machine {TARGET} successfully joined the cluster in ")
+    assert world.target_secrets.objects == {}
+
+
+# --- §8.12 meltdown ----------------------------------------------------------------------------
+
+
+def other(world: World, name: str, phase: str, labels: dict[str, str] | None = None, **kw: Any) -> None:
+    world.machines.put(mk_machine(world.clock, name, phase=phase, labels=labels, **kw))
+
+
+def timed_out(world: World, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return mk_machine(
+        world.clock,
+        TARGET,
+        phase=c.PHASE_UNKNOWN,
+        node="node-0",
+        conditions=UNHEALTHY,
+        phase_ago=15 * MIN,
+        labels=labels,
+    )
+
+
+DEPLOYMENT = {c.LABEL_DEPLOYMENT_NAME: "testWorkerPool-z1"}
+
+
+@pytest.mark.parametrize(
+    ("name", "other_phase", "other_labels"),
+    [
+        ("1 two timed-out machines of different deployments", c.PHASE_UNKNOWN, None),
+        ("2 one timed-out and one Failed of different deployments", c.PHASE_FAILED, None),
+        ("3 two timed-out machines of the same machine set", c.PHASE_UNKNOWN, None),
+    ],
+)
+def test_8_12_1_3_marked_failed(name: str, other_phase: str, other_labels: dict[str, str] | None) -> None:
+    world = make_world()
+    other(world, "other-machine", other_phase, other_labels)
+    result, phase = run(world, timed_out(world))
+    assert phase == c.PHASE_FAILED
+    assert result == Result.after(c.SHORT_RETRY)
+
+
+@pytest.mark.parametrize(
+    ("name", "other_phase", "other_set"),
+    [
+        ("4 same deployment, other Failed", c.PHASE_FAILED, "mset1"),
+        ("5 other Terminating", c.PHASE_TERMINATING, "mset1"),
+        ("6 other with empty phase", "", "mset1"),
+        ("7 other Pending", c.PHASE_PENDING, "mset1"),
+        ("8 other CrashLoopBackOff", c.PHASE_CRASH_LOOP_BACK_OFF, "mset1"),
+        ("9 other Pending in a different machine set of the same deployment", c.PHASE_PENDING, "mset2"),
+    ],
+)
+def test_8_12_4_9_stays_unknown(name: str, other_phase: str, other_set: str) -> None:
+    world = make_world()
+    other(world, f"other-{other_set}", other_phase, DEPLOYMENT)
+    result, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == c.PHASE_UNKNOWN
+    assert result == Result.after(c.SHORT_RETRY)
+
+
+def test_8_12_10_timeout_in_acquiring_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health, "PERMIT_TIMEOUT", 0.0)
+    world = make_world()
+    world.deps.permits.register_permits("testWorkerPool-z1", 1)
+    assert world.deps.permits.try_permit("testWorkerPool-z1", 0.0)
+    result, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == c.PHASE_UNKNOWN
+    assert result == Result.after(c.SHORT_RETRY)
+
+
+def test_configurable_cap_allows_more_failed_machines_per_deployment() -> None:
+    from mcm.controller import ControllerOptions
+
+    world = make_world(ControllerOptions(namespace="test-ns", max_failed_machines_per_deployment=2))
+    other(world, "other-machine", c.PHASE_FAILED, DEPLOYMENT)
+    _, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == c.PHASE_FAILED
+
+
+def test_a_just_marked_machine_counts_before_the_cache_shows_it() -> None:
+    world = make_world()
+    marks = FailedMarks()
+    world.machines.put(mk_machine(world.clock, "first", phase=c.PHASE_UNKNOWN, labels=DEPLOYMENT))
+    marks.add("testWorkerPool-z1", "first")  # written Failed, cache still says Unknown
+    _, phase = run(world, timed_out(world, DEPLOYMENT), marks)
+    assert phase == c.PHASE_UNKNOWN

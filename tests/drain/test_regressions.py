@@ -1,0 +1,375 @@
+"""One test per suspected upstream bug (spec §5.13) and per drain item of decisions.md §3.
+
+Each test names the upstream behaviour it would catch.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from mcm.drain import DrainOptions, DrainResult, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain.volumes import is_attached
+from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
+from mcm.runtime.client.errors import ApiError
+from mcm.runtime.client.resources import PODS
+from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.clock import FakeClock
+from tests.drain.fakes import ClockDriver, FakeCluster, server_error, too_many_requests
+from tests.drain.scenario import NEW_NODE, NODE, Scenario, attachment, build, pod, pvc
+
+Obj = dict[str, Any]
+
+
+def run(
+    s: Scenario,
+    options: DrainOptions,
+    *,
+    driver: FakeDriver | None = None,
+    stop: threading.Event | None = None,
+    **listers_extra: Any,
+) -> tuple[DrainResult, float]:
+    with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
+        result = drain_node(
+            s.cluster.as_client(),
+            s.listers(**listers_extra),
+            FakeDriver() if driver is None else driver,
+            NODE,
+            options,
+            clock=s.clock,
+            stop=stop or threading.Event(),
+            hub=s.hub,
+        )
+    return result, clock_driver.elapsed
+
+
+def options(**changes: Any) -> DrainOptions:
+    base: dict[str, Any] = {
+        "timeout": 120,
+        "max_evict_retries": 3,
+        "pv_detach_timeout": 30,
+        "pv_reattach_timeout": 0.001,
+    }
+    base.update(changes)
+    return DrainOptions(**base)
+
+
+def evictions_remove_pods(s: Scenario) -> None:
+    s.cluster.handlers.append(s.delete_pod)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))
+
+
+# --- §5.13 bug 1 / decisions §3: max evict retries of 0 -----------------------------------------
+
+
+def test_zero_evict_retries_deletes_at_once_and_never_hangs() -> None:
+    """Upstream: zero eviction passes, no delete pass, the PV pods never report → blocks for ever."""
+    s = build(FakeCluster(), FakeClock(), nopv=2, expv=2)
+    evictions_remove_pods(s)
+    result, _ = run(s, options(max_evict_retries=0))
+    assert result.ok, result
+    assert s.cluster.count("pods.evict.attempt") == 0
+    assert sorted(result.deleted) == ["default/expv-0", "default/expv-1", "default/nopv-0", "default/nopv-1"]
+    assert s.left() == {}
+
+
+# --- §5.13 bug 2 / decisions §3: GetVolumeIDs errors -------------------------------------------
+
+
+def test_get_volume_ids_error_skips_only_that_volume() -> None:
+    """Upstream v0.47.0 dereferenced a nil response before checking the error and crashed."""
+    s = build(FakeCluster(), FakeClock(), expv=1, pvs_per_pod=2)
+    s.cluster.handlers.append(s.delete_pod)
+    driver = FakeDriver()
+
+    def answer(_ctx: Any, request: Any) -> GetVolumeIDsResponse:
+        handle = request.pv_specs[0]["csi"]["volumeHandle"]
+        if handle == "expv-0-0":
+            raise MachineError(Code.Internal, "cloud down")
+        return GetVolumeIDsResponse(volume_ids=(handle,))
+
+    driver.always("get_volume_ids", answer)
+    # Keep the failing volume attached for ever: only the other one is waited on.
+    s.cluster.nodes[NODE]["status"]["volumesAttached"] = [{"name": "expv-0-0"}]
+    result, elapsed = run(s, options(), driver=driver)
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)
+    assert len(driver.calls_to("get_volume_ids")) == 2  # one call per PV
+    assert elapsed < 1  # nothing to wait for: the other volume is detached
+
+
+# --- §5.13 bug 3 / decisions §3: nil priority ----------------------------------------------------
+
+
+def test_pods_without_priority_are_drained_in_priority_order() -> None:
+    """Upstream dereferenced ``Spec.Priority`` in the sort and panicked on nil."""
+    s = Scenario(FakeCluster(), FakeClock())
+    for name, priority in (("low", -5), ("none", None), ("high", 10)):
+        s.add(pod(name, claims=[f"c-{name}"], priority=priority), [f"c-{name}"])
+    s.cluster.nodes[NODE] = {"metadata": {"name": NODE}, "status": {}}
+    order: list[str] = []
+
+    def record(victim: Obj) -> None:
+        order.append(victim["metadata"]["name"])
+        s.delete_pod(victim)
+
+    s.cluster.handlers.append(record)
+    result, _ = run(s, options(max_evict_retries=1))
+    assert result.ok, result
+    assert order == ["high", "none", "low"]
+
+
+# --- §5.13 bug 4 / decisions §3: VolumeAttachments without a PV name ---------------------------
+
+
+def test_inline_volume_attachments_are_harmless() -> None:
+    """Upstream dereferenced ``PersistentVolumeName`` in dispatch and the reattach wait."""
+    hub = VolumeAttachmentHub()
+    watch = hub.watch(NODE, ["pv-a"])
+    hub.on_add(attachment(None, NEW_NODE))
+    hub.on_update({}, {"metadata": {"name": "broken"}, "spec": None})
+    hub.on_add(None)
+    hub.on_delete(attachment(None, NODE))
+    assert not watch.reattached.is_set()
+    hub.on_add(attachment("pv-a", NEW_NODE))
+    assert watch.reattached.is_set()
+
+
+# --- §5.13 bug 5: the worker count read without the lock ---------------------------------------
+
+
+def test_hub_dispatch_races_with_watch_registration() -> None:
+    """Upstream read the worker slice length without the lock and dropped events on full channels."""
+    hub = VolumeAttachmentHub()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def churn() -> None:
+        try:
+            while not done.is_set():
+                hub.unwatch(hub.watch(NODE, ["pv-x"]))
+        except BaseException as err:  # pragma: no cover - the failure being tested for
+            errors.append(err)
+
+    threads = [threading.Thread(target=churn) for _ in range(4)]
+    for t in threads:
+        t.start()
+    kept = hub.watch(NODE, ["pv-y"])
+    for _ in range(2000):
+        hub.dispatch(attachment("pv-x", NEW_NODE))
+    hub.dispatch(attachment("pv-y", NEW_NODE))  # never dropped, whatever else is going on
+    done.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert kept.reattached.is_set()
+
+
+# --- §5.13 bug 6: pods left behind counted as drained ---------------------------------------------
+
+
+def test_pods_left_at_the_deadline_are_reported_not_drained() -> None:
+    """Upstream's fast-track reported success for PV pods not processed before the deadline."""
+    s = build(FakeCluster(), FakeClock(), expv=2)
+
+    def refuse(_pod: Obj) -> None:
+        raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse
+    result, elapsed = run(s, options(timeout=30, max_evict_retries=100))
+    assert not result.ok
+    assert result.timed_out
+    assert {p.key for p in result.left_behind} == {"default/expv-0", "default/expv-1"}
+    assert result.evicted == () and result.deleted == ()
+    assert "drain deadline exceeded" in (result.error or "")
+    assert elapsed <= 30
+
+
+# --- §5.13 bug 7: PV pods without tracked volumes ------------------------------------------------
+
+
+def test_pv_pod_without_tracked_volumes_is_waited_for() -> None:
+    """Upstream counted a pod whose PVs are all shared as done right after the eviction call."""
+    s = build(FakeCluster(), FakeClock(), shpv=2)  # evicted, never terminates (no handler)
+    result, elapsed = run(s, options(timeout=60))
+    assert not result.ok
+    assert result.evicted == ()
+    assert {p.key for p in result.left_behind} == {"default/shpv-0", "default/shpv-1"}
+    assert elapsed <= 60
+
+
+# --- §5.13 bug 8: regex matching of volume IDs ----------------------------------------------------
+
+
+def test_volume_ids_match_exactly() -> None:
+    """Upstream used the ID as an unanchored regular expression."""
+    attached = [
+        {"name": "kubernetes.io/csi/ebs.csi.aws.com^vol-10"},
+        {"name": "kubernetes.io/aws-ebs/vol-2x3"},
+    ]
+    assert is_attached("vol-10", attached)
+    assert not is_attached("vol-1", attached)  # substring
+    assert not is_attached("vol-2.3", attached)  # regex wildcard
+    assert not is_attached("[", attached)  # invalid regex is no error either
+    assert is_attached("vol-2x3", attached)
+
+
+# --- §5.13 bug 9: cordon errors --------------------------------------------------------------------
+
+
+def test_cordon_tolerates_a_missing_node_but_reports_other_errors() -> None:
+    """Upstream v0.47.0 silently skipped cordoning on any GET error."""
+    cluster = FakeCluster()
+    cordon_node(cluster.as_client(), "missing")  # not an error
+    cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}}
+    cordon_node(cluster.as_client(), NODE)
+    assert cluster.nodes[NODE]["spec"]["unschedulable"] is True
+    cordon_node(cluster.as_client(), NODE)
+    assert cluster.count("nodes.update") == 1
+
+    def fail(_name: str) -> None:
+        raise server_error("etcd unavailable")
+
+    cluster.node_get_reactor = fail
+    with pytest.raises(ApiError, match="etcd unavailable"):
+        cordon_node(cluster.as_client(), NODE)
+
+
+# --- §5.13 bug 10 / decisions §3: every wait honours the deadline and the stop event -------------
+
+
+def test_eviction_retries_of_pods_without_pv_end_at_the_deadline() -> None:
+    """Upstream's without-PV path ignored the timeout: up to MaxEvictRetries x 20 s of sleeps."""
+    s = build(FakeCluster(), FakeClock(), nopv=3)
+
+    def refuse(_pod: Obj) -> None:
+        raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse
+    result, elapsed = run(s, options(timeout=50, max_evict_retries=360))
+    assert result.timed_out and not result.ok
+    assert elapsed <= 50
+    assert s.cluster.count("pods.evict.attempt") == 9  # t = 0, 20, 40 for each pod
+
+
+def test_stop_event_ends_a_sleeping_drain_promptly() -> None:
+    """Upstream's 20 s and 5 s sleeps ignored contexts."""
+    clock = FakeClock()
+    s = build(FakeCluster(), clock, nopv=1, expv=1)
+
+    def refuse(_pod: Obj) -> None:
+        raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse
+    stop = threading.Event()
+    results: list[DrainResult] = []
+    thread = threading.Thread(
+        target=lambda: results.append(
+            drain_node(
+                s.cluster.as_client(), s.listers(), FakeDriver(), NODE, options(), clock=clock, stop=stop
+            )
+        )
+    )
+    thread.start()
+    clock.block_until_waiters(2)  # both paths are parked in their 20 s retry sleep
+    stop.set()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+    assert {p.reason for p in results[0].left_behind} == {"drain stopped"}
+
+
+# --- §5.13 bug 11: misleading error text ----------------------------------------------------------
+
+
+def test_failed_final_delete_is_reported_as_a_delete() -> None:
+    """Upstream reported "error evicting pod" even when the failing last attempt was a delete."""
+    s = build(FakeCluster(), FakeClock(), expv=1)
+
+    def refuse(_pod: Obj) -> None:
+        raise too_many_requests()
+
+    def fail(_pod: Obj) -> None:
+        raise server_error()
+
+    s.cluster.evict_reactor = refuse
+    s.cluster.delete_reactor = fail
+    result, _ = run(s, options(max_evict_retries=1))
+    assert result.error == 'error deleting pod default/expv-0 from node "old-node"'
+
+
+# --- §5.13 bug 12: eviction body version -----------------------------------------------------------
+
+
+def test_eviction_is_posted_as_policy_v1() -> None:
+    """Upstream posted through the v1beta1 client with the preferred version in the body."""
+    sent: list[tuple[str, str, Obj]] = []
+
+    class Transport:
+        def request(self, method: str, path: str, *, body: Obj | None = None, **_: Any) -> Obj:
+            sent.append((method, path, body or {}))
+            return {"kind": "Status", "status": "Success"}
+
+    RESTClient(Transport(), PODS).evict("p", "default")  # type: ignore[arg-type]
+    method, path, body = sent[0]
+    assert (method, path) == ("POST", "/api/v1/namespaces/default/pods/p/eviction")
+    assert (body["apiVersion"], body["kind"]) == ("policy/v1", "Eviction")
+
+
+# --- HEAD rules adopted by decisions §2 ------------------------------------------------------------
+
+
+def misconfigured_pdb(**status: Any) -> Obj:
+    base = {"expectedPods": 3, "desiredHealthy": 3, "currentHealthy": 3, "disruptionsAllowed": 0}
+    base.update(status)
+    return {
+        "metadata": {"name": "pdb", "namespace": "default", "generation": 1},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}},
+        "status": {"observedGeneration": 1, **base},
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "misconfigured"),
+    [
+        ({}, True),
+        ({"disruptionsAllowed": 1}, False),
+        ({"disruptedPods": {"db-1": "2024-01-01T00:00:00Z"}}, False),
+        ({"currentHealthy": 2}, False),
+        ({"observedGeneration": 0}, False),
+        ({"expectedPods": 0, "currentHealthy": 0}, False),
+    ],
+)
+def test_misconfigured_pdb_rule(status: Obj, misconfigured: bool) -> None:
+    from mcm.drain import is_misconfigured
+
+    assert is_misconfigured(misconfigured_pdb(**status)) is misconfigured
+
+
+def test_misconfigured_pdb_fails_the_pod_without_retries() -> None:
+    s = Scenario(FakeCluster(), FakeClock())
+    s.add(pod("db-0", labels={"app": "db"}))
+    s.cluster.nodes[NODE] = {"metadata": {"name": NODE}}
+
+    def refuse(_pod: Obj) -> None:
+        raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse
+    result, _ = run(s, options(), pdbs=[misconfigured_pdb()])
+    assert result.error == (
+        'error while evicting pod "db-0": pod disruption budget default/pdb is misconfigured '
+        "and requires zero voluntary evictions"
+    )
+    assert s.cluster.count("pods.evict.attempt") == 1
+    assert s.cluster.count("pods.delete.attempt") == 0
+
+
+def test_unbound_and_missing_claims_are_skipped() -> None:
+    s = Scenario(FakeCluster(), FakeClock())
+    s.add(pod("p", claims=["unbound", "missing"]))
+    s.pvcs.append(pvc("unbound", volume=""))
+    s.cluster.nodes[NODE] = {"metadata": {"name": NODE}}
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options())
+    assert result.ok and result.evicted == ("default/p",)
