@@ -136,6 +136,13 @@ class Emulator:
         self._server.stop()
         self.watches.drop("close")
 
+    def shutdown(self, grace: float = 5.0) -> None:
+        """Graceful :meth:`close` (SIGTERM): stop accepting, end open watches cleanly (each stream
+        gets its terminating chunk), wait up to ``grace`` seconds for them, then close."""
+        self.faults.set_pause(None)
+        self._server.drain(lambda: self.watches.drop("close"), grace)
+        self.close()
+
     def close(self) -> None:
         """Stop serving and stop the controllers."""
         self.faults.set_pause(None)

@@ -14,6 +14,10 @@ Guarantees (spec §1.5, §5.4):
 - Every error the transport itself produces (bad request line, oversized head, unknown method, a
   bad ``Content-Length``, a body shorter than announced, bad chunk framing) is a JSON ``Status``
   with the real reason and code, and the connection is closed afterwards.
+- :meth:`HttpServer.drain` (graceful shutdown): no new connections; requests that still arrive
+  are answered 503 with ``Connection: close``; open watch streams are ended by the caller and
+  finish with their terminating chunk (clients see the end of the stream, not a reset); it
+  returns once every stream has finished or the grace period is over.
 - A connection waits at most ``request_timeout`` seconds (default 60, the real server's
   ``--request-timeout``) for bytes from a client or for a client to take bytes; a client that stops
   sending mid-request never holds its worker thread longer than that.
@@ -252,8 +256,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         request = Request(self.command, split.path, query, self.headers, body or b"")
-        if body is None:
-            result: Response | WatchStart = status_response(errors.entity_too_large(MAX_BODY))
+        if self.server.owner.draining:
+            self.close_connection = True
+            result: Response | WatchStart = status_response(
+                ApiStatusError(errors.status_failure(503, "ServiceUnavailable", "apiserver is shutting down"))
+            )
+        elif body is None:
+            result = status_response(errors.entity_too_large(MAX_BODY))
         else:
             result = self.server.owner.handler(request)
         if isinstance(result, Response):
@@ -289,16 +298,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
         ).encode("latin-1")
         writer = _ChunkWriter(self)
         self.close_connection = True
+        owner = self.server.owner
         # Counted when the stream starts (the duration is the time to start streaming).
-        self.server.owner.completed(Completed(request, audit_id, 200, time.perf_counter() - start, 0))
+        owner.completed(Completed(request, audit_id, 200, time.perf_counter() - start, 0))
+        owner.stream_started()
         try:
             self.wfile.write(head)
-            reason = self.server.owner.run_watch(request, start_info, writer)
+            reason = owner.run_watch(request, start_info, writer)
             if reason != "reset":
                 self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = False
+                self.close_connection = owner.draining
         except OSError:
             return
+        finally:
+            owner.stream_finished()
 
 
 class _Server(ThreadingHTTPServer):
@@ -357,6 +370,9 @@ class HttpServer:
     ) -> None:
         self.handler = handler
         self.request_timeout = request_timeout
+        self.draining = False
+        self._streams = 0
+        self._streams_changed = threading.Condition()
         self.run_watch = run_watch
         self.completed = completed
         self.host = host
@@ -376,6 +392,7 @@ class HttpServer:
         with self._lock:
             if self._server is not None:
                 return
+            self.draining = False
             server = _Server((self.host, self.port), self)
             self.port = server.server_address[1]
             self._server = server
@@ -399,6 +416,31 @@ class HttpServer:
         self._close_connections(server, reset=False)
         if thread is not None:
             thread.join(timeout=2)
+
+    def stream_started(self) -> None:
+        """A watch stream began (tracked for :meth:`drain`)."""
+        with self._streams_changed:
+            self._streams += 1
+
+    def stream_finished(self) -> None:
+        """A watch stream ended (its terminating chunk, if any, is written)."""
+        with self._streams_changed:
+            self._streams -= 1
+            self._streams_changed.notify_all()
+
+    def drain(self, end_streams: Callable[[], object], grace: float) -> bool:
+        """Graceful shutdown, first half: stop accepting, call ``end_streams`` (which ends the open
+        watches cleanly), and wait up to ``grace`` seconds for every stream to finish. Return whether
+        all finished. :meth:`stop` afterwards closes what is left."""
+        with self._lock:
+            server = self._server
+        self.draining = True
+        if server is not None:
+            server.shutdown()
+            server.socket.close()
+        end_streams()
+        with self._streams_changed:
+            return self._streams_changed.wait_for(lambda: self._streams <= 0, timeout=grace)
 
     def reset_all(self) -> None:
         """Abort every open connection with a TCP RST (listener stays)."""
