@@ -1,5 +1,5 @@
-"""Known differences from a real kube-apiserver (spec §2.18), pinned so they show up when the suite
-runs against a real cluster (there these tests are expected to fail)."""
+"""Known differences from a real kube-apiserver (the deviations table in docs/emulator.md), pinned
+so they show up when the suite runs against a real cluster (there these tests are expected to fail)."""
 
 from __future__ import annotations
 
@@ -59,3 +59,14 @@ def test_protobuf_fields_outside_the_emulators_definitions_are_dropped(
     reply = call(cluster, "POST", path, b"k8s\x00" + unknown, "application/vnd.kubernetes.protobuf")
     assert reply.status == 201
     assert "hostAliases" not in reply.json()["spec"]  # the real server keeps them
+
+
+def test_builtin_kinds_without_a_printer_have_name_and_age(cluster: Cluster, namespace: str) -> None:
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    table = call(cluster, "GET", path, accept=accept).json()
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]  # real: Name, Holder, Age
+
+
+def test_openapi_v2_is_not_served(cluster: Cluster) -> None:
+    assert call(cluster, "GET", "/openapi/v2").status == 404
