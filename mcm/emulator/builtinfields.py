@@ -129,12 +129,29 @@ def _go_type(spec: str) -> str:
     return "v1." + _struct_name(spec)
 
 
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+QUANTITY_MESSAGE = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+
+
+def _check_quantities(value: Any) -> None:
+    items = value.values() if isinstance(value, dict) else [value]
+    for item in items:
+        if item is None or (isinstance(item, int | float) and not isinstance(item, bool)):
+            continue
+        if not isinstance(item, str) or not _QUANTITY.fullmatch(item):
+            raise TypeMismatch(QUANTITY_MESSAGE)
+
+
 def _check_struct(value: Any, model: str, path: str, types: dict[str, dict[str, str]]) -> None:
     fields = types.get(model, {})
     owner = _struct_name(model)
     for key, item in value.items():
         spec = fields.get(key)
-        if spec and key not in _QUANTITY_FIELDS:
+        if spec and key in _QUANTITY_FIELDS:
+            _check_quantities(item)
+        elif spec:
             _check(item, spec, f"{path}.{key}" if path else str(key), owner, types)
 
 

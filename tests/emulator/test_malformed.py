@@ -134,7 +134,26 @@ def _undecodable_bodies() -> list[Case]:
 
 
 def _builtin_types() -> list[Case]:
+    quantity = "quantities must match the regular expression"
     return [
+        Case(
+            "pod-quantity-words",
+            "POST",
+            PODS,
+            400,
+            "BadRequest",
+            _pod({"name": "c", "image": "i", "resources": {"limits": {"cpu": "lots"}}}),
+            message=quantity,
+        ),
+        Case(
+            "node-capacity-bool",
+            "POST",
+            NODES,
+            400,
+            "BadRequest",
+            _obj(metadata={"name": "n"}, status={"capacity": {"cpu": True}}),
+            message=quantity,
+        ),
         Case(
             "pod-container-name-number",
             "POST",
