@@ -50,6 +50,8 @@ log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
 APPLY_PATCH = "application/apply-patch+yaml"
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+"""NamespaceLifecycle admission refuses to delete these."""
 
 
 @dataclass
@@ -225,6 +227,11 @@ class Api:
             if info.subresource:
                 raise errors.method_not_allowed(req.method)
             options = self._delete_options(req)
+            if rt.group == "" and rt.resource == "namespaces" and info.name in IMMORTAL_NAMESPACES:
+                raise errors.forbidden(
+                    f'namespaces "{info.name}" is forbidden: this namespace may not be deleted',
+                    {"name": info.name, "kind": "namespaces"},
+                )
             body, _ = self.storage.delete(rt, namespace, info.name, options, dry_run=_dry_run(req))
             return Response(200, encode(body))
         if verb == "deletecollection":

@@ -548,6 +548,15 @@ def _query_parameters() -> list[Case]:
 def _routing_and_media() -> list[Case]:
     return [
         Case("unknown-resource", "GET", "/api/v1/bogus", 404, "NotFound"),
+        Case(
+            "delete-default-namespace",
+            "DELETE",
+            "/api/v1/namespaces/default",
+            403,
+            "Forbidden",
+            message='namespaces "default" is forbidden: this namespace may not be deleted',
+        ),
+        Case("delete-kube-system", "DELETE", "/api/v1/namespaces/kube-system", 403, "Forbidden"),
         Case("unknown-group", "GET", "/apis/nope.io/v1/things", 404, "NotFound"),
         Case("name-dotdot", "GET", f"{CM}/..", 400, "BadRequest"),
         Case("put-on-collection", "PUT", CM, 405, "MethodNotAllowed", b"{}"),
