@@ -181,6 +181,13 @@ def test_kubectl_create_builtins_sent_as_protobuf(
     assert deployment is not None and deployment["spec"]["replicas"] == 2
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert (container["image"], container["ports"][0]["containerPort"]) == ("nginx:1.27", 80)
+    kubectl("run", "shell", "--image=busybox:1", "--labels=app=shell", "--", "sleep", "3600")
+    kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
+    pod = emulator.get("pods", "default", "shell")
+    assert pod is not None and pod["spec"]["containers"][0]["args"] == ["sleep", "3600"]
+    service = emulator.get("services", "default", "web")
+    assert service is not None and service["spec"]["ports"][0]["port"] == 80
+    assert service["spec"]["ports"][0]["targetPort"] == 8080
     assert emulator.stats.count(code=415) == 0
 
 
