@@ -196,6 +196,8 @@ _MESSAGES: Mapping[str, tuple[str, ...]] = {
     ),
     "SelfSubjectAccessReview": ("metadata:1:ObjectMeta", "spec:2:SelfSubjectAccessReviewSpec"),
     "SelfSubjectReview": ("metadata:1:ObjectMeta",),
+    "SelfSubjectRulesReviewSpec": ("namespace:1:string",),
+    "SelfSubjectRulesReview": ("metadata:1:ObjectMeta", "spec:2:SelfSubjectRulesReviewSpec"),
 }
 
 # (group, kind) -> message name; the kinds whose protobuf bodies the emulator reads.
@@ -209,6 +211,7 @@ _KINDS: Mapping[tuple[str, str], str] = {
     ("apps", "Deployment"): "Deployment",
     ("authorization.k8s.io", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authentication.k8s.io", "SelfSubjectReview"): "SelfSubjectReview",
+    ("authorization.k8s.io", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
 }
 
 # Pointer fields in Go (``*int32``, ``*bool``, ...): an explicit zero is meaningful and kept.

@@ -159,6 +159,15 @@ def builtin_types() -> list[ResourceType]:
             strategy=Strategy(),
         ),
         _builtin(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            False,
+            verbs=("create",),
+            strategy=Strategy(),
+        ),
+        _builtin(
             "authentication.k8s.io",
             "v1",
             "selfsubjectreviews",

@@ -1,13 +1,14 @@
-"""``SelfSubjectAccessReview`` (``kubectl auth can-i``) and ``SelfSubjectReview`` (``kubectl auth
-whoami``): answered at once, never stored, as the real server does.
+"""``SelfSubjectAccessReview`` (``kubectl auth can-i``), ``SelfSubjectRulesReview`` (``kubectl auth
+can-i --list``) and ``SelfSubjectReview`` (``kubectl auth whoami``): answered at once, never
+stored, as the real server does.
 
 Guarantees:
 
 - The caller is ``system:anonymous`` (group ``system:unauthenticated``) without credentials, and
   the emulator's admin user (``system:masters``, ``system:authenticated``) with a valid bearer
   token (a request with a wrong token never gets here: it is answered 401 first).
-- Every access review is allowed: the emulator authorizes every request (spec §2.16); the
-  answer's ``status.reason`` says so.
+- Every access review is allowed and the rules review grants ``*`` on everything: the emulator
+  authorizes every request; the access review's ``status.reason`` says so.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def answer(rt: ResourceType, body: Obj, headers: Mapping[str, str]) -> Obj:
     if rt.kind == "SelfSubjectAccessReview":
         result["spec"] = body.get("spec") or {}
         result["status"] = {"allowed": True, "reason": "the emulator authorizes every request"}
+    elif rt.kind == "SelfSubjectRulesReview":
+        result["spec"] = body.get("spec") or {}
+        result["status"] = {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": False,
+        }
     else:
         result["status"] = {"userInfo": user_info(headers)}
     return result

@@ -211,6 +211,7 @@ def test_kubectl_get_wide_prints_the_real_columns(kubectl: Kubectl, tmp_path: Pa
 def test_kubectl_auth_and_cluster_info(kubectl: Kubectl) -> None:
     assert kubectl("auth", "can-i", "create", "machines").strip() == "yes"
     assert "system:anonymous" in kubectl("auth", "whoami")
+    assert kubectl("auth", "can-i", "--list").splitlines()[1].split()[:1] == ["*.*"]
     assert "Kubernetes control plane is running at http://127.0.0.1:" in kubectl("cluster-info")
     services = kubectl("get", "svc", "kubernetes").splitlines()
     assert services[1].split()[:5] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
