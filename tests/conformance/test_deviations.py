@@ -70,3 +70,17 @@ def test_builtin_kinds_without_a_printer_have_name_and_age(cluster: Cluster, nam
 
 def test_openapi_v2_is_not_served(cluster: Cluster) -> None:
     assert call(cluster, "GET", "/openapi/v2").status == 404
+
+
+def test_no_endpoints_controller(cluster: Cluster, namespace: str) -> None:
+    body = {"metadata": {"name": "noep"}, "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]}}
+    cluster.core.create_namespaced_service(namespace, body)
+    path = f"/api/v1/namespaces/{namespace}/endpoints/noep"
+    assert call(cluster, "GET", path).status == 404  # real: the endpoints controller creates it
+
+
+def test_decoder_names_integer_fields_int64(cluster: Cluster, namespace: str) -> None:
+    container = {"name": "c", "image": "i", "ports": [{"containerPort": "80"}]}
+    body = {"metadata": {"name": "int"}, "spec": {"containers": [container]}}
+    reply = call(cluster, "POST", f"/api/v1/namespaces/{namespace}/pods", body)
+    assert reply.status == 400 and "of type int64" in reply.json()["message"]  # real: int32
