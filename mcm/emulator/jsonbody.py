@@ -8,16 +8,21 @@ Guarantees:
 - Errors are :class:`BodyError` (a ``ValueError``) whose text is Go's wording
   (``invalid character 'N' looking for beginning of value``, ``unexpected end of JSON input``),
   never Python's.
-- :func:`check_finite` applies the same rule to values decoded from YAML (``.nan``, ``.inf``).
+- :func:`check_finite` applies the same rule to values decoded from YAML (``.nan``, ``.inf``);
+  :func:`from_yaml` also turns what YAML has and JSON has not into JSON values, as the real
+  server's YAML-to-JSON step does: keys become strings, timestamps their ISO text, ``!!binary``
+  base64.
 """
 
 from __future__ import annotations
 
+import base64
+import datetime as _dt
 import json
 import math
 from typing import Any
 
-__all__ = ["BodyError", "check_finite", "loads"]
+__all__ = ["BodyError", "check_finite", "from_yaml", "loads"]
 
 
 class BodyError(ValueError):
@@ -77,3 +82,28 @@ def check_finite(value: Any) -> None:
     elif isinstance(value, list):
         for item in value:
             check_finite(item)
+
+
+def from_yaml(value: Any) -> Any:
+    """A YAML-decoded value as JSON (see the module guarantees); :class:`BodyError` for NaN/Inf."""
+    if isinstance(value, dict):
+        return {_key(key): from_yaml(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [from_yaml(item) for item in value]
+    if isinstance(value, _dt.date | _dt.datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    check_finite(value)
+    return value
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    converted = from_yaml(key)
+    return converted if isinstance(converted, str) else json.dumps(converted, separators=(",", ":"))

@@ -760,3 +760,13 @@ def test_stalled_client_is_cut_off_within_the_request_timeout(emulator: Emulator
         sock.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nContent-Length: 50\r\n\r\n{")
         assert sock.recv(65536) == b""  # the server closed the connection; the client never finished
     assert Raw(emulator.url).get("/version")[0] == 200
+
+
+def test_yaml_only_values_become_json_values(emulator: Emulator) -> None:
+    body = (
+        b"metadata: {name: y}\ndata: {2001-01-01: x, a: 2001-01-01, 7: n}\nbinaryData: {b: !!binary aGk=}\n"
+    )
+    code, _, created = Raw(emulator.url).request("POST", CM, body, "application/yaml")
+    assert code == 201, created
+    assert created["data"] == {"2001-01-01": "x", "a": "2001-01-01", "7": "n"}
+    assert created["binaryData"] == {"b": "aGk="}
