@@ -8,7 +8,16 @@ reached through :class:`Drainer` (:mod:`.drainer`).
 """
 
 from mcm.controller.controller import QUEUE_NAMES, Controller
-from mcm.controller.drainer import Drainer, DrainFailed, DrainRequest
+from mcm.controller.drainer import Drainer, DrainerFactory, DrainFailed, DrainRequest, DrainWiring
 from mcm.controller.options import ControllerOptions
 
-__all__ = ["QUEUE_NAMES", "Controller", "ControllerOptions", "DrainFailed", "DrainRequest", "Drainer"]
+__all__ = [
+    "QUEUE_NAMES",
+    "Controller",
+    "ControllerOptions",
+    "DrainFailed",
+    "DrainRequest",
+    "DrainWiring",
+    "Drainer",
+    "DrainerFactory",
+]

@@ -50,24 +50,51 @@ class Writers:
 
 
 class CreationTracker:
-    """Machines (``ns/name``) currently inside the creation flow (HEAD mutual exclusion)."""
+    """Machines (``ns/name``) currently inside the creation flow (HEAD mutual exclusion).
+
+    :meth:`hold_off` lets the orphan-VM loop keep creation flows of one machine from starting
+    while it confirms and deletes that machine's orphan VM.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._keys: set[str] = set()
+        self._held: set[str] = set()
 
     @contextmanager
     def creating(self, key: str) -> Iterator[None]:
-        with self._lock:
+        with self._cond:
+            while key in self._held:
+                self._cond.wait()
             self._keys.add(key)
         try:
             yield
         finally:
-            with self._lock:
+            with self._cond:
                 self._keys.discard(key)
+                self._cond.notify_all()
+
+    @contextmanager
+    def hold_off(self, key: str) -> Iterator[bool]:
+        """Yield ``True`` and keep creation flows of ``key`` waiting, or ``False`` if one runs."""
+        with self._cond:
+            while key in self._held:
+                self._cond.wait()
+            if key in self._keys:
+                clear = False
+            else:
+                clear = True
+                self._held.add(key)
+        try:
+            yield clear
+        finally:
+            if clear:
+                with self._cond:
+                    self._held.discard(key)
+                    self._cond.notify_all()
 
     def __contains__(self, key: object) -> bool:
-        with self._lock:
+        with self._cond:
             return key in self._keys
 
 

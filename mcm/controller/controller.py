@@ -10,8 +10,13 @@ event recorder and a Prometheus registry.
   policy/v1 PodDisruptionBudgets.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
-  ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers are supplied
-  by their own module (``safety_reconcilers``); without one those queues are drained as no-ops.
+  ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
+  :class:`~mcm.controller.safety.OrphanCollector` and
+  :class:`~mcm.controller.freeze.APIServerSafety` (``safety_reconcilers`` replaces them).
+- The drain: ``drainer`` (a ready :class:`~mcm.controller.drainer.Drainer`) or
+  ``drainer_factory`` (built from a :class:`~mcm.controller.drainer.DrainWiring`; the application
+  passes one on ``mcm.drain``). Without either, a Machine with a Node fails its drain step
+  ("no drainer configured") and retries, unless the deletion is forced.
 - :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
   ``workers`` workers per queue and blocks until ``stop``; then it shuts every queue down with
   drain and joins the workers, so no reconcile is cut in half.
@@ -19,6 +24,7 @@ event recorder and a Prometheus registry.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 
@@ -28,16 +34,23 @@ from prometheus_client import CollectorRegistry
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.controller.classes import reconcile_machine_class_key, reconcile_secret_key
 from mcm.controller.context import Deps, Listers, Writers
-from mcm.controller.drainer import Drainer
+from mcm.controller.drainer import Drainer, DrainerFactory, DrainWiring
 from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.freeze import APIServerSafety
 from mcm.controller.handlers import EventHandlers
 from mcm.controller.machine import MachineReconciler
 from mcm.controller.metrics import ControllerMetrics
 from mcm.controller.node import reconcile_node_key
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
+from mcm.controller.safety import OrphanCollector
 from mcm.driver import Driver
-from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory
+from mcm.runtime.cache import (
+    ResourceEventHandler,
+    ResourceEventHandlerFuncs,
+    SharedIndexInformer,
+    SharedInformerFactory,
+)
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import (
     NODES,
@@ -50,7 +63,7 @@ from mcm.runtime.client.resources import (
 )
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.record import EventRecorder
-from mcm.runtime.worker import DEFAULT_MAX_RETRIES, DONE, Reconciler, Result, start_workers
+from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, start_workers
 from mcm.runtime.workqueue import (
     NOOP_PROVIDER,
     MetricsProvider,
@@ -77,8 +90,8 @@ JOIN_TIMEOUT = 60.0
 """How long :meth:`Controller.run` waits for each worker after the queues were drained."""
 
 
-def _noop(_key: str) -> Result:
-    return DONE
+def _add_handler(informer: SharedIndexInformer, handler: ResourceEventHandler) -> None:
+    informer.add_event_handler(handler)
 
 
 class Controller:
@@ -95,6 +108,7 @@ class Controller:
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
         drainer: Drainer | None = None,
+        drainer_factory: DrainerFactory | None = None,
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
     ) -> None:
@@ -112,17 +126,23 @@ class Controller:
             )
             for name in QUEUE_NAMES
         }
+        self.drain_stop = threading.Event()
+        """Set when the controller shuts down: interrupts running drains (they are retried)."""
         self._build_informers(control, target)
+        if drainer is None and drainer_factory is not None and target is not None:
+            drainer = drainer_factory(self._drain_wiring(target, driver, recorder))
         self.deps = self._build_deps(control, target, driver, recorder, drainer)
         self.machines = MachineReconciler(self.deps)
+        self.orphans = OrphanCollector(self.deps, self.control_factory.informer_for(MACHINES).has_synced)
+        self.apiserver_safety = APIServerSafety(self.deps, self._set_frozen)
         self.reconcilers: dict[str, Reconciler] = {
             "secret": lambda key: reconcile_secret_key(self.deps, key),
             "machineclass": lambda key: reconcile_machine_class_key(self.deps, key),
             "node": lambda key: reconcile_node_key(self.deps, key),
             "machine": self.machines.reconcile_machine_key,
             "machinetermination": self.machines.reconcile_machine_termination_key,
-            "machinesafetyorphanvms": _noop,
-            "machinesafetyapiserver": _noop,
+            "machinesafetyorphanvms": self.orphans.reconcile,
+            "machinesafetyapiserver": self.apiserver_safety.reconcile,
         }
         self.reconcilers.update(safety_reconcilers or {})
         self.handlers = EventHandlers(self.deps, self.enqueue)
@@ -152,6 +172,27 @@ class Controller:
                 POD_DISRUPTION_BUDGETS,
             ):
                 self.target_factory.informer_for(resource)
+
+    def _drain_wiring(
+        self, target: ClusterClient, driver: Driver, recorder: EventRecorder | None
+    ) -> DrainWiring:
+        factory = self.target_factory
+        assert factory is not None
+        attachments = factory.informer_for(VOLUME_ATTACHMENTS)
+        return DrainWiring(
+            target=target,
+            pods=factory.lister(PODS),
+            pdbs=factory.lister(POD_DISRUPTION_BUDGETS),
+            pvs=factory.lister(PERSISTENT_VOLUMES),
+            pvcs=factory.lister(PERSISTENT_VOLUME_CLAIMS),
+            volume_attachments=factory.lister(VOLUME_ATTACHMENTS),
+            pods_synced=factory.informer_for(PODS).has_synced,
+            driver=driver,
+            clock=self.clock,
+            stop=self.drain_stop,
+            recorder=recorder,
+            add_volume_attachment_handler=functools.partial(_add_handler, attachments),
+        )
 
     def _build_deps(
         self,
@@ -219,6 +260,9 @@ class Controller:
                 )
             )
 
+    def _set_frozen(self, frozen: bool) -> None:
+        self.frozen = frozen
+
     # --- queues ---------------------------------------------------------------------------------
 
     def enqueue(self, queue: str, key: str, after: float) -> None:
@@ -271,6 +315,7 @@ class Controller:
         return threads
 
     def _shut_down(self) -> None:
+        self.drain_stop.set()
         for queue in self.queues.values():
             threading.Thread(target=queue.shut_down_with_drain, daemon=True).start()
         self.deps.permits.close()

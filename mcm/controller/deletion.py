@@ -285,7 +285,7 @@ def fill_node_label(deps: Deps, machine: Obj) -> Obj | Result:
 def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
     """Termination condition, cordon and drain the node; forced drains go to the VolumeAttachments step."""
     node = _node_name(machine)
-    if not node or deps.drainer is None:
+    if not node or not deps.has_target:
         return _advance(deps, machine, c.DESC_DRAIN_SKIPPED_NO_NODE)
     force = _force_drain(deps, machine)
     started = deps.clock.monotonic()
@@ -310,7 +310,8 @@ def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
 
 def _cordon_and_drain(deps: Deps, machine: Obj, node: str, force: bool) -> str | None:
     """The failure text, or ``None`` when the node was cordoned and drained."""
-    assert deps.drainer is not None
+    if deps.drainer is None:
+        return "no drainer configured"
     timeout = FORCED_DRAIN_TIMEOUT if force else drain_timeout(deps, machine)
     retries = (
         1 if force else max(1, min(max_evict_retries(deps, machine), int(timeout / EVICTION_RETRY_PERIOD)))

@@ -101,6 +101,12 @@ class ControllerMetrics:
             list(_MACHINE_LABELS),
             registry=registry,
         )
+        self.orphan_vms_deleted = Counter(
+            "mcm_machine_orphan_vms_deleted_total",
+            "VMs deleted by the orphan-VM safety loop.",
+            ["machine_class", "reason"],
+            registry=registry,
+        )
 
     def _gauge(self, name: str, documentation: str) -> Gauge:
         return Gauge(name, documentation, list(_MACHINE_LABELS), registry=self.registry)

@@ -109,13 +109,20 @@ class Env:
     """A ClusterPair, clients, a FakeDriver and (once started) a running controller."""
 
     def __init__(
-        self, directory: Path, *, drainer: Any = None, options: ControllerOptions | None = None
+        self,
+        directory: Path,
+        *,
+        drainer: Any = None,
+        drainer_factory: Any = None,
+        options: ControllerOptions | None = None,
     ) -> None:
         self.pair = ClusterPair.start(directory)
         self.control: ClusterClient = load_config(str(self.pair.control_kubeconfig), qps=-1, burst=0)
         self.target: ClusterClient = load_config(str(self.pair.target_kubeconfig), qps=-1, burst=0)
         self.driver = FakeDriver()
-        self.drainer = drainer if drainer is not None else StubDrainer()
+        self.drainer_factory = drainer_factory
+        self.drainer = drainer if drainer is not None or drainer_factory is not None else StubDrainer()
+
         self.options = options or ControllerOptions(namespace=NS)
         self.machines = self.control.resource(MACHINES)
         self.classes = self.control.resource(MACHINE_CLASSES)
@@ -128,7 +135,12 @@ class Env:
     def start(self, workers: int = 2) -> Controller:
         self.stop = threading.Event()
         self.controller = Controller(
-            self.control, self.target, self.driver, self.options, drainer=self.drainer
+            self.control,
+            self.target,
+            self.driver,
+            self.options,
+            drainer=self.drainer,
+            drainer_factory=self.drainer_factory,
         )
         self.thread = threading.Thread(target=self.controller.run, args=(workers, self.stop), daemon=True)
         self.thread.start()

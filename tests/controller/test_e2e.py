@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,127 @@ def test_node_not_ready_goes_unknown_then_failed(tmp_path: Path) -> None:
         assert "health checks failing since last" in stored["status"]["lastOperation"]["description"]
     finally:
         environment.close()
+
+
+def _pod(name: str, node: str) -> dict[str, Any]:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner]},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "busybox:1"}],
+        },
+    }
+
+
+def test_delete_with_pods_goes_through_the_real_drain(tmp_path: Path) -> None:
+    """The issue's resolution criterion: a Machine with a Node and pods really goes through mcm.drain."""
+    from mcm.runtime.client.resources import PODS
+
+    from .realdrain import drain_factory
+
+    environment = Env(tmp_path, drainer_factory=drain_factory)
+    try:
+        environment.setup_class()
+        environment.start()
+        _running(environment, "machine-four")
+        pods = environment.target.resource(PODS)
+        for index in range(3):
+            pods.create(_pod(f"app-{index}", "machine-four"), namespace=NS)
+        environment.machines.delete("machine-four", namespace=NS)
+        eventually(lambda: environment.get_machine("machine-four") is None, what="machine gone")
+        assert pods.list(namespace=NS)["items"] == []
+        assert environment.driver.vms == {}
+        assert not _node_exists(environment, "machine-four")
+    finally:
+        environment.close()
+
+
+@pytest.mark.parametrize("stuck_at", ["get_machine_status", "drain", "delete_machine", "delete_node"])
+def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(env: Env, stuck_at: str) -> None:
+    from mcm.driver import Code, MachineError
+
+    from .fixtures import StubDrainer
+
+    assert isinstance(env.drainer, StubDrainer)
+    env.setup_class()
+    env.start()
+    _running(env, "machine-five")
+    markers = {
+        "get_machine_status": c.MARKER_GET_VM_STATUS,
+        "drain": c.MARKER_INITIATE_DRAIN,
+        "delete_machine": c.MARKER_INITIATE_VM_DELETION,
+        "delete_node": c.MARKER_INITIATE_NODE_DELETION,
+    }
+    if stuck_at == "drain":
+        env.drainer.fail_with = "pods left behind"
+    elif stuck_at == "delete_node":
+        env.pair.target.faults.add(code=500, verb="delete", resource="nodes", times=1000)
+    else:
+        env.driver.always(stuck_at, MachineError(Code.Unavailable, "cloud busy"))  # type: ignore[arg-type]
+    env.machines.delete("machine-five", namespace=NS)
+
+    def stuck() -> bool:
+        m = env.get_machine("machine-five") or {}
+        description = ((m.get("status") or {}).get("lastOperation") or {}).get("description", "")
+        return str(description).endswith(markers[stuck_at])
+
+    eventually(stuck, what=f"stuck at {stuck_at}")
+    env.stop_controller()
+    drains_before = len(env.drainer.drained)
+    env.drainer.fail_with = None
+    env.driver.reset_scripts()
+    env.pair.target.faults.clear()
+    env.start()
+    eventually(lambda: env.get_machine("machine-five") is None, what="machine gone after restart")
+    drained_again = len(env.drainer.drained) > drains_before
+    assert drained_again == (stuck_at in ("get_machine_status", "drain"))
+    assert env.driver.vms == {}
+
+
+def test_conflict_storm_watch_drops_and_410_do_not_create_a_second_vm(env: Env) -> None:
+    """Concurrent writers on the same Machines, dropped/expired watches and a compaction (410)
+    during creation: every machine still gets exactly one CreateMachine."""
+    import threading
+
+    from mcm.runtime.client.errors import ApiError
+
+    env.setup_class()
+    env.start(workers=4)
+    names = [f"storm-{i}" for i in range(6)]
+    stop = threading.Event()
+
+    def writer() -> None:
+        counter = 0
+        while not stop.is_set():
+            for name in names:
+                try:
+                    m = env.machines.get(name, namespace=NS)
+                    m["metadata"].setdefault("annotations", {})["storm"] = str(counter)
+                    env.machines.update(m)
+                except ApiError:
+                    pass
+                counter += 1
+
+    threads = [threading.Thread(target=writer, daemon=True) for _ in range(2)]
+    for name in names:
+        env.machines.create(machine(name), namespace=NS)
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(3):
+            env.pair.control.watches.drop("expire")
+            env.pair.control.compact()
+            env.pair.control.watches.drop("reset")
+        eventually(lambda: all(env.phase(n) == c.PHASE_PENDING for n in names), what="all Pending")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    env.register_nodes()
+    eventually(lambda: all(env.phase(n) == c.PHASE_RUNNING for n in names), what="all Running")
+    for name in names:
+        assert len(env.driver.calls_to("create_machine", machine=name)) == 1, name

@@ -1,0 +1,301 @@
+"""Machine controller benchmark: ``benchmarks/controller.py [--machines 100,1000] [--smoke]``.
+
+A control and a target emulator run in child processes (``python -m mcm.emulator serve``); the
+controller runs in this process with a FakeDriver and unthrottled clients; a node simulator runs
+in its own process (a kubelet per VM: it registers a Ready Node for every machine the controller
+gave a providerID and a node name, through its own informer on the control cluster).
+
+For each size N: N Machines created at once → all Running; then all deleted → all gone. Prints
+seconds to all Running (p50 / p99 / max of each machine's time from its creation), seconds to
+all gone, reconciles/s, control-cluster API requests per machine by verb (emulator counters),
+control writes per machine to reach Running, driver calls per machine, controller CPU seconds
+and peak RSS. Yardstick: upstream MCM v0.47.0 on this machine and emulator (issue 11).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(REPO))
+
+from _report import Report, at_most  # noqa: E402
+
+from mcm.apis.machine import constants as c  # noqa: E402
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
+from mcm.controller import Controller, ControllerOptions, DrainRequest  # noqa: E402
+from mcm.driver import FakeDriver  # noqa: E402
+from mcm.emulator import ClusterPair  # noqa: E402
+from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
+from mcm.runtime.client import load_config  # noqa: E402
+from mcm.runtime.client.errors import AlreadyExists, ApiError  # noqa: E402
+from mcm.runtime.client.resources import NODES, SECRETS  # noqa: E402
+
+NS = "default"
+Obj = dict[str, Any]
+
+
+class NoPodsDrainer:
+    """The benchmark's nodes run no pods: cordon and drain have nothing to evict."""
+
+    def cordon(self, node_name: str) -> None:
+        return None
+
+    def drain(self, request: DrainRequest) -> None:
+        return None
+
+
+def node_simulator(control_kubeconfig: str, target_kubeconfig: str, stop: Any) -> None:
+    """Child process: a Ready Node for every machine with a providerID and a node label."""
+    logging.disable(logging.CRITICAL)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    control = load_config(control_kubeconfig, qps=-1, burst=0)
+    nodes = load_config(target_kubeconfig, qps=-1, burst=0).resource(NODES)
+    registered: set[str] = set()
+    lock = threading.Lock()
+    pool = ThreadPoolExecutor(8)
+
+    def register(node: str, provider_id: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node},
+            "spec": {"providerID": provider_id},
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready"},
+                    {
+                        "type": "DiskPressure",
+                        "status": "False",
+                        "reason": "KubeletHasNoDiskPressure",
+                        "message": "",
+                    },
+                ],
+                "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            },
+        }
+        try:
+            nodes.create(body)
+        except AlreadyExists:
+            pass
+        except ApiError:
+            with lock:
+                registered.discard(node)
+
+    def seen(obj: Obj) -> None:
+        node = ((obj.get("metadata") or {}).get("labels") or {}).get(c.LABEL_NODE)
+        provider_id = (obj.get("spec") or {}).get("providerID")
+        if not node or not provider_id or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        with lock:
+            if node in registered:
+                return
+            registered.add(node)
+        pool.submit(register, node, provider_id)
+
+    factory = SharedInformerFactory(control, NS)
+    factory.informer_for(MACHINES).add_event_handler(
+        ResourceEventHandlerFuncs(on_add=seen, on_update=lambda _old, new: seen(new))
+    )
+    halt = threading.Event()
+    factory.start(halt)
+    stop.wait()
+    halt.set()
+    pool.shutdown(wait=False)
+
+
+def machine(name: str) -> Obj:
+    return {
+        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "kind": "Machine",
+        "metadata": {"name": name, "namespace": NS, "labels": {"name": "bench"}},
+        "spec": {"class": {"kind": "MachineClass", "name": "bench"}},
+    }
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_size(pair: ClusterPair, n: int, report: Report, timeout: float) -> None:
+    control = load_config(str(pair.control_kubeconfig), qps=-1, burst=0)
+    target = load_config(str(pair.target_kubeconfig), qps=-1, burst=0)
+    machines = control.resource(MACHINES)
+    driver = FakeDriver()
+    options = ControllerOptions(namespace=NS, kube_api_qps=-1, kube_api_burst=0, concurrent_syncs=20)
+    controller = Controller(control, target, driver, options, drainer=NoPodsDrainer())
+    reconciles: Counter[str] = Counter()
+    for name, reconcile in list(controller.reconcilers.items()):
+
+        def counted(key: str, _name: str = name, _reconcile: Any = reconcile) -> Any:
+            reconciles[_name] += 1
+            return _reconcile(key)
+
+        controller.reconcilers[name] = counted
+    stop = threading.Event()
+    runner = threading.Thread(target=controller.run, args=(options.concurrent_syncs, stop), daemon=True)
+    cpu0 = cpu_seconds()
+    runner.start()
+    assert all(f.wait_for_cache_sync(stop, timeout=30) for f in (controller.control_factory,))
+    stats = pair.control.stats
+    stats.reset()
+    lister = controller.deps.listers.machines
+    names = [f"bench-{n}-{i:05d}" for i in range(n)]
+    created: dict[str, float] = {}
+    running: dict[str, float] = {}
+
+    def create(name: str) -> None:
+        created[name] = time.monotonic()
+        machines.create(machine(name), namespace=NS)
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(create, names))
+    deadline = start + timeout
+    while len(running) < n and time.monotonic() < deadline:
+        now = time.monotonic()
+        for m in lister.list():
+            name = m["metadata"]["name"]
+            if (
+                name not in running
+                and ((m.get("status") or {}).get("currentStatus") or {}).get("phase") == "Running"
+            ):
+                running[name] = now
+        time.sleep(0.05)
+    all_running = time.monotonic() - start
+    per_machine = [running[name] - created[name] for name in running]
+    writes_to_running = sum(stats.count(verb=v, resource="machines") for v in ("update", "patch")) / n
+    by_verb_create = {
+        v: stats.count(verb=v, resource="machines") / n
+        for v in ("create", "get", "list", "watch", "update", "patch", "delete")
+    }
+    driver_calls_create = len(driver.calls) / n
+    reconciles_create = sum(reconciles.values())
+
+    report.figure(f"N={n}: machines Running", len(running), "", target=at_most(n))
+    report.figure(
+        f"N={n}: seconds to all Running",
+        all_running,
+        "s",
+        target=at_most(15.0, sized=True) if n >= 1000 else None,
+    )
+    report.figure(f"N={n}: per-machine p50", percentile(per_machine, 0.5), "s")
+    report.figure(
+        f"N={n}: per-machine p99",
+        percentile(per_machine, 0.99),
+        "s",
+        target=at_most(10.0, sized=True) if n >= 1000 else None,
+    )
+    report.figure(f"N={n}: per-machine max", max(per_machine, default=float("nan")), "s")
+    report.figure(
+        f"N={n}: controller writes per machine to Running (updates+patches)",
+        writes_to_running,
+        "",
+        target=at_most(6.0),
+    )
+    for verb, value in by_verb_create.items():
+        report.figure(f"N={n}: machines {verb} per machine (create phase)", value, "")
+    report.figure(f"N={n}: driver calls per machine (create)", driver_calls_create, "")
+
+    stats.reset()
+    start = time.monotonic()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda name: machines.delete(name, namespace=NS), names))
+    deadline = start + timeout
+    while lister.list() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    all_gone = time.monotonic() - start
+    report.figure(
+        f"N={n}: seconds to all gone", all_gone, "s", target=at_most(10.0, sized=True) if n >= 1000 else None
+    )
+    report.figure(f"N={n}: machines left", len(lister.list()), "", target=at_most(0))
+    for verb in ("get", "list", "update", "patch", "delete"):
+        report.figure(
+            f"N={n}: machines {verb} per machine (delete phase)",
+            stats.count(verb=verb, resource="machines") / n,
+            "",
+        )
+    report.figure(f"N={n}: driver calls per machine (total)", len(driver.calls) / n, "")
+    total_reconciles = sum(reconciles.values())
+    report.figure(f"N={n}: reconciles (create phase)", reconciles_create, "")
+    report.figure(f"N={n}: reconciles/s overall", total_reconciles / max(all_running + all_gone, 1e-9), "1/s")
+    stop.set()
+    runner.join(60)
+    report.figure(f"N={n}: controller CPU seconds", cpu_seconds() - cpu0, "s")
+    control.close()
+    target.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--machines", default="100,1000", help="comma-separated sizes")
+    parser.add_argument("--smoke", action="store_true", help="one small size (20)")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    sizes = [20] if args.smoke else [int(s) for s in args.machines.split(",")]
+    report = Report("machine controller benchmark", full_size=not args.smoke)
+    with tempfile.TemporaryDirectory() as directory:
+        pair = ClusterPair.start(directory, in_process=False)
+        try:
+            control = load_config(str(pair.control_kubeconfig), qps=-1, burst=0)
+            control.resource(SECRETS).create(
+                {
+                    "metadata": {"name": "bench", "namespace": NS},
+                    "data": {"userData": "I2Nsb3VkLWNvbmZpZw=="},
+                },
+                namespace=NS,
+            )
+            control.resource(MACHINE_CLASSES).create(
+                {
+                    "apiVersion": "machine.sapcloud.io/v1alpha1",
+                    "kind": "MachineClass",
+                    "metadata": {"name": "bench", "namespace": NS, "finalizers": [c.MCM_FINALIZER]},
+                    "providerSpec": {},
+                    "secretRef": {"name": "bench", "namespace": NS},
+                    "provider": "fake",
+                },
+                namespace=NS,
+            )
+            ctx = multiprocessing.get_context("spawn")
+            stop = ctx.Event()
+            sim = ctx.Process(
+                target=node_simulator,
+                args=(str(pair.control_kubeconfig), str(pair.target_kubeconfig), stop),
+                daemon=True,
+            )
+            sim.start()
+            for n in sizes:
+                run_size(pair, n, report, args.timeout)
+            stop.set()
+            sim.join(10)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            report.figure("controller process peak RSS", peak, "MiB", target=at_most(200.0))
+        finally:
+            pair.close()
+    return 1 if report.print() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

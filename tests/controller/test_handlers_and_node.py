@@ -1,0 +1,129 @@
+"""Informer handlers (app-and-controller.md §3.3 with HEAD) and the HEAD node loop (§4.7)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mcm.apis.machine import constants as c
+from mcm.controller.handlers import EventHandlers
+from mcm.controller.node import reconcile_node_key
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown
+from mcm.runtime.worker import DONE, Result
+
+from .builders import HEALTHY, mk_class, mk_machine, mk_node
+from .fakes import NS, World, make_world
+
+
+def handlers(world: World) -> tuple[EventHandlers, list[tuple[str, str, float]]]:
+    seen: list[tuple[str, str, float]] = []
+    return EventHandlers(world.deps, lambda q, k, a: seen.append((q, k, a))), seen
+
+
+def test_status_only_machine_updates_do_not_enqueue() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    old = mk_machine(world.clock)
+    old["metadata"]["generation"] = 1
+    new = copy.deepcopy(old)
+    new["status"]["currentStatus"] = {"phase": "Running"}
+    h.machine_updated(old, new)
+    assert seen == []
+    new["metadata"]["generation"] = 2
+    h.machine_updated(old, new)
+    assert seen == [("machine", f"{NS}/machine-0", 0.0)]
+
+
+def test_deleting_machines_go_to_the_termination_queue() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    old = mk_machine(world.clock)
+    new = mk_machine(world.clock, deleting_ago=0)
+    h.machine_updated(old, new)
+    assert ("machinetermination", f"{NS}/machine-0", 0.0) in seen
+
+
+def test_machine_add_and_delete_use_one_class_key_spelling_and_accept_tombstones() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    m = mk_machine(world.clock)
+    h.machine_added(m)
+    h.machine_deleted(DeletedFinalStateUnknown(f"{NS}/machine-0", m))
+    h.machine_deleted(DeletedFinalStateUnknown(f"{NS}/gone", None))
+    class_keys = {k for q, k, _ in seen if q == "machineclass"}
+    assert class_keys == {f"{NS}/class-0"}
+    assert ("machinetermination", f"{NS}/machine-0", 0.0) in seen
+
+
+def test_class_events_enqueue_class_and_secrets() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    h.class_added_or_deleted(DeletedFinalStateUnknown(f"{NS}/class-0", mk_class()))
+    assert seen == [("machineclass", f"{NS}/class-0", 0.0), ("secret", f"{NS}/secret-0", 0.0)]
+
+
+def test_node_condition_change_enqueues_its_machine() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0", phase=c.PHASE_RUNNING, conditions=HEALTHY))
+    old = mk_node("node-0", HEALTHY, metadata={"finalizers": [c.NODE_FINALIZER]})
+    new = copy.deepcopy(old)
+    new["status"]["conditions"][0]["status"] = "False"
+    h.node_updated(old, new)
+    assert seen == [("machine", f"{NS}/machine-0", 0.0)]
+
+
+def test_not_managed_nodes_are_ignored() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    node = mk_node("node-0", metadata={"annotations": {c.ANNOTATION_NOT_MANAGED_BY_MCM: "1"}})
+    h.node_added(node)
+    h.node_deleted(node)
+    assert seen == []
+
+
+def test_deleting_a_node_deletes_its_machine() -> None:
+    world = make_world()
+    h, _ = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0"))
+    h.node_deleted(DeletedFinalStateUnknown("node-0", mk_node("node-0")))
+    assert world.machines.get("machine-0")["metadata"].get("deletionTimestamp")
+
+
+def _node_world(node: dict[str, Any], machine: dict[str, Any] | None = None) -> World:
+    world = make_world()
+    world.nodes.put(node)
+    if machine is not None:
+        world.machines.put(machine)
+    return world
+
+
+def test_node_loop_adds_the_node_finalizer() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0"))
+    world.machines.put(mk_machine(world.clock, node="node-0"))
+    assert reconcile_node_key(world.deps, "node-0") == DONE
+    assert world.nodes.get("node-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
+
+
+def test_node_loop_skips_nodes_without_machine() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0"))
+    assert reconcile_node_key(world.deps, "node-0") == DONE
+    assert "finalizers" not in world.nodes.get("node-0")["metadata"]
+
+
+def test_node_loop_deleting_node_deletes_machine() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", metadata={"deletionTimestamp": "2026-01-01T12:00:00Z"}))
+    world.machines.put(mk_machine(world.clock, node="node-0"))
+    assert reconcile_node_key(world.deps, "node-0") == DONE
+    assert world.machines.get("machine-0")["metadata"].get("deletionTimestamp")
+
+
+def test_node_loop_multiple_machines_is_retried_not_crashed() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0"))
+    world.machines.put(mk_machine(world.clock, "machine-0", node="node-0"))
+    world.machines.put(mk_machine(world.clock, "machine-1", node="node-0"))
+    assert reconcile_node_key(world.deps, "node-0") == Result.after(c.SHORT_RETRY)
