@@ -743,6 +743,8 @@ FRAMING = {
     "bad-version": (b"GET /api HTTP/9\r\n\r\n", 400),
     "huge-header": (b"GET /api HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n", 431),
     "unknown-method": (b"BREW /api HTTP/1.1\r\n\r\n", 405),
+    "huge-request-line": (b"GET /api?" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
+    "http2-preface": (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
 }
 
 
