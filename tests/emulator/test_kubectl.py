@@ -235,3 +235,30 @@ def test_kubectl_explain_uses_openapi_v3(kubectl: Kubectl) -> None:
     assert "KIND:       MachineClass" in kubectl("explain", "machineclass")
     pod_spec = kubectl("explain", "pod.spec")
     assert "FIELD: spec <PodSpec>" in pod_spec and "containers\t<[]Container> -required-" in pod_spec
+
+
+def test_kubectl_describe_diff_expose_dry_run_and_node_maintenance(
+    kubectl: Kubectl, tmp_path: Path, emulator: Emulator
+) -> None:
+    manifest = tmp_path / "machine.yaml"
+    manifest.write_text(MACHINE)
+    kubectl("apply", "-f", str(manifest))
+    manifest.write_text(MACHINE.replace("name: c1", "name: c2"))
+    diff = subprocess.run(
+        [*kubectl.base, "diff", "-f", str(manifest)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert diff.returncode == 1 and "+    name: c2" in diff.stdout, diff.stderr
+    kubectl("create", "configmap", "dry", "--from-literal=a=b", "--dry-run=server")
+    assert emulator.get("configmaps", "default", "dry") is None
+    kubectl("run", "web", "--image=nginx", "--labels=app=web")
+    assert "service/web exposed" in kubectl("expose", "pod", "web", "--port=80")
+    assert kubectl("describe", "pod", "web").split()[:2] == ["Name:", "web"]
+    node = tmp_path / "node.yaml"
+    node.write_text("apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n")
+    kubectl("apply", "-f", str(node))
+    kubectl("cordon", "n1")
+    kubectl("taint", "node", "n1", "dedicated=infra:NoSchedule")
+    spec = json.loads(kubectl("get", "node", "n1", "-o", "json"))["spec"]
+    assert spec["unschedulable"] is True
+    assert spec["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    assert "dedicated=infra:NoSchedule" in kubectl("describe", "node", "n1")
