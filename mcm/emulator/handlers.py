@@ -546,6 +546,10 @@ class Api:
             try:
                 value = k8sproto.decode(req.body, rt.group, kind)
             except k8sproto.ProtobufError as exc:
+                if exc.unsupported:
+                    raise ApiStatusError(
+                        errors.status_failure(415, "UnsupportedMediaType", str(exc))
+                    ) from exc
                 raise errors.bad_request(
                     f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
                 ) from exc

@@ -12,8 +12,10 @@ Guarantees:
   values (empty strings, 0, false, empty messages; written by Go for non-pointer fields) are
   dropped, except for the pointer fields listed in ``_KEEP_ZERO``; ``metav1.Time`` becomes RFC 3339,
   ``IntOrString`` a number or string, ``Quantity`` a string, ``bytes`` base64.
-- Only the fields defined below are read; other fields of a message are ignored (documented
-  deviation: the emulator's protobuf covers the fields kubectl's typed commands send).
+- Only the fields defined below are read (documented deviation: they cover what kubectl's typed
+  ``create`` commands send). A field outside them that carries a value is never dropped silently:
+  the body is refused with 415 naming the field, so the client can send JSON instead; fields
+  Go writes with their zero value (``selfLink: ""``, an all-zero ``status``) are ignored.
 - A body that is not an envelope, a kind without a definition, or a message that does not parse
   raise :class:`ProtobufError` (the server answers 415 or 400).
 """
@@ -25,7 +27,7 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory, unknown_fields
 
 __all__ = ["MAGIC", "PROTOBUF", "ProtobufError", "decode", "supports"]
 
@@ -307,6 +309,7 @@ def decode(body: bytes, group: str, kind: str) -> dict[str, Any]:
         obj.ParseFromString(envelope.raw)
     except message.DecodeError as exc:
         raise ProtobufError("proto: illegal wireType or truncated message") from exc
+    _refuse_unread(obj)
     result: dict[str, Any] = {}
     type_meta = envelope.typeMeta
     if type_meta.apiVersion:
@@ -315,6 +318,71 @@ def decode(body: bytes, group: str, kind: str) -> dict[str, Any]:
         result["kind"] = type_meta.kind
     result.update(_to_json(obj))
     return result
+
+
+def _refuse_unread(msg: message.Message) -> None:
+    """Raise :class:`ProtobufError` (415) if ``msg`` or a message inside it has a field with a value
+    that the definitions above do not declare."""
+    unread = unknown_fields.UnknownFieldSet(msg)
+    for index in range(len(unread)):
+        field = unread[index]
+        if not _zero(field.wire_type, field.data):
+            raise ProtobufError(
+                f"the emulator does not read field {field.field_number} of {msg.DESCRIPTOR.name} in "
+                "protobuf bodies; send this object as JSON (for example kubectl create -f)",
+                unsupported=True,
+            )
+    for descriptor, value in msg.ListFields():
+        if descriptor.message_type is None:
+            continue
+        if descriptor.message_type.GetOptions().map_entry:
+            items = (
+                list(value.values()) if descriptor.message_type.fields_by_name["value"].message_type else []
+            )
+        else:
+            items = list(value) if descriptor.is_repeated else [value]
+        for item in items:
+            _refuse_unread(item)
+
+
+def _zero(wire_type: int, data: Any) -> bool:
+    """Whether an undeclared field holds only Go zero values (a number 0, or an empty/all-zero message)."""
+    if wire_type != 2:
+        return not data
+    return _zero_message(bytes(data))
+
+
+def _zero_message(data: bytes) -> bool:
+    index = 0
+    try:
+        while index < len(data):
+            key, index = _varint(data, index)
+            wire_type = key & 7
+            if wire_type == 0:
+                value, index = _varint(data, index)
+                if value:
+                    return False
+            elif wire_type == 2:
+                length, index = _varint(data, index)
+                if length and not _zero_message(data[index : index + length]):
+                    return False
+                index += length
+            else:
+                return False
+    except IndexError:
+        return False
+    return index == len(data)
+
+
+def _varint(data: bytes, index: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[index]
+        index += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return result, index
 
 
 def _to_json(msg: message.Message) -> dict[str, Any]:

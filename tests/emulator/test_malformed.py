@@ -24,6 +24,7 @@ NODES = "/api/v1/nodes"
 SECRETS = "/api/v1/namespaces/default/secrets"
 MACHINES = "/apis/machine.sapcloud.io/v1alpha1/namespaces/default/machines"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 PYTHON_WORDS = (
     "Traceback",
     "invalid literal for int()",
@@ -548,6 +549,19 @@ def _query_parameters() -> list[Case]:
 def _routing_and_media() -> list[Case]:
     return [
         Case("unknown-resource", "GET", "/api/v1/bogus", 404, "NotFound"),
+        Case("protobuf-without-magic", "POST", CM, 400, "BadRequest", b"\n\x00", PROTOBUF, "expected prefix"),
+        Case("protobuf-truncated", "POST", CM, 400, "BadRequest", b"k8s\x00\x12\x40ab", PROTOBUF),
+        Case(
+            "protobuf-unread-field",
+            "POST",
+            CM,
+            415,
+            "UnsupportedMediaType",
+            b"k8s\x00\x12\x07\x4a\x05hello",
+            PROTOBUF,
+            "field 9 of ConfigMap",
+        ),
+        Case("protobuf-custom-resource", "POST", MACHINES, 415, "UnsupportedMediaType", b"k8s\x00", PROTOBUF),
         Case(
             "delete-default-namespace",
             "DELETE",
