@@ -8,6 +8,8 @@ Guarantees:
   ``ipFamilyPolicy: SingleStack``, ``internalTrafficPolicy: Cluster``; a ClusterIP Service without
   ``clusterIP`` gets a stable address from 10.96.0.0/12 derived from its namespace and name
   (deviation: the real allocator is random and checks for collisions); ``clusterIP: None`` stays.
+  NodePort and LoadBalancer ports without ``nodePort`` get one from 30000-32767, derived the same
+  way.
 - :func:`seed_kubernetes_service` creates ``default/kubernetes`` (10.96.0.1, port 443 ``https``,
   labelled ``component: apiserver``, ``provider: kubernetes``) once.
 """
@@ -33,19 +35,28 @@ def _cluster_ip(namespace: str, name: str) -> str:
     return f"10.{96 + (value >> 16)}.{(value >> 8) & 0xFF}.{value & 0xFF}"
 
 
+def _port_defaults(port: Any, service_type: str, owner: str, index: int) -> Any:
+    if not isinstance(port, dict):
+        return port
+    port = {"protocol": "TCP", "targetPort": port.get("port"), **port}
+    if service_type in ("NodePort", "LoadBalancer") and not port.get("nodePort"):
+        digest = hashlib.sha256(f"{owner}#{index}".encode()).digest()
+        port["nodePort"] = 30000 + int.from_bytes(digest[:4], "big") % 2768
+    return port
+
+
 def _service_defaults(obj: Obj) -> Obj:
     spec = dict(obj.get("spec") or {})
     service_type = spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
-    ports = []
-    for port in spec.get("ports") or []:
-        ports.append(
-            {"protocol": "TCP", "targetPort": port.get("port"), **port} if isinstance(port, dict) else port
-        )
+    meta = obj.get("metadata") or {}
+    owner = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    ports = [
+        _port_defaults(port, service_type, owner, index) for index, port in enumerate(spec.get("ports") or [])
+    ]
     if ports:
         spec["ports"] = ports
     if service_type != "ExternalName":
-        meta = obj.get("metadata") or {}
         if not spec.get("clusterIP"):
             spec["clusterIP"] = _cluster_ip(str(meta.get("namespace", "")), str(meta.get("name", "")))
         spec.setdefault("clusterIPs", [spec["clusterIP"]])

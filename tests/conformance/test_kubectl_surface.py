@@ -128,3 +128,12 @@ def test_object_over_the_storage_limit_is_413(cluster: Cluster, namespace: str) 
     body = json.dumps({"metadata": {"name": "big"}, "data": {"a": "x" * (1600 * 1024)}}).encode()
     reply = call(cluster, "POST", f"/api/v1/namespaces/{namespace}/configmaps", body)
     assert reply.status == 413 and reply.json()["reason"] == "RequestEntityTooLarge"
+
+
+def test_node_port_service_gets_a_node_port(cluster: Cluster, namespace: str) -> None:
+    body = {"metadata": {"name": "np"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+    created = cluster.core.create_namespaced_service(namespace, body)
+    try:
+        assert 30000 <= created.spec.ports[0].node_port <= 32767
+    finally:
+        cluster.core.delete_namespaced_service("np", namespace)
