@@ -88,6 +88,7 @@ def _service_errors(new: Obj, old: Obj | None) -> list[FieldError]:
 
 SERVICE = Strategy(
     status_subresource=True,
+    return_deleted_object=True,
     reset_status_on_create=True,
     defaults=_service_defaults,
     validate=_service_errors,
