@@ -93,7 +93,7 @@ SERVICE = Strategy(
     defaults=_service_defaults,
     validate=_service_errors,
 )
-SERVICE_ACCOUNT = Strategy()
+SERVICE_ACCOUNT = Strategy(return_deleted_object=True)
 ENDPOINTS = Strategy()
 
 

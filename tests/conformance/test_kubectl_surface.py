@@ -137,3 +137,9 @@ def test_node_port_service_gets_a_node_port(cluster: Cluster, namespace: str) ->
         assert 30000 <= created.spec.ports[0].node_port <= 32767
     finally:
         cluster.core.delete_namespaced_service("np", namespace)
+
+
+def test_deleting_a_service_account_answers_the_object(cluster: Cluster, namespace: str) -> None:
+    cluster.core.create_namespaced_service_account(namespace, {"metadata": {"name": "robot"}})
+    deleted = cluster.core.delete_namespaced_service_account("robot", namespace)
+    assert deleted.metadata.name == "robot"
