@@ -5,9 +5,15 @@ Guarantees:
 - Every outcome is a :class:`Response` (JSON, one buffer, ``Content-Length`` known) or a
   registered watch; handler code never writes to sockets.
 - Any :class:`~mcm.emulator.errors.ApiStatusError` becomes its Status response; any other
-  exception becomes a 500 ``InternalError`` and leaves the store untouched (writes are
-  compare-and-swap commits, so a failure before the commit changes nothing).
-- Bodies: JSON, or YAML on POST/PUT; undecodable bodies are 400.
+  exception becomes a 500 ``InternalError`` whose message never holds Python's exception text,
+  and leaves the store untouched (writes are compare-and-swap commits, so a failure before the
+  commit changes nothing). An object over the storage limit is 413.
+- Write options are validated before the body is read (422 against ``*Options.meta.k8s.io``).
+- Bodies: standard JSON (``NaN``/``Infinity`` refused), YAML on POST/PUT, and kubectl's protobuf
+  for the kinds :mod:`~mcm.emulator.k8sproto` defines; undecodable bodies and built-in objects with
+  wrongly typed fields are 400 in the decoder's words.
+- ``application/apply-patch+yaml``: server-side apply for the common case (create, or merge the
+  applied configuration); see ``docs/emulator.md`` for what it leaves out.
 """
 
 from __future__ import annotations
