@@ -103,6 +103,10 @@ def _abort_socket(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     with contextlib.suppress(OSError):
+        # Wakes a worker waiting for the client's next bytes (its wait holds the socket open, which
+        # would delay the reset until the request timeout).
+        sock.shutdown(socket.SHUT_RD)
+    with contextlib.suppress(OSError):
         fd = sock.detach()
         if fd >= 0:
             os.close(fd)
