@@ -47,8 +47,11 @@ class Drainer(Protocol):
         """Mark the node unschedulable; a missing or already cordoned node is fine."""
         ...
 
-    def drain(self, request: DrainRequest) -> None:
-        """Evict or delete the node's pods within ``request.timeout``; raise on failure."""
+    def drain(self, request: DrainRequest) -> object:
+        """Evict or delete the node's pods within ``request.timeout``; raise on failure.
+
+        What it returns (e.g. ``mcm.drain.DrainResult``) is not used by the deletion flow.
+        """
         ...
 
 

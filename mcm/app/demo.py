@@ -1,0 +1,439 @@
+"""``machine-controller demo``: mcm working end to end on a fresh machine, in under a minute.
+
+Starts a control and a target API server emulator (``python -m mcm.emulator serve`` processes),
+installs the Machine CRDs, creates a MachineClass of the local provider, its Secret and N
+Machines, runs ``machine-controller --driver=local`` as a process, and shows a live table of the
+machines until all are Running. Then it puts pods on one machine's node, deletes that machine and
+shows its drain, the VM deletion and the Node removal, and exits 0 with a summary (1 with the
+reason if a step does not finish in time). ``--keep`` leaves everything running and prints the
+kubeconfig paths for ``kubectl get mc,nodes``.
+
+Everything runs as child processes of the demo and stops with it; logs go to ``--workdir``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.driver.local import DEFAULT_NAMESPACE, VM_LABEL
+from mcm.runtime.client import ClusterClient, ListOptions, load_config
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
+from mcm.runtime.client.resources import CONFIG_MAPS, NODES, PODS, SECRETS
+
+__all__ = ["demo"]
+
+REPO_CRDS = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
+NAMESPACE = "default"
+CLASS_NAME = "local-small"
+
+
+@dataclass
+class Processes:
+    """Child processes, stopped in reverse order on exit."""
+
+    workdir: Path
+    children: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+    logs: list[IO[bytes]] = field(default_factory=list)
+
+    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop_all
+        self.logs.append(log)
+        child = subprocess.Popen(
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
+        self.children.append((name, child))
+        return child
+
+    def stop_all(self) -> None:
+        for _, child in reversed(self.children):
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for _, child in reversed(self.children):
+            try:
+                child.wait(15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        for log in self.logs:
+            log.close()
+
+
+class DemoFailed(Exception):
+    """A step did not finish; the message says which and where the logs are."""
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float, interval: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise DemoFailed(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _start_emulator(procs: Processes, name: str, crds: Path | None) -> Path:
+    kubeconfig = procs.workdir / f"{name}.kubeconfig"
+    ready = procs.workdir / f"{name}.ready.json"
+    ready.unlink(missing_ok=True)
+    args = [sys.executable, "-m", "mcm.emulator", "serve", "--name", name, "--kubeconfig", str(kubeconfig)]
+    args += ["--ready-file", str(ready), "--admin-port", "-1"]
+    if crds is not None:
+        args += ["--crds", str(crds)]
+    child = procs.spawn(f"{name}-emulator", args)
+    _wait(f"the {name} emulator", lambda: ready.exists() or child.poll() is not None, 30)
+    if child.poll() is not None:
+        raise DemoFailed(f"the {name} emulator exited; see {procs.workdir / f'{name}-emulator.log'}")
+    return kubeconfig
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def demo_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any]]]:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "local-userdata", "namespace": NAMESPACE},
+        "stringData": {"userData": "#!/bin/sh\necho hello from the local provider\n"},
+    }
+    machine_class = {
+        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "kind": "MachineClass",
+        "metadata": {"name": CLASS_NAME, "namespace": NAMESPACE},
+        "provider": "local",
+        "providerSpec": {"bootDelaySeconds": boot_delay},
+        "nodeTemplate": {
+            "capacity": {"cpu": "2", "gpu": "0", "memory": "4Gi", "pods": "110"},
+            "instanceType": "local.small",
+            "region": "local",
+            "zone": "local-a",
+        },
+        "secretRef": {"name": "local-userdata", "namespace": NAMESPACE},
+    }
+    machines = [
+        {
+            "apiVersion": "machine.sapcloud.io/v1alpha1",
+            "kind": "Machine",
+            "metadata": {"name": f"demo-machine-{i}", "namespace": NAMESPACE},
+            "spec": {"class": {"kind": "MachineClass", "name": CLASS_NAME}},
+        }
+        for i in range(1, count + 1)
+    ]
+    return [(SECRETS, secret), (MACHINE_CLASSES, machine_class), *((MACHINES, m) for m in machines)]
+
+
+class _DeletionWatch:
+    """What changed since the last look at a deleting machine: its lastOperation, its node's
+    cordon, the pods left on the node, the VM record and the Node."""
+
+    def __init__(self, control: ClusterClient, target: ClusterClient, machine: str, node: str) -> None:
+        self.control, self.target, self.machine, self.node = control, target, machine, node
+        self.last: dict[str, str] = {}
+        self.machine_gone = False
+
+    def _facts(self) -> dict[str, str]:
+        machines = {m["metadata"]["name"]: m for m in _list(self.control, MACHINES, NAMESPACE)}
+        machine = machines.get(self.machine)
+        self.machine_gone = machine is None
+        operation = ((machine or {}).get("status") or {}).get("lastOperation") or {}
+        nodes = {n["metadata"]["name"]: n for n in _list(self.target, NODES)}
+        node = nodes.get(self.node)
+        pods = [p for p in _list(self.target, PODS, "default") if p["spec"].get("nodeName") == self.node]
+        return {
+            "machine": f"machine {self.machine}: {operation.get('description') or '-'}"
+            if machine
+            else f"machine {self.machine}: deleted",
+            "cordon": f"node {self.node}: cordoned"
+            if (node or {}).get("spec", {}).get("unschedulable")
+            else "",
+            "pods": f"pods on {self.node}: {len(pods)}",
+            "vm": ""
+            if _exists(self.control, CONFIG_MAPS, self.machine, DEFAULT_NAMESPACE)
+            else f"VM {self.machine}: deleted",
+            "node": "" if node is not None else f"node {self.node}: removed",
+        }
+
+    def changes(self) -> list[str]:
+        facts = self._facts()
+        new = [text for key, text in facts.items() if text and self.last.get(key) != text]
+        self.last = facts
+        return new
+
+
+def _age(created: str | None) -> str:
+    if not created:
+        return "-"
+    start = time.mktime(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    return f"{max(0, int(time.time() - start))}s"
+
+
+def _table(machines: list[dict[str, Any]]) -> list[str]:
+    rows = [("NAME", "PHASE", "NODE", "AGE", "LAST OPERATION")]
+    for m in sorted(machines, key=lambda m: m["metadata"]["name"]):
+        status = m.get("status") or {}
+        op = status.get("lastOperation") or {}
+        rows.append(
+            (
+                m["metadata"]["name"],
+                (status.get("currentStatus") or {}).get("phase") or "-",
+                (m["metadata"].get("labels") or {}).get("node") or "-",
+                _age(m["metadata"].get("creationTimestamp")),
+                (op.get("description") or "")[:60],
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=False)) + "  " + r[4] for r in rows]
+
+
+class Screen:
+    """Redraws the table in place on a terminal; elsewhere prints it when a row changes (ages
+    aside)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self.last: list[str] = []
+        self.last_key: list[str] = []
+
+    def show(self, lines: list[str]) -> None:
+        key = [re.sub(r"\s\d+s\s", " ", line) for line in lines]
+        if lines == self.last or (not self.tty and key == self.last_key):
+            return
+        if self.tty and self.last:
+            sys.stdout.write(f"\x1b[{len(self.last)}F\x1b[J")
+        elif self.last:
+            sys.stdout.write("\n")
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+        self.last, self.last_key = lines, key
+
+
+def _list(
+    client: ClusterClient, resource: Any, namespace: str | None = None, selector: str | None = None
+) -> list[dict[str, Any]]:
+    try:
+        items: list[dict[str, Any]] = (
+            client.resource(resource)
+            .list(ListOptions(label_selector=selector), namespace=namespace)
+            .get("items")
+            or []
+        )
+    except (ApiError, ConnectionFailed):
+        return []
+    return items
+
+
+def _exists(client: ClusterClient, resource: Any, name: str, namespace: str | None = None) -> bool:
+    try:
+        client.resource(resource).get(name, namespace=namespace)
+    except NotFound:
+        return False
+    return True
+
+
+def _running(machines: list[dict[str, Any]], count: int) -> bool:
+    phases = [((m.get("status") or {}).get("currentStatus") or {}).get("phase") for m in machines]
+    return len(phases) == count and all(p == "Running" for p in phases)
+
+
+def _pods_for(node: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"web-{i}", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "web", "image": "nginx"}],
+            },
+        }
+        for i in (1, 2)
+    ]
+
+
+@contextlib.contextmanager
+def _workdir(path: str | None, keep: bool) -> Iterator[Path]:
+    """The given directory, or a temporary one removed after a successful run without ``--keep``."""
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        yield Path(path)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="mcm-demo-"))
+    yield tmp
+    if not keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _say(text: str) -> None:
+    click.echo(click.style(f"==> {text}", bold=True))
+
+
+def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
+    """The demo's steps; returns the summary, raises :class:`DemoFailed`."""
+    procs = Processes(workdir)
+    started = time.monotonic()
+    try:
+        _say("starting a control and a target cluster (API server emulators)")
+        control_cfg = _start_emulator(procs, "control", REPO_CRDS)
+        target_cfg = _start_emulator(procs, "target", None)
+        control = load_config(str(control_cfg), qps=-1)
+        target = load_config(str(target_cfg), qps=-1)
+        _say(f"creating MachineClass {CLASS_NAME}, its Secret and {count} Machines")
+        for resource, body in demo_objects(count, boot_delay=2.0):
+            control.resource(resource).create(body, namespace=NAMESPACE)
+        _say("running machine-controller --driver=local")
+        port = _free_port()
+        controller = procs.spawn(
+            "machine-controller",
+            [
+                sys.executable,
+                "-m",
+                "mcm.app.cli",
+                f"--control-kubeconfig={control_cfg}",
+                f"--target-kubeconfig={target_cfg}",
+                f"--namespace={NAMESPACE}",
+                "--driver=local",
+                "--leader-elect=false",
+                "--address=127.0.0.1",
+                f"--port={port}",
+                "--log-format=text",
+                "--machine-creation-timeout=5m",
+                "--machine-drain-timeout=2m",
+            ],
+        )
+        screen = Screen()
+
+        def all_running() -> bool:
+            if controller.poll() is not None:
+                raise DemoFailed(f"machine-controller exited; see {workdir / 'machine-controller.log'}")
+            machines = _list(control, MACHINES, NAMESPACE)
+            screen.show(_table(machines))
+            return _running(machines, count)
+
+        _wait("all machines to be Running", all_running, timeout, interval=0.5)
+        up = time.monotonic() - started
+        _say(f"all {count} machines Running after {up:.1f}s")
+        if keep:
+            _keep(control_cfg, target_cfg, workdir, procs)
+            return {"machines": count, "running_after_seconds": round(up, 1)}
+        victim = sorted(_list(control, MACHINES, NAMESPACE), key=lambda m: m["metadata"]["name"])[0]
+        name = victim["metadata"]["name"]
+        node = (victim["metadata"].get("labels") or {}).get("node") or name
+        _say(f"node {node} runs pods web-1 and web-2; deleting machine {name}")
+        for pod in _pods_for(node):
+            target.resource(PODS).create(pod, namespace="default")
+        control.resource(MACHINES).delete(name, namespace=NAMESPACE)
+        seen: list[str] = []
+        watch = _DeletionWatch(control, target, name, node)
+
+        def deleted() -> bool:
+            for line in watch.changes():
+                seen.append(line)
+                click.echo(f"    {line}")
+            return watch.machine_gone
+
+        _wait(f"machine {name} to be deleted", deleted, timeout, interval=0.1)
+        pods_left = [
+            p["metadata"]["name"] for p in _list(target, PODS, "default") if p["spec"].get("nodeName") == node
+        ]
+        vm_left = _exists(control, CONFIG_MAPS, name, DEFAULT_NAMESPACE)
+        node_left = _exists(target, NODES, node)
+        if pods_left or vm_left or node_left:
+            raise DemoFailed(f"deleting {name} left pods={pods_left} vm={vm_left} node={node_left}")
+        total = time.monotonic() - started
+        vms = len(_list(control, CONFIG_MAPS, DEFAULT_NAMESPACE, VM_LABEL))
+        nodes = len(_list(target, NODES))
+        summary = {
+            "machines_created": count,
+            "running_after_seconds": round(up, 1),
+            "deleted": name,
+            "deletion_steps": seen,
+            "vms_left": vms,
+            "nodes_left": nodes,
+            "total_seconds": round(total, 1),
+        }
+        _say(
+            f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted, "
+            f"{vms} VMs and {nodes} nodes remain"
+        )
+        control.close()
+        target.close()
+        return summary
+    finally:
+        if not keep:
+            procs.stop_all()
+
+
+def _keep(control_cfg: Path, target_cfg: Path, workdir: Path, procs: Processes) -> None:
+    click.echo("")
+    click.echo("Everything keeps running. From another terminal:")
+    click.echo(f"  kubectl --kubeconfig {control_cfg} get mc,mcc")
+    click.echo(f"  kubectl --kubeconfig {target_cfg} get nodes")
+    click.echo(f"Logs: {workdir}. Press Ctrl-C to stop.")
+    try:
+        while all(child.poll() is None for _, child in procs.children):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        procs.stop_all()
+
+
+@click.command()
+@click.option(
+    "--machines",
+    "count",
+    type=click.IntRange(1, 50),
+    default=5,
+    show_default=True,
+    help="How many machines to create.",
+)
+@click.option(
+    "--keep", is_flag=True, help="Leave the clusters and the controller running; print the kubeconfig paths."
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory for kubeconfigs and logs (default: a temporary one).",
+)
+@click.option("--timeout", type=float, default=90.0, show_default=True, help="Seconds each phase may take.")
+@click.option(
+    "--summary-json",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the summary as JSON here.",
+)
+def demo(count: int, keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
+    """Show mcm end to end: emulated clusters, the local provider, machines going Running, a drain."""
+    with _workdir(workdir, keep) as path:
+        try:
+            summary = run_demo(count, keep, path, timeout)
+        except (DemoFailed, ApiError, ConnectionFailed) as exc:
+            click.echo(f"error: {exc} (logs in {path})", err=True)
+            raise SystemExit(1) from None
+    if summary_json:
+        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return 0

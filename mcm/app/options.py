@@ -1,0 +1,436 @@
+"""The options of the ``machine-controller`` command: one table of flags, one dataclass, Validate().
+
+:data:`FLAGS` lists every flag with its exact upstream name, pflag type, default and help
+(app-and-controller.md §1.2, HEAD additions of §9.1, decisions.md §1): the click command and
+``docs/flags.md`` are generated from it. Defaults are upstream v0.47.0 except where decisions.md
+adopts HEAD (``--machine-safety-orphan-vms-period`` 15m). :class:`Options` holds the parsed
+values (durations in seconds; field = flag name in snake_case); :meth:`Options.validate` applies
+HEAD's ``Validate()`` rules plus the leader-election library's and returns one message per
+problem, each naming its flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_NODE_CONDITIONS",
+    "FLAGS",
+    "IN_CLUSTER_CONFIG",
+    "NO_TARGET",
+    "Flag",
+    "FlagType",
+    "Options",
+]
+
+FlagType = Literal["int32", "float32", "string", "bool", "duration", "ip"]
+
+DEFAULT_NODE_CONDITIONS = "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable"
+NO_TARGET = "none"
+"""``--target-kubeconfig=none``: no target cluster (HEAD)."""
+IN_CLUSTER_CONFIG = "inClusterConfig"
+
+_M = 60.0
+_H = 3600.0
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag."""
+
+    name: str
+    type: FlagType
+    default: Any
+    help: str
+    group: str = "Controller"
+
+    @property
+    def field(self) -> str:
+        return self.name.replace("-", "_")
+
+
+FLAGS: tuple[Flag, ...] = (
+    # --- server and clients ---
+    Flag("port", "int32", 10259, "The port for running the server (metrics, healthz, readyz).", "Server"),
+    Flag(
+        "address",
+        "ip",
+        "0.0.0.0",
+        "The IP address to serve on (set to 0.0.0.0 for all interfaces).",
+        "Server",
+    ),
+    Flag(
+        "profiling",
+        "bool",
+        True,
+        "Enable profiling (accepted for compatibility; Python serves no pprof).",
+        "Server",
+    ),
+    Flag(
+        "contention-profiling",
+        "bool",
+        False,
+        "Enable lock contention profiling, if profiling is enabled.",
+        "Server",
+    ),
+    Flag(
+        "target-kubeconfig",
+        "string",
+        "",
+        "Path to the kubeconfig of the target cluster (where the Nodes are). Empty: in-cluster config. "
+        "'none': no target cluster (machines become Available right after VM creation).",
+        "Clusters",
+    ),
+    Flag(
+        "control-kubeconfig",
+        "string",
+        "",
+        "Path to the kubeconfig of the control cluster (Machines, MachineClasses, Secrets). "
+        "Empty: the target cluster's config; 'inClusterConfig': the pod's service account.",
+        "Clusters",
+    ),
+    Flag(
+        "namespace",
+        "string",
+        "default",
+        "Namespace of the control cluster holding Machines, MachineClasses and Secrets, "
+        "and of the leader-election Lease.",
+        "Clusters",
+    ),
+    Flag("cloud-provider", "string", "", "Cloud provider name (not used).", "Clusters"),
+    Flag(
+        "kube-api-content-type",
+        "string",
+        "application/vnd.kubernetes.protobuf",
+        "Content type of requests sent to the API servers (not used: JSON is sent).",
+        "Clusters",
+    ),
+    Flag("kube-api-qps", "float32", 20.0, "QPS to use while talking with the API servers.", "Clusters"),
+    Flag("kube-api-burst", "int32", 30, "Burst to use while talking with the API servers.", "Clusters"),
+    # --- controller ---
+    Flag("concurrent-syncs", "int32", 50, "The number of workers started per work queue."),
+    Flag("min-resync-period", "duration", 12 * _H, "The resync period of the informers."),
+    Flag(
+        "controller-start-interval",
+        "duration",
+        0.0,
+        "Interval between starting controller managers (not used).",
+    ),
+    Flag(
+        "machine-creation-timeout",
+        "duration",
+        20 * _M,
+        "Timeout after which a Pending machine is marked Failed.",
+    ),
+    Flag(
+        "machine-health-timeout",
+        "duration",
+        10 * _M,
+        "Timeout after which an Unknown (unhealthy) machine is marked Failed.",
+    ),
+    Flag(
+        "machine-drain-timeout",
+        "duration",
+        2 * _H,
+        "Timeout after which the drain of a deleted machine turns into a forced deletion.",
+    ),
+    Flag(
+        "machine-max-evict-retries",
+        "int32",
+        360,
+        "Maximum eviction attempts per pod before it is force deleted.",
+    ),
+    Flag(
+        "machine-pv-detach-timeout",
+        "duration",
+        2 * _M,
+        "Timeout to wait for volumes to detach from a drained node.",
+    ),
+    Flag(
+        "machine-pv-reattach-timeout",
+        "duration",
+        90.0,
+        "Timeout to wait for a volume to attach to another node.",
+    ),
+    Flag(
+        "machine-safety-apiserver-statuscheck-timeout",
+        "duration",
+        30.0,
+        "Time the API server may be unreachable before the controller freezes.",
+    ),
+    Flag(
+        "machine-safety-orphan-vms-period",
+        "duration",
+        15 * _M,
+        "Period of the safety loop that deletes orphan VMs and tags unmanaged nodes.",
+    ),
+    Flag(
+        "machine-safety-apiserver-statuscheck-period",
+        "duration",
+        _M,
+        "Period of the API server reachability check.",
+    ),
+    Flag(
+        "node-conditions",
+        "string",
+        DEFAULT_NODE_CONDITIONS,
+        "Comma-separated node condition types that make a machine unhealthy when their status is not False.",
+    ),
+    Flag(
+        "bootstrap-token-auth-extra-groups",
+        "string",
+        "",
+        "Comma-separated groups written to the auth-extra-groups of bootstrap-token Secrets.",
+    ),
+    Flag(
+        "machine-inplace-update-timeout",
+        "duration",
+        20 * _M,
+        "Timeout of an in-place update before the machine is marked Failed.",
+    ),
+    Flag(
+        "machine-preserve-timeout",
+        "duration",
+        96 * _H,
+        "How long a Failed machine annotated for preservation is kept.",
+    ),
+    Flag(
+        "resource-exhausted-retry",
+        "duration",
+        10 * _M,
+        "Retry period after a ResourceExhausted create error (0: the long retry period, 10m).",
+    ),
+    Flag(
+        "max-failed-machines-per-deployment",
+        "int32",
+        1,
+        "How many machines of one MachineDeployment may be marked Failed at once (meltdown protection).",
+    ),
+    Flag("driver-call-timeout", "duration", 5 * _M, "Deadline of one driver call."),
+    # --- leader election ---
+    Flag(
+        "leader-elect",
+        "bool",
+        True,
+        "Elect a leader before running the controllers (needed with several replicas).",
+        "Leader election",
+    ),
+    Flag(
+        "leader-elect-lease-duration",
+        "duration",
+        15.0,
+        "How long non-leaders wait after the last observed renewal before trying to take the lease.",
+        "Leader election",
+    ),
+    Flag(
+        "leader-elect-renew-deadline",
+        "duration",
+        10.0,
+        "How long the leader keeps retrying to renew before it gives up leading.",
+        "Leader election",
+    ),
+    Flag(
+        "leader-elect-retry-period",
+        "duration",
+        2.0,
+        "Wait between two attempts to acquire or renew.",
+        "Leader election",
+    ),
+    Flag(
+        "leader-elect-resource-lock",
+        "string",
+        "leases",
+        "The lock object kind (only 'leases' is supported).",
+        "Leader election",
+    ),
+    # --- driver ---
+    Flag(
+        "driver",
+        "string",
+        "",
+        "In-process driver: 'local', 'fake' or MODULE:ATTR (a Driver, or a callable "
+        "taking no arguments that returns one).",
+        "Driver",
+    ),
+    Flag(
+        "driver-endpoint",
+        "string",
+        "",
+        "gRPC driver sidecar: unix:///path/to/socket or host:port.",
+        "Driver",
+    ),
+    Flag(
+        "local-vm-namespace",
+        "string",
+        "mcm-local-vms",
+        "Control-cluster namespace of the local provider's VM records.",
+        "Driver",
+    ),
+    # --- process ---
+    Flag(
+        "shutdown-grace-period",
+        "duration",
+        30.0,
+        "How long running reconciles get after SIGTERM/SIGINT.",
+        "Process",
+    ),
+    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging"),
+    Flag("log-format", "string", "json", "Log format: json (Kubernetes component style) or text.", "Logging"),
+)
+
+
+_DEFAULTS: dict[str, Any] = {flag.field: flag.default for flag in FLAGS}
+
+
+@dataclass
+class Options:
+    """Parsed flag values (durations in seconds); one field per flag of :data:`FLAGS`."""
+
+    port: int = _DEFAULTS["port"]
+    address: str = _DEFAULTS["address"]
+    profiling: bool = _DEFAULTS["profiling"]
+    contention_profiling: bool = _DEFAULTS["contention_profiling"]
+    target_kubeconfig: str = _DEFAULTS["target_kubeconfig"]
+    control_kubeconfig: str = _DEFAULTS["control_kubeconfig"]
+    namespace: str = _DEFAULTS["namespace"]
+    cloud_provider: str = _DEFAULTS["cloud_provider"]
+    kube_api_content_type: str = _DEFAULTS["kube_api_content_type"]
+    kube_api_qps: float = _DEFAULTS["kube_api_qps"]
+    kube_api_burst: int = _DEFAULTS["kube_api_burst"]
+    concurrent_syncs: int = _DEFAULTS["concurrent_syncs"]
+    min_resync_period: float = _DEFAULTS["min_resync_period"]
+    controller_start_interval: float = _DEFAULTS["controller_start_interval"]
+    machine_creation_timeout: float = _DEFAULTS["machine_creation_timeout"]
+    machine_health_timeout: float = _DEFAULTS["machine_health_timeout"]
+    machine_drain_timeout: float = _DEFAULTS["machine_drain_timeout"]
+    machine_max_evict_retries: int = _DEFAULTS["machine_max_evict_retries"]
+    machine_pv_detach_timeout: float = _DEFAULTS["machine_pv_detach_timeout"]
+    machine_pv_reattach_timeout: float = _DEFAULTS["machine_pv_reattach_timeout"]
+    machine_safety_apiserver_statuscheck_timeout: float = _DEFAULTS[
+        "machine_safety_apiserver_statuscheck_timeout"
+    ]
+    machine_safety_orphan_vms_period: float = _DEFAULTS["machine_safety_orphan_vms_period"]
+    machine_safety_apiserver_statuscheck_period: float = _DEFAULTS[
+        "machine_safety_apiserver_statuscheck_period"
+    ]
+    node_conditions: str = _DEFAULTS["node_conditions"]
+    bootstrap_token_auth_extra_groups: str = _DEFAULTS["bootstrap_token_auth_extra_groups"]
+    machine_inplace_update_timeout: float = _DEFAULTS["machine_inplace_update_timeout"]
+    machine_preserve_timeout: float = _DEFAULTS["machine_preserve_timeout"]
+    resource_exhausted_retry: float = _DEFAULTS["resource_exhausted_retry"]
+    max_failed_machines_per_deployment: int = _DEFAULTS["max_failed_machines_per_deployment"]
+    driver_call_timeout: float = _DEFAULTS["driver_call_timeout"]
+    leader_elect: bool = _DEFAULTS["leader_elect"]
+    leader_elect_lease_duration: float = _DEFAULTS["leader_elect_lease_duration"]
+    leader_elect_renew_deadline: float = _DEFAULTS["leader_elect_renew_deadline"]
+    leader_elect_retry_period: float = _DEFAULTS["leader_elect_retry_period"]
+    leader_elect_resource_lock: str = _DEFAULTS["leader_elect_resource_lock"]
+    driver: str = _DEFAULTS["driver"]
+    driver_endpoint: str = _DEFAULTS["driver_endpoint"]
+    local_vm_namespace: str = _DEFAULTS["local_vm_namespace"]
+    shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
+    v: int = _DEFAULTS["v"]
+    log_format: str = _DEFAULTS["log_format"]
+
+    @classmethod
+    def defaults(cls, **changes: Any) -> Options:
+        """The defaults, with ``changes`` (snake_case flag names) applied."""
+        unknown = sorted(set(changes) - set(_DEFAULTS))
+        if unknown:
+            raise KeyError(f"no flag --{unknown[0].replace('_', '-')}")
+        return cls(**changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Field name → value."""
+        return dataclasses.asdict(self)
+
+    @property
+    def no_target(self) -> bool:
+        return self.target_kubeconfig == NO_TARGET
+
+    def validate(self) -> list[str]:
+        """HEAD ``Validate()`` plus the leader-election rules; one message per problem."""
+        v = self.as_dict()
+        errors: list[str] = []
+        if not 1 <= v["port"] <= 65535:
+            errors.append(f"--port must be between 1 and 65535, got {v['port']}")
+        if v["concurrent_syncs"] <= 0:
+            errors.append(f"--concurrent-syncs must be greater than 0, got {v['concurrent_syncs']}")
+        if v["contention_profiling"] and not v["profiling"]:
+            errors.append("--contention-profiling requires --profiling")
+        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+(\s*;.*)?", v["kube_api_content_type"]):
+            errors.append(
+                f"--kube-api-content-type is not a valid media type: {v['kube_api_content_type']!r}"
+            )
+        if v["kube_api_qps"] <= 0:
+            errors.append(f"--kube-api-qps must be greater than 0, got {v['kube_api_qps']:g}")
+        if v["kube_api_burst"] < 0:
+            errors.append(f"--kube-api-burst must not be negative, got {v['kube_api_burst']}")
+        if v["machine_max_evict_retries"] < 0:
+            errors.append(
+                f"--machine-max-evict-retries must not be negative, got {v['machine_max_evict_retries']}"
+            )
+        if v["max_failed_machines_per_deployment"] < 1:
+            errors.append("--max-failed-machines-per-deployment must be at least 1")
+        errors.extend(
+            f"--{flag.name} must not be negative"
+            for flag in FLAGS
+            if flag.type == "duration" and v[flag.field] < 0
+        )
+        if (
+            v["machine_safety_apiserver_statuscheck_period"]
+            < v["machine_safety_apiserver_statuscheck_timeout"]
+        ):
+            errors.append(
+                "--machine-safety-apiserver-statuscheck-period must not be shorter than "
+                "--machine-safety-apiserver-statuscheck-timeout"
+            )
+        if self.no_target and not v["control_kubeconfig"]:
+            errors.append("--control-kubeconfig is required with --target-kubeconfig=none")
+        errors.extend(self._leader_election_errors())
+        errors.extend(self._driver_errors())
+        if v["log_format"] not in ("json", "text"):
+            errors.append(f"--log-format must be json or text, got {v['log_format']!r}")
+        if v["v"] < 0:
+            errors.append(f"--v must not be negative, got {v['v']}")
+        return errors
+
+    def _leader_election_errors(self) -> list[str]:
+        v = self.as_dict()
+        if v["leader_elect_resource_lock"] != "leases":
+            return [
+                "--leader-elect-resource-lock: invalid lock-type "
+                f"{v['leader_elect_resource_lock']!r} (use leases)"
+            ]
+        if not v["leader_elect"]:
+            return []
+        lease, renew, retry = (
+            v["leader_elect_lease_duration"],
+            v["leader_elect_renew_deadline"],
+            v["leader_elect_retry_period"],
+        )
+        if min(lease, renew, retry) <= 0:
+            return [
+                "--leader-elect-lease-duration, --leader-elect-renew-deadline and "
+                "--leader-elect-retry-period must be greater than 0"
+            ]
+        errors = []
+        if lease <= renew:
+            errors.append("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+        if renew <= 1.2 * retry:
+            errors.append(
+                "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period"
+            )
+        return errors
+
+    def _driver_errors(self) -> list[str]:
+        if self.driver and self.driver_endpoint:
+            return ["--driver and --driver-endpoint exclude each other"]
+        return []
+
+    def controller_values(self, names: set[str]) -> dict[str, Any]:
+        """The values whose field names are in ``names`` (the controller's options fields)."""
+        return {key: value for key, value in self.as_dict().items() if key in names}

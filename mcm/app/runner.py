@@ -1,0 +1,533 @@
+"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (app-and-controller.md §2).
+
+1. Resolve the kubeconfigs (§2.2): empty target → in-cluster; ``none`` → no target cluster;
+   empty control → the target's config; ``inClusterConfig`` → in-cluster.
+2. One :class:`~mcm.runtime.client.ClusterClient` per cluster with ``--kube-api-qps``/``-burst``
+   and upstream's user-agent suffixes (§2.3).
+3. Discovery: the control cluster must answer and serve ``machine.sapcloud.io/v1alpha1
+   machines``; the target must answer ``/version``. Otherwise a one-line error, exit 1.
+4. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts before the
+   election, so standbys serve it too.
+5. Leader election on Lease ``machine-controller`` in ``--namespace`` of the control cluster,
+   identity = hostname (plus ``_<pid>`` when another machine-controller on this host already
+   campaigns for the same Lease). The controller runs only while leading.
+6. SIGTERM/SIGINT: workers stop within ``--shutdown-grace-period``, the lease is released, exit 0.
+   A lost lease exits 1 (client-go's components exit too). ``REALLY_CRASH`` is on.
+
+The controller is built by :func:`new_controller` only (the single place that knows its
+constructor), from :func:`controller_options`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import importlib
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType
+from typing import IO, Any, Protocol
+
+import prometheus_client
+import structlog
+import yaml
+
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.app.drainer import drain_factory
+from mcm.app.logs import configure_logging
+from mcm.app.options import IN_CLUSTER_CONFIG, Options
+from mcm.app.server import HealthServer
+from mcm.controller import Controller, ControllerOptions
+from mcm.driver.driver import Driver
+from mcm.runtime import errors as runtime_errors
+from mcm.runtime.client import ClusterClient, ConfigError, load_config
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
+from mcm.runtime.client.resources import NODES, SECRETS
+from mcm.runtime.leaderelection import (
+    HealthzAdaptor,
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaseLock,
+    PrometheusLeaderMetrics,
+    new_leader_elector,
+)
+from mcm.runtime.leaderelection import set_provider as set_leader_metrics_provider
+from mcm.runtime.record import EventBroadcaster, EventRecorder
+from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
+
+__all__ = [
+    "LEASE_NAME",
+    "Clients",
+    "StartupError",
+    "build_clients",
+    "check_control_cluster",
+    "controller_options",
+    "load_driver",
+    "main_with_options",
+    "new_controller",
+    "run",
+]
+
+log = structlog.get_logger("machine-controller")
+
+LEASE_NAME = "machine-controller"
+"""The leader-election Lease (no flag changes it, as upstream)."""
+MACHINE_GROUP_VERSION = "machine.sapcloud.io/v1alpha1"
+DISCOVERY_TIMEOUT = 10.0
+"""How long discovery waits for the control cluster's ``/healthz`` (upstream: 10 s)."""
+
+
+class StartupError(Exception):
+    """Start-up cannot continue; the message is the one line the user sees."""
+
+
+class RunnableController(Protocol):
+    """What :func:`run` needs of the controller."""
+
+    def run(self, workers: int, stop: threading.Event) -> None: ...
+
+    def has_synced(self) -> bool: ...
+
+
+@dataclass
+class Clients:
+    """The cluster clients of one process."""
+
+    control: ClusterClient
+    leader_election: ClusterClient
+    target: ClusterClient | None
+
+    def close(self) -> None:
+        for client in {id(c): c for c in (self.control, self.target) if c is not None}.values():
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+# --- kubeconfigs and clients --------------------------------------------------------------------
+
+
+def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterClient:
+    if not kubeconfig:
+        log.warning(f"--{what}-kubeconfig not set, using the in-cluster configuration")
+    try:
+        return load_config(
+            kubeconfig or IN_CLUSTER_CONFIG,
+            qps=options.kube_api_qps,
+            burst=options.kube_api_burst,
+            user_agent_suffix=suffix,
+        )
+    except ConfigError as exc:
+        raise StartupError(f"{what} cluster: {exc}") from None
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())
+        raise StartupError(f"{what} cluster: kubeconfig {kubeconfig!r} is not valid YAML: {detail}") from None
+
+
+def build_clients(options: Options) -> Clients:
+    """Resolve the kubeconfigs (§2.2) and build the clients (§2.3)."""
+    target = (
+        None
+        if options.no_target
+        else _load(options.target_kubeconfig, "target", options, "machine-controller")
+    )
+    if options.control_kubeconfig:
+        control = _load(options.control_kubeconfig, "control", options, "machine-controller")
+    elif target is not None:
+        control = target.with_user_agent("machine-controller")
+    else:
+        raise StartupError("--control-kubeconfig is required with --target-kubeconfig=none")
+    return Clients(control, control.with_user_agent("machine-leader-election"), target)
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
+    """The control cluster answers ``/healthz`` and serves the Machine CRDs, else StartupError."""
+    discovery = control.with_user_agent("controller-discovery")
+    last: list[str] = ["no answer"]
+
+    def healthy() -> bool:
+        try:
+            return discovery.get_bytes("/healthz").strip() == b"ok"
+        except (ApiError, ConnectionFailed) as exc:
+            last[0] = _describe(exc)
+            return False
+
+    deadline = time.monotonic() + timeout
+    while not healthy():
+        if time.monotonic() >= deadline:
+            raise StartupError(f"control cluster {control.host} is not reachable: {last[0]}")
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    try:
+        served = discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines")
+    except NotFound:
+        served = False
+    except (ApiError, ConnectionFailed) as exc:
+        raise StartupError(f"control cluster {control.host}: discovery failed: {_describe(exc)}") from None
+    if not served:
+        raise StartupError(
+            f"unable to start machine controller: the control cluster {control.host} does not serve "
+            f"{MACHINE_GROUP_VERSION} machines (are the Machine CRDs installed?)"
+        )
+
+
+def check_target_cluster(target: ClusterClient) -> None:
+    """The target cluster answers ``/version``, else StartupError."""
+    try:
+        target.discovery().server_version()
+    except (ApiError, ConnectionFailed) as exc:
+        raise StartupError(f"target cluster {target.host} is not reachable: {_describe(exc)}") from None
+
+
+# --- driver -------------------------------------------------------------------------------------
+
+
+def load_driver(options: Options, clients: Clients | None = None) -> Driver:
+    """The driver ``--driver``/``--driver-endpoint`` name; StartupError with the reason if not."""
+    if options.driver_endpoint:
+        from mcm.driver.grpc import GrpcDriver
+
+        return GrpcDriver(options.driver_endpoint, timeout=options.driver_call_timeout or 300.0)
+    spec: str = options.driver
+    if spec == "fake":
+        from mcm.driver.fake import FakeDriver
+
+        return FakeDriver()
+    if spec == "local":
+        if clients is None:
+            raise StartupError("--driver=local needs the cluster clients")
+        from mcm.driver.local import LocalDriver
+
+        return LocalDriver(clients.control, target=clients.target, namespace=options.local_vm_namespace)
+    if not spec:
+        raise StartupError("no driver: pass --driver=local|fake|MODULE:ATTR or --driver-endpoint")
+    return _import_driver(spec, options)
+
+
+def _import_driver(spec: str, options: Options) -> Driver:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise StartupError(f"--driver must be local, fake or MODULE:ATTR, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise StartupError(f"--driver: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+    target = getattr(module, attr, None)
+    if target is None:
+        raise StartupError(f"--driver: module {module_name!r} has no attribute {attr!r}")
+    driver = target
+    if not isinstance(target, Driver) and callable(target):
+        try:
+            driver = target()
+        except Exception as exc:
+            raise StartupError(f"--driver: {spec}() failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(driver, Driver):
+        raise StartupError(f"--driver: {spec} is {type(driver).__name__}, not a mcm.driver.Driver")
+    return driver
+
+
+# --- controller ---------------------------------------------------------------------------------
+
+
+def controller_options(options: Options) -> ControllerOptions:
+    """``ControllerOptions`` from the flags (its fields are the flags' snake_case names)."""
+    names = {f.name for f in dataclasses.fields(ControllerOptions)}
+    return ControllerOptions(**options.controller_values(names))
+
+
+def new_controller(
+    options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
+) -> RunnableController:
+    """Build the machine controller: the one place that knows its constructor."""
+    controller = Controller(
+        clients.control,
+        clients.target,
+        driver,
+        controller_options(options),
+        recorder=recorder,
+        registry=prometheus_client.REGISTRY,
+        workqueue_metrics=workqueue_metrics_provider(),
+        drainer_factory=drain_factory,
+    )
+    return _Readiness(controller)
+
+
+class _Readiness:
+    """Adds ``has_synced`` to the controller for ``/readyz``: the Machine, MachineClass, Secret
+    (and, with a target cluster, Node) caches have synced."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    def run(self, workers: int, stop: threading.Event) -> None:
+        self.controller.run(workers, stop)
+
+    def has_synced(self) -> bool:
+        informers = [
+            self.controller.control_factory.informer_for(r) for r in (MACHINES, MACHINE_CLASSES, SECRETS)
+        ]
+        if self.controller.target_factory is not None:
+            informers.append(self.controller.target_factory.informer_for(NODES))
+        return all(informer.has_synced() for informer in informers)
+
+
+_METRICS_LOCK = threading.Lock()
+_WORKQUEUE_PROVIDER: list[Any] = []
+
+
+def workqueue_metrics_provider() -> Any:
+    """The process's work-queue metrics under upstream's names (``mcm_workqueue_*``), built once.
+
+    Also installs the leader-election gauge ``leader_election_master_status`` on the default
+    registry (once per process).
+    """
+    with _METRICS_LOCK:
+        if not _WORKQUEUE_PROVIDER:
+            _WORKQUEUE_PROVIDER.append(PrometheusMetricsProvider(namespace="mcm", stability=None))
+            set_leader_metrics_provider(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
+        return _WORKQUEUE_PROVIDER[0]
+
+
+def event_recorder(control: ClusterClient) -> tuple[EventBroadcaster, EventRecorder]:
+    """Events go to the control cluster (the involved object's namespace), component
+    ``machine-controller``, and to the log."""
+    broadcaster = EventBroadcaster()
+    broadcaster.start_recording_to_sink(control)
+    broadcaster.start_structured_logging()
+    return broadcaster, broadcaster.new_recorder("machine-controller")
+
+
+# --- identity -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def leader_identity(clients: Clients, namespace: str) -> Iterator[str]:
+    """Hostname, or ``hostname_<pid>`` while another process on this host campaigns for the Lease.
+
+    A lock file per (control cluster, namespace) in the temp directory tells whether another
+    process on this host holds the hostname identity; the kernel drops it when that process dies.
+    """
+    hostname = socket.gethostname()
+    key = hashlib.sha256(f"{clients.control.host}|{namespace}|{LEASE_NAME}".encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"machine-controller-{key}.lock")
+    handle: IO[str] | None = None
+    try:
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held for the process lifetime
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        if handle is not None:
+            handle.close()
+        yield f"{hostname}_{os.getpid()}"
+        return
+    try:
+        yield hostname
+    finally:
+        handle.close()
+
+
+# --- the run sequence ---------------------------------------------------------------------------
+
+
+class _Process:
+    """One controller process: server, election, controller, shutdown."""
+
+    def __init__(self, options: Options, driver: Driver, clients: Clients, stop: threading.Event) -> None:
+        self.options = options
+        self.driver = driver
+        self.clients = clients
+        self.stop = stop
+        self.controller: RunnableController | None = None
+        self.controller_done = threading.Event()
+        self.exit_code = 0
+        """1 once the lease was lost or the controller could not start; 0 for a requested stop."""
+        self.healthz = HealthzAdaptor(timeout=20.0)
+        workqueue_metrics_provider()  # installs the process's metric providers once
+        self.broadcaster, self.recorder = event_recorder(clients.control)
+        self.server = HealthServer(options.address, options.port, healthz=self._healthz, readyz=self._readyz)
+
+    def _healthz(self) -> str | None:
+        err = self.healthz.check()
+        return None if err is None else str(err)
+
+    def _readyz(self) -> str | None:
+        if self.controller is None:
+            return "not leading" if self.options.leader_elect else "controller not started"
+        return None if self.controller.has_synced() else "caches not synced"
+
+    def run_controller(self, stop: threading.Event) -> None:
+        try:
+            self.controller = new_controller(self.options, self.driver, self.clients, self.recorder)
+            log.info("starting the machine controller", workers=self.options.concurrent_syncs)
+            self.controller.run(self.options.concurrent_syncs, stop)
+        finally:
+            self.controller_done.set()
+
+    def run(self) -> int:
+        """Serve, campaign, lead; returns the exit code."""
+        self.server.start()
+        log.info("serving", address=self.server.address)
+        try:
+            if not self.options.leader_elect:
+                return self._run_without_election()
+            return self._run_elected()
+        finally:
+            self.server.stop()
+            self.broadcaster.shutdown()
+
+    def _run_without_election(self) -> int:
+        thread = threading.Thread(target=self._guarded_controller, args=(self.stop,), daemon=True)
+        thread.start()
+        self.stop.wait()
+        self._wait_for_workers()
+        return self.exit_code
+
+    def _guarded_controller(self, stop: threading.Event) -> None:
+        try:
+            self.run_controller(stop)
+        except StartupError as exc:
+            self._fail("controller failed to start", error=str(exc))
+
+    def _fail(self, message: str, **context: Any) -> None:
+        if not self.stop.is_set():
+            log.error(message, **context)
+            self.exit_code = 1
+            self.stop.set()
+
+    def _run_elected(self) -> int:
+        with leader_identity(self.clients, self.options.namespace) as identity:
+            lock = LeaseLock(
+                self.clients.leader_election,
+                self.options.namespace,
+                LEASE_NAME,
+                identity,
+                event_recorder=self.recorder,
+            )
+            config = LeaderElectionConfig(
+                lock,
+                LeaderCallbacks(
+                    on_started_leading=self._started_leading,
+                    on_stopped_leading=self._stopped_leading,
+                    on_new_leader=lambda leader: log.info("new leader elected", leader=leader),
+                ),
+                lease_duration=self.options.leader_elect_lease_duration,
+                renew_deadline=self.options.leader_elect_renew_deadline,
+                retry_period=self.options.leader_elect_retry_period,
+                release_on_cancel=True,
+                name=LEASE_NAME,
+                watchdog=self.healthz,
+            )
+            log.info(
+                "campaigning for leadership",
+                lease=f"{self.options.namespace}/{LEASE_NAME}",
+                identity=identity,
+            )
+            new_leader_elector(config).run(self.stop)
+        self._wait_for_workers()
+        return self.exit_code
+
+    def _started_leading(self, lead_stop: threading.Event) -> None:
+        log.info("became leader")
+        self._guarded_controller(lead_stop)
+
+    def _stopped_leading(self) -> None:
+        self._fail("leaderelection lost")
+
+    def _wait_for_workers(self) -> None:
+        if self.controller is None:
+            return
+        if not self.controller_done.wait(self.options.shutdown_grace_period):
+            log.warning(
+                "workers did not stop within the grace period", grace=self.options.shutdown_grace_period
+            )
+
+
+@contextlib.contextmanager
+def _signals_set(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM/SIGINT set ``stop`` (only from the main thread; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        log.info("shutting down", signal=signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def start(options: Options, driver: Driver | None, stop: threading.Event) -> int:
+    """Steps 1-6 with an explicit ``stop`` event; raises :class:`StartupError`."""
+    clients = build_clients(options)
+    try:
+        check_control_cluster(clients.control)
+        if clients.target is not None:
+            check_target_cluster(clients.target)
+        if driver is None:
+            driver = load_driver(options, clients)
+        try:
+            process = _Process(options, driver, clients, stop)
+        except OSError as exc:
+            raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
+        result: list[int] = []
+        # The process runs in a thread so that this (main) thread keeps handling signals.
+        worker = threading.Thread(target=lambda: result.append(process.run()), name="machine-controller")
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.2)
+        driver.close()
+        return result[0] if result else 1
+    finally:
+        clients.close()
+
+
+def run(
+    options: Options,
+    driver: Driver | None = None,
+    *,
+    stop: threading.Event | None = None,
+    really_crash: bool = True,
+) -> int:
+    """Run the controller until SIGTERM/SIGINT (or ``stop``); returns the process exit code.
+
+    ``driver`` ``None`` builds the one ``--driver``/``--driver-endpoint`` names. Start-up
+    failures print one line ``error: <reason>`` on stderr and return 1. ``really_crash`` (on, as
+    upstream) makes a panic in a reconcile end the process; in-process tests turn it off.
+    """
+    runtime_errors.configure_crash(really_crash=really_crash)
+    stop = stop or threading.Event()
+    with _signals_set(stop):
+        try:
+            return start(options, driver, stop)
+        except StartupError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+
+
+def main_with_options(options: Options) -> int:
+    """What the console script runs after parsing: logging, driver module import, :func:`run`."""
+    configure_logging(options.v, options.log_format)
+    driver: Driver | None = None
+    if options.driver not in ("", "local"):
+        try:
+            driver = load_driver(options)
+        except StartupError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+    return run(options, driver)

@@ -1,0 +1,307 @@
+"""The ``machine-controller`` command as a subprocess against emulated clusters (ClusterPair)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcm.apis.machine.resources import MACHINES
+from mcm.app.demo import demo_objects
+from mcm.emulator import ClusterPair, Emulator
+from mcm.runtime.client import ClusterClient, load_config
+from mcm.runtime.client.errors import NotFound
+from mcm.runtime.client.resources import LEASES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcm.app.cli", *args]
+
+
+def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _command(*args), capture_output=True, text=True, timeout=timeout, env=_env(), check=False
+    )
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0]
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def test_missing_kubeconfig(tmp_path: Path) -> None:
+    result = _run(f"--target-kubeconfig={tmp_path / 'nope'}", "--driver=fake")
+    _assert_one_line_error(result, "does not exist")
+    assert result.returncode == 1
+
+
+def test_garbled_kubeconfig(tmp_path: Path) -> None:
+    garbled = tmp_path / "kubeconfig"
+    garbled.write_text("clusters: [oops\n")
+    _assert_one_line_error(_run(f"--target-kubeconfig={garbled}", "--driver=fake"), "kubeconfig")
+
+
+def test_cluster_without_the_crds(tmp_path: Path) -> None:
+    with Emulator() as bare:
+        path = bare.write_kubeconfig(tmp_path / "bare")
+        result = _run(f"--target-kubeconfig={path}", "--driver=fake", f"--port={_free_port()}")
+    _assert_one_line_error(result, "machine.sapcloud.io/v1alpha1", "CRDs")
+    assert result.returncode == 1
+
+
+def test_unreachable_api_server(tmp_path: Path) -> None:
+    with Emulator() as gone:
+        path = gone.write_kubeconfig(tmp_path / "gone")
+    result = _run(f"--target-kubeconfig={path}", "--driver=fake", timeout=60)
+    _assert_one_line_error(result, "not reachable")
+
+
+def test_invalid_duration() -> None:
+    result = _run("--machine-creation-timeout=20")
+    _assert_one_line_error(result, "--machine-creation-timeout", "missing unit")
+    assert result.returncode == 2
+
+
+def test_driver_module_that_does_not_import(tmp_path: Path) -> None:
+    (tmp_path / "broken_driver.py").write_text("import does_not_exist\n")
+    env = {**_env(), "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
+    result = subprocess.run(
+        _command("--driver=broken_driver:Driver"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    _assert_one_line_error(result, "broken_driver", "does_not_exist")
+
+
+# --- the controller at work ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[ClusterPair]:
+    with ClusterPair.start(tmp_path) as pair:
+        yield pair
+
+
+@pytest.fixture
+def control(pair: ClusterPair) -> Iterator[ClusterClient]:
+    client = load_config(str(pair.control_kubeconfig), qps=-1)
+    yield client
+    client.close()
+
+
+class Controller:
+    """A machine-controller process with its log in a file."""
+
+    def __init__(self, tmp_path: Path, pair: ClusterPair, name: str, *extra: str) -> None:
+        self.log_path = tmp_path / f"{name}.log"
+        self.port = _free_port()
+        args = [
+            f"--control-kubeconfig={pair.control_kubeconfig}",
+            f"--target-kubeconfig={pair.target_kubeconfig}",
+            "--address=127.0.0.1",
+            f"--port={self.port}",
+            "--log-format=json",
+            *extra,
+        ]
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            _command(*args), stdout=self._log, stderr=subprocess.STDOUT, env=_env()
+        )
+
+    def log(self) -> list[dict[str, Any]]:
+        lines = []
+        for line in self.log_path.read_text().splitlines():
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                lines.append({"msg": line})
+        return lines
+
+    def logged(self, msg: str) -> bool:
+        return any(entry.get("msg") == msg for entry in self.log())
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._log.close()
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float = 45) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _phases(control: ClusterClient) -> dict[str, str]:
+    items = control.resource(MACHINES).list(namespace="default").get("items") or []
+    return {
+        m["metadata"]["name"]: ((m.get("status") or {}).get("currentStatus") or {}).get("phase", "")
+        for m in items
+    }
+
+
+def _create_machines(control: ClusterClient, count: int, first: int = 1) -> None:
+    for resource, body in demo_objects(count + first - 1, boot_delay=0.2):
+        name = body["metadata"]["name"]
+        if resource == MACHINES and int(name.rsplit("-", 1)[1]) < first:
+            continue
+        try:
+            control.resource(resource).create(body, namespace="default")
+        except Exception as exc:  # the class and secret already exist on later calls
+            if "already exists" not in str(exc):
+                raise
+
+
+def _all_running(control: ClusterClient, count: int) -> Callable[[], bool]:
+    return lambda: list(_phases(control).values()).count("Running") == count
+
+
+def _lease_holder(control: ClusterClient) -> str:
+    try:
+        lease = control.resource(LEASES).get("machine-controller", namespace="default")
+    except NotFound:
+        return ""
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+def test_machines_go_running_with_the_local_driver(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    _create_machines(control, 3)
+    controller = Controller(tmp_path, pair, "mc", "--driver=local")
+    try:
+        _wait("3 Running machines", _all_running(control, 3))
+    finally:
+        assert controller.stop() == 0
+
+
+def test_machines_go_running_with_the_local_driver_over_grpc(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    socket_path = tmp_path / "driver.sock"
+    env = {
+        **_env(),
+        "MCM_LOCAL_CONTROL_KUBECONFIG": str(pair.control_kubeconfig),
+        "MCM_LOCAL_TARGET_KUBECONFIG": str(pair.target_kubeconfig),
+    }
+    sidecar = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcm.driver.grpc",
+            "--driver",
+            "mcm.driver.local:from_environment",
+            "--endpoint",
+            f"unix:{socket_path}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    try:
+        assert sidecar.stdout is not None and sidecar.stdout.readline().startswith("serving")
+        _create_machines(control, 2)
+        controller = Controller(tmp_path, pair, "mc", f"--driver-endpoint=unix://{socket_path}")
+        try:
+            _wait("2 Running machines", _all_running(control, 2))
+        finally:
+            assert controller.stop() == 0
+    finally:
+        sidecar.send_signal(signal.SIGTERM)
+        sidecar.wait(30)
+
+
+def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    controller = Controller(tmp_path, pair, "mc", "--driver=local", "--shutdown-grace-period=10s")
+    _wait("the lease", lambda: _lease_holder(control) != "")
+    _create_machines(control, 5)
+    _wait("a machine in flight", lambda: any(_phases(control).values()))
+    started = time.monotonic()
+    assert controller.stop(signal.SIGTERM, timeout=20) == 0
+    assert time.monotonic() - started < 15
+    assert _lease_holder(control) == ""
+
+
+def test_two_replicas_one_leads_the_other_takes_over(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    election = [
+        "--driver=local",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+    ]
+    first = Controller(tmp_path, pair, "first", *election)
+    _wait("the first replica to lead", lambda: first.logged("became leader"))
+    second = Controller(tmp_path, pair, "second", *election)
+    try:
+        _wait("the second replica to campaign", lambda: second.logged("campaigning for leadership"))
+        _create_machines(control, 2)
+        _wait("2 Running machines", _all_running(control, 2))
+        assert not second.logged("starting the machine controller"), "only the leader reconciles"
+        first.stop(signal.SIGKILL)
+        _wait("the second replica to take over", lambda: second.logged("became leader"), timeout=30)
+        _create_machines(control, 1, first=3)
+        _wait("the new machine to run", _all_running(control, 3))
+    finally:
+        first.stop(signal.SIGKILL)
+        assert second.stop() == 0
+
+
+@pytest.mark.slow
+def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    started = time.monotonic()
+    result = subprocess.run(
+        _command(
+            "demo", "--machines", "3", "--workdir", str(tmp_path / "work"), "--summary-json", str(summary)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.monotonic() - started < 60
+    report = json.loads(summary.read_text())
+    assert report["machines_created"] == 3
+    assert report["vms_left"] == 2 and report["nodes_left"] == 2
