@@ -1,5 +1,6 @@
 """A Kubernetes API server emulator speaking real HTTP/1.1 (and TLS) to the ``kubernetes`` client
-and kubectl: the role envtest plays for Go controllers (spec: apiserver-emulator.md).
+and kubectl: the role envtest plays for Go controllers. docs/emulator.md lists what it serves, how
+it answers bad input, and where it differs from a real API server.
 
 Quick start::
 

@@ -4,6 +4,11 @@ After binding it writes the kubeconfig and, if asked, a ready file
 ``{"url": ..., "admin_url": ..., "kubeconfig": ..., "pid": ...}`` (written atomically), so a
 parent process can wait for the file instead of polling the port. The admin listener serves the
 emulator's controls (see :mod:`mcm.emulator.admin`).
+
+Guarantees: on SIGTERM/SIGINT open watch streams end cleanly (terminating chunk), the process
+exits 0 within ``--grace`` seconds plus the close, and the ready file and kubeconfig it wrote are
+removed unless ``--keep-files``. With ``--tls`` the (plain-HTTP) admin listener binds to loopback
+only. The request log (``--request-log``) is line-buffered.
 """
 
 from __future__ import annotations
@@ -45,7 +50,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--admin-port", type=int, default=0, help="port of the admin (controls) listener; -1: none"
     )
+    serve.add_argument("--keep-files", action="store_true", help="keep the ready file and kubeconfig on exit")
+    serve.add_argument(
+        "--grace", type=float, default=5.0, help="seconds open watches get to end on SIGTERM (5)"
+    )
     return parser
+
+
+def admin_host(args: argparse.Namespace) -> str:
+    """Where the admin listener binds: it speaks plain HTTP, so with ``--tls`` loopback only."""
+    return "127.0.0.1" if args.tls else str(args.host)
 
 
 def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path, admin_url: str | None) -> None:
@@ -57,9 +71,13 @@ def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path, admin_url: st
 
 def serve(args: argparse.Namespace) -> int:
     """Run until a termination signal arrives."""
+    if args.crds and not Path(args.crds).exists():
+        print(f"error: --crds {args.crds}: no such file or directory", file=sys.stderr)
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    written: list[Path] = []
     emulator = Emulator(
         name=args.name,
         host=args.host,
@@ -77,17 +95,22 @@ def serve(args: argparse.Namespace) -> int:
         if args.crds:
             emulator.install_crds([args.crds])
         kubeconfig = emulator.write_kubeconfig(args.kubeconfig, namespace=args.namespace)
+        written.append(kubeconfig)
         if args.admin_port >= 0:
-            admin = AdminServer(emulator, args.host, args.admin_port)
+            admin = AdminServer(emulator, admin_host(args), args.admin_port)
         if args.ready_file:
             _write_ready(Path(args.ready_file), emulator, kubeconfig, admin.url if admin else None)
+            written.append(Path(args.ready_file))
         print(f"serving {emulator.url} (kubeconfig {kubeconfig})", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             pass
     finally:
         if admin is not None:
             admin.close()
-        emulator.close()
+        emulator.shutdown(grace=args.grace)
+        if not args.keep_files:
+            for path in written:
+                path.unlink(missing_ok=True)
     return 0
 
 

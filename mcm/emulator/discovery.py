@@ -17,6 +17,7 @@ import hashlib
 import threading
 from typing import Any
 
+from mcm.emulator.openapi import component_schemas
 from mcm.emulator.registry import Registry, ResourceType
 from mcm.emulator.store import encode
 
@@ -188,7 +189,7 @@ class Discovery:
             "openapi": "3.0.0",
             "info": {"title": "Kubernetes", "version": self.git_version},
             "paths": paths,
-            "components": {"schemas": {}},
+            "components": {"schemas": component_schemas(types)},
         }
 
     def openapi(self, subpath: str) -> bytes | None:

@@ -39,6 +39,7 @@ from mcm.emulator.kubeconfig import TlsMaterial, make_tls_material, write_kubeco
 from mcm.emulator.listing import NODE_INDEX
 from mcm.emulator.registry import Registry, ResourceType
 from mcm.emulator.server import HttpServer
+from mcm.emulator.services import seed_kubernetes_service
 from mcm.emulator.stats import Stats
 from mcm.emulator.storage import Storage
 from mcm.emulator.store import Change, VersionedStore
@@ -134,6 +135,13 @@ class Emulator:
         """Close the listener and every connection (watches end); keep all data."""
         self._server.stop()
         self.watches.drop("close")
+
+    def shutdown(self, grace: float = 5.0) -> None:
+        """Graceful :meth:`close` (SIGTERM): stop accepting, end open watches cleanly (each stream
+        gets its terminating chunk), wait up to ``grace`` seconds for them, then close."""
+        self.faults.set_pause(None)
+        self._server.drain(lambda: self.watches.drop("close"), grace)
+        self.close()
 
     def close(self) -> None:
         """Stop serving and stop the controllers."""
@@ -256,6 +264,7 @@ class Emulator:
         for namespace in DEFAULT_NAMESPACES:
             if self.storage.get(rt, "", namespace) is None:
                 self.storage.create(rt, {"metadata": {"name": namespace}})
+        seed_kubernetes_service(self.storage)
 
     def resource_type(self, gvr: str | tuple[str, str] | ResourceType) -> ResourceType:
         """Resolve ``"pods"``, ``"machines.machine.sapcloud.io"`` or ``(group, resource)``."""

@@ -267,6 +267,18 @@ def unsupported_media_type(content_type: str, smp_allowed: bool) -> ApiStatusErr
     return _err(415, "UnsupportedMediaType", message)
 
 
+def unsupported_body_type(*, protobuf: bool) -> ApiStatusError:
+    """415 for a create/update body in a format the resource does not read."""
+    accepted = "application/json, application/yaml"
+    if protobuf:
+        accepted += ", application/vnd.kubernetes.protobuf"
+    message = f"the body of the request was in an unknown format - accepted media types include: {accepted}"
+    return _err(415, "UnsupportedMediaType", message)
+
+
+__all__ += ["unsupported_body_type"]
+
+
 def not_acceptable() -> ApiStatusError:
     """406 when JSON is not acceptable to the client."""
     return _err(406, "NotAcceptable", "only the following media types are accepted: application/json")
@@ -320,4 +332,9 @@ def entity_too_large(limit: int) -> ApiStatusError:
     return _err(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
-__all__ += ["entity_too_large"]
+def entity_too_large_object() -> ApiStatusError:
+    """413 for an object over the storage limit (etcd's ``request is too large``)."""
+    return _err(413, "RequestEntityTooLarge", "Request entity too large: etcdserver: request is too large")
+
+
+__all__ += ["entity_too_large", "entity_too_large_object"]

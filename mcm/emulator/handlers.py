@@ -5,9 +5,15 @@ Guarantees:
 - Every outcome is a :class:`Response` (JSON, one buffer, ``Content-Length`` known) or a
   registered watch; handler code never writes to sockets.
 - Any :class:`~mcm.emulator.errors.ApiStatusError` becomes its Status response; any other
-  exception becomes a 500 ``InternalError`` and leaves the store untouched (writes are
-  compare-and-swap commits, so a failure before the commit changes nothing).
-- Bodies: JSON, or YAML on POST/PUT; undecodable bodies are 400.
+  exception becomes a 500 ``InternalError`` whose message never holds Python's exception text,
+  and leaves the store untouched (writes are compare-and-swap commits, so a failure before the
+  commit changes nothing). An object over the storage limit is 413.
+- Write options are validated before the body is read (422 against ``*Options.meta.k8s.io``).
+- Bodies: standard JSON (``NaN``/``Infinity`` refused), YAML on POST/PUT, and kubectl's protobuf
+  for the kinds :mod:`~mcm.emulator.k8sproto` defines; undecodable bodies and built-in objects with
+  wrongly typed fields are 400 in the decoder's words.
+- ``application/apply-patch+yaml``: server-side apply for the common case (create, or merge the
+  applied configuration); see ``docs/emulator.md`` for what it leaves out.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from typing import Any
 import structlog
 import yaml
 
-from mcm.emulator import errors, eventsv1, patch, tables
+from mcm.emulator import errors, eventsv1, jsonbody, k8sproto, patch, reviews, tables
+from mcm.emulator import options as write_options
+from mcm.emulator.builtinfields import TypeMismatch, check_types
 from mcm.emulator.discovery import Discovery
 from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.eviction import evict
@@ -36,7 +44,8 @@ from mcm.emulator.listing import (
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import RequestInfo, parse_bool
 from mcm.emulator.storage import Storage, WriteResult
-from mcm.emulator.store import Stored, encode
+from mcm.emulator.store import ObjectTooLarge, Stored, encode
+from mcm.emulator.validation import FieldError
 from mcm.emulator.watch import WatchHub
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -46,6 +55,9 @@ log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
+APPLY_PATCH = "application/apply-patch+yaml"
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+"""NamespaceLifecycle admission refuses to delete these."""
 
 
 @dataclass
@@ -112,11 +124,13 @@ class Api:
             return self._non_resource(req, info)
         except ApiStatusError as err:
             return status_response(err)
+        except ObjectTooLarge:
+            return status_response(errors.entity_too_large_object())
         except RecursionError:
             return status_response(errors.bad_request("the request body is nested too deeply"))
         except Exception as exc:  # a bug must not kill the connection or the server
-            log.exception("request_failed", method=req.method, path=req.path)
-            return status_response(errors.internal_error(f"{type(exc).__name__}: {exc}"))
+            log.exception("request_failed", method=req.method, path=req.path, error=type(exc).__name__)
+            return status_response(errors.internal_error("the server could not complete the request"))
 
     def _non_resource(self, req: Request, info: RequestInfo) -> Response:
         if req.method not in ("GET", "HEAD"):
@@ -169,6 +183,11 @@ class Api:
         rt = self._type(info)
         if rt.group == "events.k8s.io":
             return self._events_v1(req, rt, info)
+        if rt.group in reviews.GROUPS:
+            if info.verb != "create" or info.name or info.subresource:
+                raise errors.method_not_allowed(req.method)
+            write_options.validate_write("create", req.query)
+            return Response(201, encode(reviews.answer(rt, self._decode(req, rt), req.headers)))
         verb = info.verb
         namespace = info.namespace
         if verb not in rt.verbs and not info.subresource:
@@ -177,6 +196,8 @@ class Api:
             return self._evict(req, rt, info)
         if verb in ("list", "watch", "deletecollection", "create") and info.subresource:
             raise errors.method_not_allowed(req.method)
+        if verb in ("create", "update", "patch"):
+            write_options.validate_write(verb, req.query, apply_patch=_is_apply(req))
         if verb == "get":
             return self._get(req, rt, info)
         if verb == "list":
@@ -212,6 +233,11 @@ class Api:
             if info.subresource:
                 raise errors.method_not_allowed(req.method)
             options = self._delete_options(req)
+            if rt.group == "" and rt.resource == "namespaces" and info.name in IMMORTAL_NAMESPACES:
+                raise errors.forbidden(
+                    f'namespaces "{info.name}" is forbidden: this namespace may not be deleted',
+                    {"name": info.name, "kind": "namespaces"},
+                )
             body, _ = self.storage.delete(rt, namespace, info.name, options, dry_run=_dry_run(req))
             return Response(200, encode(body))
         if verb == "deletecollection":
@@ -267,6 +293,8 @@ class Api:
         if info.subresource in ("eviction", "finalize"):
             raise errors.method_not_allowed(req.method)
         content_type = req.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type == APPLY_PATCH and info.subresource in ("", "status"):
+            return self._server_side_apply(req, rt, info)
         apply = self._patch_function(rt, content_type, req.body)
         if info.subresource == "scale":
             return self._write_scale(req, rt, info, apply)
@@ -281,6 +309,62 @@ class Api:
         )
         return Response(200, encode(result.obj), headers=_warnings(result))
 
+    def _server_side_apply(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        """Server-side apply, common case: create the object, or merge the applied configuration
+        into it (strategic merge for built-ins, JSON merge for custom objects). Deviations: no
+        ``managedFields``, no conflicts between managers, and fields dropped from a later applied
+        configuration are kept."""
+        if not req.query.get("fieldManager"):
+            raise errors.invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                [FieldError("FieldValueRequired", "fieldManager", "is required for apply patch")],
+                qualified_kind="PatchOptions.meta.k8s.io",
+            )
+        applied = self._decode_apply(req, rt)
+        name = (applied.get("metadata") or {}).get("name")
+        if name is not None and name != info.name:
+            raise errors.bad_request(
+                f"the name of the object ({name}) does not match the name on the URL ({info.name})"
+            )
+        check = _type_check(rt)
+        if info.subresource == "" and self.storage.get(rt, info.namespace, info.name) is None:
+            body = check(_set_path(applied, ["metadata", "name"], info.name))
+            result = self.storage.create(
+                rt, body, info.namespace, dry_run=_dry_run(req), field_validation=_fv(req)
+            )
+            return Response(201, encode(result.obj), headers=_warnings(result))
+
+        def merge(current: Obj) -> Obj:
+            if rt.builtin:
+                return check(patch.strategic_merge_patch(current, applied, rt.strategy.smp_lists))
+            return patch.merge_patch(current, applied)
+
+        result = self.storage.guaranteed_update(
+            rt,
+            info.namespace,
+            info.name,
+            merge,
+            subresource=info.subresource,
+            dry_run=_dry_run(req),
+            field_validation=_fv(req),
+        )
+        return Response(200, encode(result.obj), headers=_warnings(result))
+
+    def _decode_apply(self, req: Request, rt: ResourceType) -> Obj:
+        try:
+            value = jsonbody.from_yaml(yaml.safe_load(req.body.decode("utf-8")))
+        except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
+            reason = exc if isinstance(exc, jsonbody.BodyError) else "error converting YAML to JSON"
+            raise errors.bad_request(f"error decoding YAML: {reason}") from exc
+        if not isinstance(value, dict):
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
+            )
+        return value
+
     def _patch_function(self, rt: ResourceType, content_type: str, raw: bytes) -> Callable[[Obj], Obj]:
         smp_allowed = rt.strategy.smp_allowed
         if content_type not in (
@@ -290,17 +374,18 @@ class Api:
         ) or (content_type == "application/strategic-merge-patch+json" and not smp_allowed):
             raise errors.unsupported_media_type(content_type, smp_allowed)
         try:
-            document = json.loads(raw or b"null")
+            document = jsonbody.loads(raw or b"null")
         except ValueError as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from exc
+        check = _type_check(rt)
 
         def apply(current: Obj) -> Obj:
             try:
                 if content_type == "application/json-patch+json":
-                    return patch.json_patch(current, document)
+                    return check(patch.json_patch(current, document))
                 if content_type == "application/merge-patch+json":
-                    return patch.merge_patch(current, document)
-                return patch.strategic_merge_patch(current, document, rt.strategy.smp_lists)
+                    return check(patch.merge_patch(current, document))
+                return check(patch.strategic_merge_patch(current, document, rt.strategy.smp_lists))
             except patch.PatchError as exc:
                 if exc.code == 422:
                     raise ApiStatusError(errors.status_failure(422, "Invalid", exc.message)) from exc
@@ -343,20 +428,27 @@ class Api:
         if req.body.strip():
             decoded = self._decode_json(req.body, "DeleteOptions", "v1")
             if not isinstance(decoded, dict):
-                raise errors.bad_request("DeleteOptions must be an object")
+                raise errors.bad_request(
+                    'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: '
+                    "json: cannot unmarshal "
+                    + _json_type(decoded)
+                    + " into Go value of type v1.DeleteOptions"
+                )
+            write_options.validate_delete(decoded, req.query)
             return decoded
-        options: Obj = {}
+        result: Obj = {}
+        if "gracePeriodSeconds" in req.query:
+            result["gracePeriodSeconds"] = write_options.go_int(req.query["gracePeriodSeconds"])
+        if "propagationPolicy" in req.query:
+            result["propagationPolicy"] = req.query["propagationPolicy"]
         try:
-            if "gracePeriodSeconds" in req.query:
-                options["gracePeriodSeconds"] = int(req.query["gracePeriodSeconds"])
-            if "propagationPolicy" in req.query:
-                options["propagationPolicy"] = req.query["propagationPolicy"]
             orphan = parse_bool(req.query.get("orphanDependents"))
         except ValueError as exc:
             raise errors.bad_request(str(exc)) from exc
         if orphan is not None:
-            options["orphanDependents"] = orphan
-        return options
+            result["orphanDependents"] = orphan
+        write_options.validate_delete(result, req.query)
+        return result
 
     def _delete_collection(self, req: Request, rt: ResourceType, namespace: str | None) -> Response:
         opts = parse_list_options(rt, req.query, watch=False)
@@ -446,31 +538,50 @@ class Api:
         content_type = req.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
         if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
             try:
-                value = yaml.safe_load(req.body.decode("utf-8"))
-            except (yaml.YAMLError, UnicodeDecodeError) as exc:
+                value = jsonbody.from_yaml(yaml.safe_load(req.body.decode("utf-8")))
+            except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
+                reason = exc if isinstance(exc, jsonbody.BodyError) else "error converting YAML to JSON"
                 raise errors.bad_request(
-                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {reason}'
                 ) from exc
         elif content_type in ("application/json", "", "*/*"):
             value = self._decode_json(req.body, kind, rt.version)
             if _fv(req) == "Strict":
                 _reject_duplicate_keys(req.body, kind, rt.version)
+        elif content_type == k8sproto.PROTOBUF and k8sproto.supports(rt.group, kind):
+            try:
+                value = k8sproto.decode(req.body, rt.group, kind)
+            except k8sproto.ProtobufError as exc:
+                if exc.unsupported:
+                    raise ApiStatusError(
+                        errors.status_failure(415, "UnsupportedMediaType", str(exc))
+                    ) from exc
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                ) from exc
         else:
-            raise errors.unsupported_media_type(content_type, False)
+            raise errors.unsupported_body_type(protobuf=rt.builtin)
         if not isinstance(value, dict):
             raise errors.bad_request(
                 f'{kind} in version "{rt.version}" cannot be handled as a {kind}: '
-                "the body is not a JSON object"
+                f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
             )
+        if kind == rt.kind and rt.builtin:
+            try:
+                check_types(rt.group, rt.kind, value)
+            except TypeMismatch as exc:
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {kind}: {exc}'
+                ) from exc
         return value
 
     @staticmethod
     def _decode_json(raw: bytes, kind: str, version: str) -> Any:
         try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+            return jsonbody.loads(raw)
+        except ValueError as exc:
             raise errors.bad_request(
-                f'{kind} in version "{version}" cannot be handled as a {kind}: json parse error: {exc}'
+                f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
             ) from exc
 
 
@@ -489,6 +600,42 @@ def _reject_duplicate_keys(raw: bytes, kind: str, version: str) -> None:
         return dict(pairs)
 
     json.loads(raw, object_pairs_hook=hook)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "null" if value is None else "object"
+
+
+def _type_check(rt: ResourceType) -> Callable[[Obj], Obj]:
+    """For built-in kinds: the patched object must still decode into the kind (400 otherwise)."""
+
+    def check(obj: Obj) -> Obj:
+        if rt.builtin and isinstance(obj, dict):
+            try:
+                check_types(rt.group, rt.kind, obj)
+            except TypeMismatch as exc:
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+                ) from exc
+        return obj
+
+    return check
+
+
+def _is_apply(req: Request) -> bool:
+    return (
+        req.headers.get("Content-Type", "")
+        .split(";")[0]
+        .strip()
+        .lower()
+        .startswith("application/apply-patch")
+    )
 
 
 def _table_view(rt: ResourceType) -> Callable[[Obj], Obj]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from mcm.emulator import errors
 from mcm.emulator.kinds import FieldError
+from mcm.emulator.options import go_int
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import parse_bool
 from mcm.emulator.selectors import compile_field_selector, parse_field_selector
@@ -129,12 +130,12 @@ def parse_list_options(rt: ResourceType, query: Mapping[str, str], watch: bool) 
     def predicate(obj: dict[str, Any]) -> bool:
         return labels.matches_object(obj) and fields(obj)
 
+    limit = go_int(query["limit"]) if query.get("limit") else 0
+    timeout_text = query.get("timeoutSeconds")
+    timeout = float(go_int(timeout_text)) if timeout_text else None
+    if timeout is not None and timeout <= 0:
+        timeout = None
     try:
-        limit = int(query.get("limit") or 0)
-        timeout_text = query.get("timeoutSeconds")
-        timeout = float(int(timeout_text)) if timeout_text else None
-        if timeout is not None and timeout <= 0:
-            timeout = None
         bookmarks = bool(parse_bool(query.get("allowWatchBookmarks")))
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from exc
@@ -182,7 +183,8 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         if raw.get("v") != "meta.k8s.io/v1":
             raise ValueError("unknown version")
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
-        raise errors.bad_request(f"invalid continue token: {exc}") from None
+        del exc  # Python's words stay out of the answer
+        raise errors.bad_request("invalid continue token: continue key is not valid") from None
     return rv, (namespace, name)
 
 

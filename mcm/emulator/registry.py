@@ -19,6 +19,7 @@ from typing import Any
 
 from mcm.emulator.deployments import DEPLOYMENT
 from mcm.emulator.kinds import Strategy, custom_strategy, strategy_for
+from mcm.emulator.services import ENDPOINTS, SERVICE, SERVICE_ACCOUNT
 
 __all__ = ["ALL_VERBS", "Registry", "ResourceType", "ScaleSpec", "builtin_types", "types_from_crd"]
 
@@ -104,7 +105,8 @@ def _builtin(
 
 
 def builtin_types() -> list[ResourceType]:
-    """The built-in resources of spec §1.1 (plus ConfigMaps and apps/v1 Deployments)."""
+    """The built-in resources of spec §1.1 (plus ConfigMaps, Services, Endpoints, ServiceAccounts,
+    the self-subject reviews and apps/v1 Deployments)."""
     no_dc = tuple(v for v in ALL_VERBS if v != "deletecollection")
     return [
         _builtin(
@@ -132,6 +134,48 @@ def builtin_types() -> list[ResourceType]:
         ),
         _builtin("", "v1", "secrets", "Secret", True),
         _builtin("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",)),
+        _builtin(
+            "", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",), strategy=SERVICE_ACCOUNT
+        ),
+        _builtin(
+            "",
+            "v1",
+            "services",
+            "Service",
+            True,
+            short_names=("svc",),
+            status=True,
+            categories=("all",),
+            strategy=SERVICE,
+        ),
+        _builtin("", "v1", "endpoints", "Endpoints", True, short_names=("ep",), strategy=ENDPOINTS),
+        _builtin(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            False,
+            verbs=("create",),
+            strategy=Strategy(),
+        ),
+        _builtin(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            False,
+            verbs=("create",),
+            strategy=Strategy(),
+        ),
+        _builtin(
+            "authentication.k8s.io",
+            "v1",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            False,
+            verbs=("create",),
+            strategy=Strategy(),
+        ),
         _builtin(
             "",
             "v1",
@@ -229,7 +273,10 @@ def types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
                 builtin=False,
                 storage=f"{plural}.{group}",
                 served_from_crd=str((crd.get("metadata") or {}).get("name", "")),
-                extra={"printerColumns": version.get("additionalPrinterColumns") or []},
+                extra={
+                    "printerColumns": version.get("additionalPrinterColumns") or [],
+                    "openAPIV3Schema": schemas.get(str(version.get("name"))) or {},
+                },
             )
         )
     return result

@@ -11,6 +11,16 @@ Guarantees (spec §1.5, §5.4):
 - Bodies over 3 MiB are answered 413 (read and dropped up to 16 MiB), and the connection is closed.
 - A request is counted (``completed``) right before its response is written, so stats seen by a
   client after an answer include that request.
+- Every error the transport itself produces (bad request line, oversized head, unknown method, a
+  bad ``Content-Length``, a body shorter than announced, bad chunk framing) is a JSON ``Status``
+  with the real reason and code, and the connection is closed afterwards.
+- :meth:`HttpServer.drain` (graceful shutdown): no new connections; requests that still arrive
+  are answered 503 with ``Connection: close``; open watch streams are ended by the caller and
+  finish with their terminating chunk (clients see the end of the stream, not a reset); it
+  returns once every stream has finished or the grace period is over.
+- A connection waits at most ``request_timeout`` seconds (default 60, the real server's
+  ``--request-timeout``) for bytes from a client or for a client to take bytes; a client that stops
+  sending mid-request never holds its worker thread longer than that.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mcm.emulator import errors
+from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.handlers import MAX_BODY, Request, Response, status_response
 from mcm.emulator.httphead import HeadTooLarge, RequestHeaders, parse_version, read_headers
 from mcm.emulator.listing import WatchStart
@@ -37,6 +48,18 @@ from mcm.emulator.listing import WatchStart
 __all__ = ["Completed", "HttpServer"]
 
 MAX_DISCARD = 16 * 1024 * 1024
+REQUEST_TIMEOUT = 60.0
+_TRANSPORT_REASONS = {
+    400: "BadRequest",
+    405: "MethodNotAllowed",
+    408: "Timeout",
+    413: "RequestEntityTooLarge",
+}
+
+
+class _BadFraming(ValueError):
+    """The request's framing (Content-Length, chunks) cannot be trusted; answer 400 and close."""
+
 
 Handler = Callable[[Request], "Response | WatchStart"]
 WatchRunner = Callable[[Request, WatchStart, "_ChunkWriter"], str]
@@ -79,6 +102,10 @@ def _abort_socket(sock: socket.socket) -> None:
     """Close with a TCP RST, even while buffered file objects still reference the socket."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        # Wakes a worker waiting for the client's next bytes (its wait holds the socket open, which
+        # would delay the reset until the request timeout).
+        sock.shutdown(socket.SHUT_RD)
     with contextlib.suppress(OSError):
         fd = sock.detach()
         if fd >= 0:
@@ -131,8 +158,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return self.handle_expect_100()
         return True
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.owner.request_timeout)
+
     def log_message(self, format: str, *args: Any) -> None:
         del format, args
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Transport-level errors as JSON ``Status`` objects (never the stdlib's HTML page)."""
+        del explain
+        if code == HTTPStatus.NOT_IMPLEMENTED:  # unknown method
+            code, message = 405, "the server does not allow this method on the requested resource"
+        reason = _TRANSPORT_REASONS.get(code, "BadRequest")
+        text = message or self.responses.get(code, ("",))[0]
+        self.close_connection = True
+        response = status_response(ApiStatusError(errors.status_failure(code, reason, text)))
+        if not self.command:
+            self.command = "GET"  # the request line was unusable: answer with a body
+        with contextlib.suppress(OSError):
+            self._send(response, str(uuid.uuid4()))
 
     def do_GET(self) -> None:
         self._dispatch()
@@ -159,18 +204,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length_text = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             return self._read_chunked()
-        if not length_text:
+        if length_text is None:
             return b""
-        try:
-            length = int(length_text)
-        except ValueError:
-            self.close_connection = True
-            return b""
+        text = length_text.strip()
+        if not text.isascii() or not text.isdigit():
+            raise _BadFraming(f"invalid Content-Length {length_text!r}"[:200])
+        length = int(text)
         if length > MAX_BODY:
             self.close_connection = True
             self._discard(min(length, MAX_DISCARD))
             return None
-        return self.rfile.read(length)
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise _BadFraming("unexpected EOF: the request body is shorter than its Content-Length")
+        return body
 
     def _discard(self, length: int) -> None:
         """Read and drop an oversized body (bounded), so the client sees the 413, not a broken pipe."""
@@ -185,7 +232,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         total = 0
         while True:
             line = self.rfile.readline(65537)
-            size = int(line.split(b";")[0].strip() or b"0", 16)
+            size_text = line.split(b";")[0].strip()
+            if not size_text or not all(c in b"0123456789abcdefABCDEF" for c in size_text):
+                raise _BadFraming("invalid chunked encoding: malformed chunk size")
+            size = int(size_text, 16)
             if size == 0:
                 self.rfile.readline(65537)
                 return b"".join(parts)
@@ -203,12 +253,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         try:
             body = self._read_body()
-        except (ValueError, OSError):
+        except _BadFraming as err:
+            self.send_error(400, str(err))
+            return
+        except (ValueError, OSError):  # includes the request timeout: the client stopped sending
             self.close_connection = True
             return
         request = Request(self.command, split.path, query, self.headers, body or b"")
-        if body is None:
-            result: Response | WatchStart = status_response(errors.entity_too_large(MAX_BODY))
+        if self.server.owner.draining:
+            self.close_connection = True
+            result: Response | WatchStart = status_response(
+                ApiStatusError(errors.status_failure(503, "ServiceUnavailable", "apiserver is shutting down"))
+            )
+        elif body is None:
+            result = status_response(errors.entity_too_large(MAX_BODY))
         else:
             result = self.server.owner.handler(request)
         if isinstance(result, Response):
@@ -244,16 +302,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
         ).encode("latin-1")
         writer = _ChunkWriter(self)
         self.close_connection = True
+        owner = self.server.owner
         # Counted when the stream starts (the duration is the time to start streaming).
-        self.server.owner.completed(Completed(request, audit_id, 200, time.perf_counter() - start, 0))
+        owner.completed(Completed(request, audit_id, 200, time.perf_counter() - start, 0))
+        owner.stream_started()
         try:
             self.wfile.write(head)
-            reason = self.server.owner.run_watch(request, start_info, writer)
+            reason = owner.run_watch(request, start_info, writer)
             if reason != "reset":
                 self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = False
+                self.close_connection = owner.draining
         except OSError:
             return
+        finally:
+            owner.stream_finished()
 
 
 class _Server(ThreadingHTTPServer):
@@ -308,8 +370,13 @@ class HttpServer:
         host: str = "127.0.0.1",
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.handler = handler
+        self.request_timeout = request_timeout
+        self.draining = False
+        self._streams = 0
+        self._streams_changed = threading.Condition()
         self.run_watch = run_watch
         self.completed = completed
         self.host = host
@@ -329,6 +396,7 @@ class HttpServer:
         with self._lock:
             if self._server is not None:
                 return
+            self.draining = False
             server = _Server((self.host, self.port), self)
             self.port = server.server_address[1]
             self._server = server
@@ -352,6 +420,31 @@ class HttpServer:
         self._close_connections(server, reset=False)
         if thread is not None:
             thread.join(timeout=2)
+
+    def stream_started(self) -> None:
+        """A watch stream began (tracked for :meth:`drain`)."""
+        with self._streams_changed:
+            self._streams += 1
+
+    def stream_finished(self) -> None:
+        """A watch stream ended (its terminating chunk, if any, is written)."""
+        with self._streams_changed:
+            self._streams -= 1
+            self._streams_changed.notify_all()
+
+    def drain(self, end_streams: Callable[[], object], grace: float) -> bool:
+        """Graceful shutdown, first half: stop accepting, call ``end_streams`` (which ends the open
+        watches cleanly), and wait up to ``grace`` seconds for every stream to finish. Return whether
+        all finished. :meth:`stop` afterwards closes what is left."""
+        with self._lock:
+            server = self._server
+        self.draining = True
+        if server is not None:
+            server.shutdown()
+            server.socket.close()
+        end_streams()
+        with self._streams_changed:
+            return self._streams_changed.wait_for(lambda: self._streams <= 0, timeout=grace)
 
     def reset_all(self) -> None:
         """Abort every open connection with a TCP RST (listener stays)."""

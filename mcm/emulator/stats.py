@@ -96,7 +96,8 @@ class Stats:
         self.log: deque[LogEntry] = deque(maxlen=log_size)
         self._log_file: TextIO | None = None
         if log_file is not None:
-            self._log_file = Path(log_file).open("a", encoding="utf-8")  # noqa: SIM115
+            # Line-buffered: a `tail -f` sees each request as soon as it is answered.
+            self._log_file = Path(log_file).open("a", encoding="utf-8", buffering=1)  # noqa: SIM115
 
     def record(self, key: CounterKey, entry: LogEntry) -> None:
         """Count one finished request."""

@@ -154,7 +154,7 @@ class Storage:
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             # A wrongly typed field that the kind's rules trip over is a decoding error, as in Go.
             raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {_decode_text(exc)}'
             ) from exc
         del old
         return candidate, [f'unknown field "{path}"' for path in dropped]
@@ -165,7 +165,7 @@ class Storage:
             errs += rt.strategy.validate(new, old)
         except (TypeError, AttributeError, KeyError) as exc:
             raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {_decode_text(exc)}'
             ) from exc
         if errs:
             raise self._invalid(rt, str(new["metadata"].get("name", "")), errs)
@@ -494,3 +494,13 @@ class Storage:
     ) -> tuple[Obj, bool]:
         """DELETE (spec §2.7/§2.8). Returns ``(response body, removed)``."""
         return self._deletion.delete(rt, namespace, name, options or {}, dry_run=dry_run)
+
+
+def _decode_text(exc: Exception) -> str:
+    """The decoder's words for a failed decode; Python's own exception text never reaches a client."""
+    text = str(exc)
+    python_words = ("invalid literal", "could not convert", "object has no attribute", "object is not")
+    client_worded = isinstance(exc, ValueError) and not isinstance(exc, UnicodeError)
+    if client_worded and not any(word in text for word in python_words):
+        return text  # DecodeError and the time parsers carry messages written for clients
+    return "json: cannot unmarshal a value of the wrong type into the object"

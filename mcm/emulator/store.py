@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 __all__ = [
+    "MAX_OBJECT_BYTES",
     "Change",
     "ChangeType",
+    "ObjectTooLarge",
     "StaleObjectError",
     "Stored",
     "VersionedStore",
@@ -154,6 +156,14 @@ class Change:
 
 class StaleObjectError(Exception):
     """The object changed since the caller read it (compare-and-swap failed)."""
+
+
+MAX_OBJECT_BYTES = 3 * 512 * 1024
+"""etcd's default request limit (1.5 MiB): no stored object may encode to more."""
+
+
+class ObjectTooLarge(Exception):
+    """A write whose object encodes to more than :data:`MAX_OBJECT_BYTES` (nothing is committed)."""
 
 
 class WatcherSink(Protocol):
@@ -337,6 +347,8 @@ class VersionedStore:
         """
         meta = obj["metadata"]
         key: Key = (meta.get("namespace", ""), meta["name"])
+        if change_type != "DELETED" and len(encode(obj)) > MAX_OBJECT_BYTES:
+            raise ObjectTooLarge(f"{resource} {key}")
         with self.lock:
             data = self._res(resource)
             current = data.objects.get(key)

@@ -5,8 +5,9 @@ Guarantees:
 
 - Custom resources get ``Name`` plus their ``additionalPrinterColumns`` (``type: date`` cells are
   rendered as ages like the real server); without printer columns, ``Name`` and ``Age``.
-  Built-in kinds get ``Name`` and ``Age`` only (documented deviation: the real server prints
-  kind-specific columns).
+  Built-in kinds get the real server's columns where :mod:`mcm.emulator.printers` has them
+  (nodes, pods, namespaces, services, secrets, configmaps, serviceaccounts, deployments), else
+  ``Name`` and ``Age``.
 - Each row carries the object's metadata as ``PartialObjectMetadata``.
 - JSONPath support is the simple subset CRDs use: ``.a.b``, ``.a[0].b``, ``.a['x.y']``.
 """
@@ -18,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mcm.emulator.printers import printer_for
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.timefmt import parse_time
 
@@ -109,9 +111,22 @@ def _columns(rt: ResourceType) -> list[Mapping[str, Any]]:
     return printer or [_AGE]
 
 
+def _age(obj: Obj, now: _dt.datetime) -> str:
+    value = _cell(_AGE, obj, now)
+    return str(value) if value is not None else "<unknown>"
+
+
 def table(rt: ResourceType, objects: list[Obj], list_meta: Mapping[str, Any]) -> Obj:
     """A ``Table`` of ``objects``."""
     now = _dt.datetime.now(_dt.UTC)
+    printer = printer_for(rt.group, rt.kind) if rt.builtin else None
+    if printer is not None:
+        return _table(
+            [dict(_NAME_COLUMN), *printer.columns],
+            [[obj["metadata"].get("name", ""), *printer.cells(obj, _age(obj, now))] for obj in objects],
+            objects,
+            list_meta,
+        )
     columns = _columns(rt)
     definitions = [dict(_NAME_COLUMN)] + [
         {
@@ -123,16 +138,23 @@ def table(rt: ResourceType, objects: list[Obj], list_meta: Mapping[str, Any]) ->
         }
         for c in columns
     ]
+    cells = [[obj["metadata"].get("name", ""), *(_cell(c, obj, now) for c in columns)] for obj in objects]
+    return _table(definitions, cells, objects, list_meta)
+
+
+def _table(
+    definitions: list[Obj], cells: list[list[Any]], objects: list[Obj], list_meta: Mapping[str, Any]
+) -> Obj:
     rows = [
         {
-            "cells": [obj["metadata"].get("name", ""), *(_cell(c, obj, now) for c in columns)],
+            "cells": row,
             "object": {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": obj["metadata"],
             },
         }
-        for obj in objects
+        for row, obj in zip(cells, objects, strict=True)
     ]
     return {
         "kind": "Table",

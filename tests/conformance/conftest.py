@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Against a real server, tests of the emulator's documented deviations are expected to fail."""
     if not _real_server(config):
         return
-    expected = pytest.mark.xfail(reason="documented emulator deviation (spec §2.18)", strict=False)
+    expected = pytest.mark.xfail(reason="documented emulator deviation (docs/emulator.md)", strict=False)
     here = Path(__file__).parent
     for item in items:
         if item.path.is_relative_to(here) and item.get_closest_marker("deviation") is not None:

@@ -1,5 +1,5 @@
-"""Known differences from a real kube-apiserver (spec §2.18), pinned so they show up when the suite
-runs against a real cluster (there these tests are expected to fail)."""
+"""Known differences from a real kube-apiserver (the deviations table in docs/emulator.md), pinned
+so they show up when the suite runs against a real cluster (there these tests are expected to fail)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ __all__ = ["cluster", "namespace"]
 pytestmark = pytest.mark.deviation
 
 
-def test_server_side_apply_is_415(cluster: Cluster, namespace: str) -> None:
-    cluster.core.create_namespaced_config_map(namespace, {"metadata": {"name": "ssa"}})
-    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: b\n"
+def test_server_side_apply_keeps_fields_dropped_from_the_applied_configuration(
+    cluster: Cluster, namespace: str
+) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps/ssa?fieldManager=test"
-    reply = call(cluster, "PATCH", path, body, "application/apply-patch+yaml")
-    assert reply.status == 415 and reply.json()["reason"] == "UnsupportedMediaType"
+    first = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: b\n  c: d\n"
+    second = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: b\n"
+    assert call(cluster, "PATCH", path, first, "application/apply-patch+yaml").status == 201
+    reply = call(cluster, "PATCH", path, second, "application/apply-patch+yaml")
+    assert reply.status == 200 and reply.json()["data"] == {"a": "b", "c": "d"}  # real: {"a": "b"}
 
 
 def test_managed_fields_absent(cluster: Cluster, namespace: str) -> None:
@@ -37,7 +40,45 @@ def test_quantities_kept_as_sent(cluster: Cluster) -> None:
         cleanup_node(cluster, name)
 
 
-def test_builtin_tables_have_name_and_age_only(cluster: Cluster, namespace: str) -> None:
+def _field(number: int, payload: bytes) -> bytes:
+    tag = (number << 3) | 2
+    head = bytes([tag]) if tag < 128 else bytes([tag & 0x7F | 0x80, tag >> 7])
+    return head + bytes([len(payload)]) + payload
+
+
+def test_protobuf_fields_outside_the_emulators_definitions_are_refused(
+    cluster: Cluster, namespace: str
+) -> None:
+    hosts = _field(23, _field(1, b"1.2.3.4"))  # hostAliases: not defined by the emulator
+    spec = _field(2, _field(1, b"c") + _field(2, b"busybox")) + hosts
+    pod = _field(1, _field(1, b"pb")) + _field(2, spec)
+    unknown = _field(1, _field(1, b"v1") + _field(2, b"Pod")) + _field(2, pod)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    reply = call(cluster, "POST", path, b"k8s\x00" + unknown, "application/vnd.kubernetes.protobuf")
+    assert reply.status == 415  # the real server reads every field
+    assert "field 23 of PodSpec" in reply.json()["message"]
+
+
+def test_builtin_kinds_without_a_printer_have_name_and_age(cluster: Cluster, namespace: str) -> None:
     accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-    table = call(cluster, "GET", f"/api/v1/namespaces/{namespace}/pods", accept=accept).json()
-    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    table = call(cluster, "GET", path, accept=accept).json()
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]  # real: Name, Holder, Age
+
+
+def test_openapi_v2_is_not_served(cluster: Cluster) -> None:
+    assert call(cluster, "GET", "/openapi/v2").status == 404
+
+
+def test_no_endpoints_controller(cluster: Cluster, namespace: str) -> None:
+    body = {"metadata": {"name": "noep"}, "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]}}
+    cluster.core.create_namespaced_service(namespace, body)
+    path = f"/api/v1/namespaces/{namespace}/endpoints/noep"
+    assert call(cluster, "GET", path).status == 404  # real: the endpoints controller creates it
+
+
+def test_decoder_names_integer_fields_int64(cluster: Cluster, namespace: str) -> None:
+    container = {"name": "c", "image": "i", "ports": [{"containerPort": "80"}]}
+    body = {"metadata": {"name": "int"}, "spec": {"containers": [container]}}
+    reply = call(cluster, "POST", f"/api/v1/namespaces/{namespace}/pods", body)
+    assert reply.status == 400 and "of type int64" in reply.json()["message"]  # real: int32

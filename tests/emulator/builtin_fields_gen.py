@@ -1,8 +1,9 @@
 """Generate mcm/emulator/builtin_fields.json from the ``kubernetes`` client's model field lists.
 
 Run ``python -m tests.emulator.builtin_fields_gen`` after upgrading the client; a test checks that
-the committed file matches. Field specs: ``""`` a scalar or free-form value, ``"<Model>"`` an
-object, ``"[<spec>]"`` a list, ``"{<spec>}"`` a map.
+the committed file matches. Field specs: ``""`` a free-form value (object, int-or-string, time),
+``"string"``/``"integer"``/``"boolean"``/``"number"`` a JSON scalar, ``"<Model>"`` an object,
+``"[<spec>]"`` a list, ``"{<spec>}"`` a map.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ ROOTS = {
     "/Pod": "V1Pod",
     "/Secret": "V1Secret",
     "/ConfigMap": "V1ConfigMap",
+    "/Service": "V1Service",
+    "/Endpoints": "V1Endpoints",
+    "/ServiceAccount": "V1ServiceAccount",
     "/PersistentVolume": "V1PersistentVolume",
     "/PersistentVolumeClaim": "V1PersistentVolumeClaim",
     "/Event": "CoreV1Event",
@@ -33,6 +37,9 @@ ROOTS = {
 }
 
 
+_SCALARS = {"str": "string", "bytes": "string", "int": "integer", "bool": "boolean", "float": "number"}
+
+
 def _spec(type_name: str, pending: list[str]) -> str:
     if type_name.startswith("List[") and type_name.endswith("]"):
         return "[" + _spec(type_name[5:-1], pending) + "]"
@@ -41,7 +48,7 @@ def _spec(type_name: str, pending: list[str]) -> str:
     if hasattr(models, type_name) and getattr(getattr(models, type_name), "openapi_types", None):
         pending.append(type_name)
         return type_name
-    return ""
+    return _SCALARS.get(type_name, "")
 
 
 def generate() -> dict[str, Any]:

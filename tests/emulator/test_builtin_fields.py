@@ -8,7 +8,7 @@ import pytest
 
 from mcm.emulator import Emulator
 from mcm.emulator.builtinfields import unknown_paths
-from tests.emulator import builtin_fields_gen
+from tests.emulator import builtin_fields_gen, builtin_schemas_gen
 from tests.emulator.raw import Raw, pod
 
 NS = "/api/v1/namespaces/default"
@@ -24,6 +24,12 @@ def raw(emulator: Emulator) -> Iterator[Raw]:
 def test_committed_table_matches_the_installed_client() -> None:
     assert builtin_fields_gen.OUT.read_text(encoding="utf-8") == builtin_fields_gen.render(), (
         "regenerate with: python -m tests.emulator.builtin_fields_gen"
+    )
+
+
+def test_committed_schemas_match_the_installed_client() -> None:
+    assert builtin_schemas_gen.OUT.read_text(encoding="utf-8") == builtin_schemas_gen.render(), (
+        "regenerate with: python -m tests.emulator.builtin_schemas_gen"
     )
 
 

@@ -196,7 +196,7 @@ def test_json_patch_failed_test_op_is_422(raw: Raw) -> None:
 
 def test_unsupported_patch_types_are_415(raw: Raw) -> None:
     raw.post(f"{NS}/configmaps", {"metadata": {"name": "ap"}})
-    code, _, status = raw.request("PATCH", f"{NS}/configmaps/ap", {}, "application/apply-patch+yaml")
+    code, _, status = raw.request("PATCH", f"{NS}/configmaps/ap", {}, "application/x-unknown-patch")
     assert code == 415 and status["reason"] == "UnsupportedMediaType"
 
 

@@ -69,8 +69,75 @@ def test_table_list_get_and_watch_use_printer_columns(emulator: Emulator) -> Non
     conn.close()
 
 
-def test_builtin_table_has_name_and_age(emulator: Emulator) -> None:
-    code, _, listing = Raw(emulator.url).request("GET", "/api/v1/namespaces", headers={"Accept": TABLE})
+def test_builtin_table_without_printer_has_name_and_age(emulator: Emulator) -> None:
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    code, _, listing = Raw(emulator.url).request("GET", path, headers={"Accept": TABLE})
     assert code == 200
     assert [c["name"] for c in listing["columnDefinitions"]] == ["Name", "Age"]
-    assert "default" in [r["cells"][0] for r in listing["rows"]]
+
+
+def test_namespace_table_has_status(emulator: Emulator) -> None:
+    code, _, listing = Raw(emulator.url).request("GET", "/api/v1/namespaces", headers={"Accept": TABLE})
+    assert code == 200
+    assert [c["name"] for c in listing["columnDefinitions"]] == ["Name", "Status", "Age"]
+    rows = {r["cells"][0]: r["cells"][1] for r in listing["rows"]}
+    assert rows["default"] == "Active"
+
+
+def test_node_and_pod_tables_match_the_real_printers(emulator: Emulator) -> None:
+    raw = Raw(emulator.url)
+    node = {
+        "metadata": {
+            "name": "n1",
+            "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/role": "edge"},
+        },
+        "spec": {"unschedulable": True},
+    }
+    assert raw.post("/api/v1/nodes", node)[0] == 201
+    status = {
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
+            "nodeInfo": {
+                "kubeletVersion": "v1.32.0",
+                "osImage": "Garden Linux",
+                "kernelVersion": "6.6",
+                "containerRuntimeVersion": "containerd://1.7",
+            },
+        }
+    }
+    assert raw.patch("/api/v1/nodes/n1/status", status)[0] == 200
+    code, _, table = raw.request("GET", "/api/v1/nodes", headers={"Accept": TABLE})
+    columns = [(c["name"], c["priority"]) for c in table["columnDefinitions"]]
+    assert columns == [
+        ("Name", 0),
+        ("Status", 0),
+        ("Roles", 0),
+        ("Age", 0),
+        ("Version", 0),
+        ("Internal-IP", 1),
+        ("External-IP", 1),
+        ("OS-Image", 1),
+        ("Kernel-Version", 1),
+        ("Container-Runtime", 1),
+    ]
+    cells = table["rows"][0]["cells"]
+    assert cells[:3] == ["n1", "Ready,SchedulingDisabled", "edge,worker"]
+    assert cells[4:] == ["v1.32.0", "10.0.0.5", "<none>", "Garden Linux", "6.6", "containerd://1.7"]
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "a", "image": "i"}]}}
+    assert raw.post("/api/v1/namespaces/default/pods", pod)[0] == 201
+    code, _, table = raw.request("GET", "/api/v1/namespaces/default/pods", headers={"Accept": TABLE})
+    assert code == 200
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name",
+        "Ready",
+        "Status",
+        "Restarts",
+        "Age",
+        "IP",
+        "Node",
+        "Nominated Node",
+        "Readiness Gates",
+    ]
+    cells = table["rows"][0]["cells"]
+    assert cells[:4] == ["p", "0/1", cells[2], 0] and cells[6] == "n1"

@@ -1,0 +1,106 @@
+"""``python -m mcm.emulator serve`` as a tool: line-buffered request log, graceful SIGTERM (watch
+streams end with their terminating chunk, exit 0), files removed on exit unless ``--keep-files``,
+and the admin listener on loopback with ``--tls``."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from mcm.emulator.__main__ import _parser, admin_host
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[bytes], info: dict[str, str], tmp: Path) -> None:
+        self.proc, self.info, self.tmp = proc, info, tmp
+
+    def connection(self) -> http.client.HTTPConnection:
+        parts = urlsplit(self.info["url"])
+        return http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+
+
+def _serve(tmp: Path, *extra: str) -> Served:
+    ready = tmp / "ready.json"
+    command = [sys.executable, "-m", "mcm.emulator", "serve", "--kubeconfig", str(tmp / "kubeconfig")]
+    command += ["--ready-file", str(ready), "--no-controllers", *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the emulator did not become ready")
+        time.sleep(0.02)
+    return Served(proc, json.loads(ready.read_text(encoding="utf-8")), tmp)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    server = _serve(tmp_path, "--request-log", str(tmp_path / "requests.jsonl"))
+    yield server
+    if server.proc.poll() is None:
+        server.proc.kill()
+        server.proc.wait()
+
+
+def test_request_log_is_line_buffered(served: Served) -> None:
+    conn = served.connection()
+    conn.request("GET", "/api/v1/namespaces/default")
+    assert conn.getresponse().read()
+    lines = (served.tmp / "requests.jsonl").read_text(encoding="utf-8").splitlines()
+    assert any(json.loads(line)["path"] == "/api/v1/namespaces/default" for line in lines)
+
+
+def test_sigterm_ends_watches_cleanly_exits_0_and_removes_its_files(served: Served) -> None:
+    conn = served.connection()
+    conn.request("GET", "/api/v1/namespaces?watch=true")
+    response = conn.getresponse()
+    assert response.status == 200
+    first = response.readline()  # the ADDED event of a seeded namespace: the stream is live
+    assert b'"ADDED"' in first
+    served.proc.send_signal(signal.SIGTERM)
+    rest = response.read()  # raises IncompleteRead if the stream is cut without its final chunk
+    assert b"ERROR" not in rest
+    assert served.proc.wait(timeout=15) == 0
+    assert not (served.tmp / "ready.json").exists()
+    assert not (served.tmp / "kubeconfig").exists()
+
+
+def test_keep_files_keeps_the_ready_file_and_kubeconfig(tmp_path: Path) -> None:
+    server = _serve(tmp_path, "--keep-files")
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=15) == 0
+    assert (tmp_path / "ready.json").exists() and (tmp_path / "kubeconfig").exists()
+
+
+def test_admin_listener_is_loopback_only_with_tls() -> None:
+    args = _parser().parse_args(["serve", "--kubeconfig", "k", "--host", "0.0.0.0", "--tls"])
+    assert admin_host(args) == "127.0.0.1"
+    plain = _parser().parse_args(["serve", "--kubeconfig", "k", "--host", "0.0.0.0"])
+    assert admin_host(plain) == "0.0.0.0"
+
+
+def test_missing_crds_path_is_a_clear_error(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "mcm.emulator", "serve", "--kubeconfig", str(tmp_path / "k")]
+    result = subprocess.run(
+        [*command, "--crds", str(tmp_path / "absent")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2 and "no such file or directory" in result.stderr
+    assert "Traceback" not in result.stderr
