@@ -24,6 +24,7 @@ import structlog
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
+from mcm.controller.indexes import machines_of_class
 from mcm.runtime.cache.keys import split_meta_namespace_key
 from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.client.rest import RESTClient
@@ -68,12 +69,7 @@ def update_finalizers(client: RESTClient, namespace: str, name: str, finalizers:
 
 def machines_for_class(deps: Deps, class_name: str) -> list[Mapping[str, Any]]:
     """Cached machines whose ``spec.class`` is ``MachineClass``/``class_name`` (deleting ones included)."""
-    return [
-        m
-        for m in deps.listers.machines.list()
-        if o.text(m, "spec", "class", "kind") == c.MACHINE_CLASS_KIND
-        and o.text(m, "spec", "class", "name") == class_name
-    ]
+    return machines_of_class(deps, class_name)
 
 
 # --- MachineClass ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
 from mcm.driver import Driver
 from mcm.runtime.cache.listers import Lister, NamespaceLister
+from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import Clock
 from mcm.runtime.record import EventRecorder
@@ -35,6 +36,9 @@ class Listers:
     secrets: NamespaceLister
     nodes: Lister | None
     volume_attachments: Lister | None
+    machine_indexer: Indexer | None = None
+    """The Machine informer's indexer with :data:`~mcm.controller.indexes.MACHINE_INDEXERS`
+    (``None``: lookups scan ``machines``)."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from mcm.controller.drainer import Drainer, DrainerFactory, DrainWiring
 from mcm.controller.drivercalls import DriverCaller
 from mcm.controller.freeze import APIServerSafety
 from mcm.controller.handlers import EventHandlers
+from mcm.controller.indexes import MACHINE_INDEXERS
 from mcm.controller.machine import MachineReconciler
 from mcm.controller.metrics import ControllerMetrics
 from mcm.controller.node import reconcile_node_key
@@ -165,6 +166,7 @@ class Controller:
         )
         for resource in (MACHINES, MACHINE_CLASSES, SECRETS):
             self.control_factory.informer_for(resource)
+        self.control_factory.informer_for(MACHINES).add_indexers(dict(MACHINE_INDEXERS))
         if self.target_factory is not None:
             for resource in (
                 NODES,
@@ -213,6 +215,7 @@ class Controller:
             secrets=self.control_factory.lister(SECRETS).namespaced(ns),
             nodes=target_factory.lister(NODES) if target_factory else None,
             volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
+            machine_indexer=self.control_factory.informer_for(MACHINES).get_indexer(),
         )
         writers = Writers(
             machines=control.resource(MACHINES),

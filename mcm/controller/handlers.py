@@ -110,7 +110,7 @@ class EventHandlers:
         if o.deletion_timestamp(old) != o.deletion_timestamp(new):
             return True
         preserve = c.ANNOTATION_PRESERVE
-        return o.annotations_of(old).get(preserve) != o.annotations_of(new).get(preserve)
+        return o.annotation(old, preserve) != o.annotation(new, preserve)
 
     def machine_deleted(self, obj: Any) -> None:
         machine = _unwrap(obj)
@@ -172,9 +172,7 @@ class EventHandlers:
         skip = phase in (c.PHASE_CRASH_LOOP_BACK_OFF, c.PHASE_TERMINATING)
         if not skip and conditions_changed(o.conditions(machine), o.conditions(new)):
             return True
-        return o.annotations_of(old).get(c.ANNOTATION_PRESERVE) != o.annotations_of(new).get(
-            c.ANNOTATION_PRESERVE
-        )
+        return o.annotation(old, c.ANNOTATION_PRESERVE) != o.annotation(new, c.ANNOTATION_PRESERVE)
 
     def node_deleted(self, obj: Any) -> None:
         node = _unwrap(obj)

@@ -18,6 +18,7 @@ import structlog
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
+from mcm.controller.indexes import machines_by_node
 from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.worker import DONE, Result
 
@@ -37,12 +38,12 @@ class MultipleMachines(Exception):
 
 
 def is_not_managed(node: Mapping[str, Any]) -> bool:
-    return c.ANNOTATION_NOT_MANAGED_BY_MCM in o.annotations_of(node)
+    return o.annotation(node, c.ANNOTATION_NOT_MANAGED_BY_MCM) is not None
 
 
 def machine_for_node(deps: Deps, node_name: str) -> Mapping[str, Any] | None:
     """The machine labelled ``node=<node_name>``; ``None`` if none; raises if several."""
-    matches = [m for m in deps.listers.machines.list() if o.labels_of(m).get(c.LABEL_NODE) == node_name]
+    matches = machines_by_node(deps, node_name)
     if len(matches) > 1:
         raise MultipleMachines(f"multiple machines matching node {node_name!r}")
     return matches[0] if matches else None

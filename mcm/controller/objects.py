@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "annotation",
     "annotations_of",
     "clone",
     "conditions",
@@ -42,9 +43,14 @@ def clone(obj: Mapping[str, Any]) -> Obj:
     return copy.deepcopy(dict(obj))
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
+    if type(value) is dict:  # the common case, without the slower ABC check
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
@@ -63,6 +69,14 @@ def _str_map(value: object) -> dict[str, str]:
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
+def _str_value(value: object, key: str) -> str | None:
+    """``_str_map(value).get(key)`` without building the map."""
+    if not isinstance(value, Mapping):
+        return None
+    found = value.get(key)
+    return found if isinstance(found, str) else None
+
+
 def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
     return _str_map(meta(obj).get("labels"))
 
@@ -72,7 +86,11 @@ def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
 
 
 def label(obj: Mapping[str, Any], key: str) -> str | None:
-    return labels_of(obj).get(key)
+    return _str_value(meta(obj).get("labels"), key)
+
+
+def annotation(obj: Mapping[str, Any], key: str) -> str | None:
+    return _str_value(meta(obj).get("annotations"), key)
 
 
 def finalizers(obj: Mapping[str, Any]) -> list[str]:
