@@ -191,6 +191,8 @@ def run_size(pair: ClusterPair, n: int, report: Report, timeout: float) -> None:
     }
     driver_calls_create = len(driver.calls) / n
     reconciles_create = sum(reconciles.values())
+    reconciles_by_queue_create = Counter(reconciles)
+    cpu_create = cpu_seconds() - cpu0
 
     report.figure(f"N={n}: machines Running", len(running), "", target=at_most(n))
     report.figure(
@@ -238,9 +240,14 @@ def run_size(pair: ClusterPair, n: int, report: Report, timeout: float) -> None:
     report.figure(f"N={n}: driver calls per machine (total)", len(driver.calls) / n, "")
     total_reconciles = sum(reconciles.values())
     report.figure(f"N={n}: reconciles (create phase)", reconciles_create, "")
+    for queue in sorted(reconciles):
+        created_count = reconciles_by_queue_create[queue]
+        report.figure(f"N={n}: {queue} reconciles (create phase)", created_count, "")
+        report.figure(f"N={n}: {queue} reconciles (delete phase)", reconciles[queue] - created_count, "")
     report.figure(f"N={n}: reconciles/s overall", total_reconciles / max(all_running + all_gone, 1e-9), "1/s")
     stop.set()
     runner.join(60)
+    report.figure(f"N={n}: controller CPU seconds (create phase)", cpu_create, "s")
     report.figure(f"N={n}: controller CPU seconds", cpu_seconds() - cpu0, "s")
     control.close()
     target.close()

@@ -15,9 +15,9 @@ Guarantees of :meth:`DriverCaller.call`:
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import structlog
@@ -51,7 +51,7 @@ class DriverCaller:
         self._clock = clock
         self._metrics = metrics
         self._deadline = deadline
-        self._pool = ThreadPoolExecutor(max_threads, thread_name_prefix="driver-call")
+        self._pool = _DaemonPool(max_threads)
 
     def call(self, method: str, fn: Callable[[CallContext], R]) -> R:
         """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name."""
@@ -77,7 +77,7 @@ class DriverCaller:
             finally:
                 done.set()
 
-        threading.Thread(target=target, name="driver-call", daemon=True).start()
+        self._pool.submit(target)
         if not self._clock.wait(done, self._deadline):
             ctx.cancel()
             raise MachineError(
@@ -96,3 +96,36 @@ class DriverCaller:
         operation = _OPERATIONS.get(method, method)
         code = None if err is None else code_name(err.code)
         self._metrics.observe_driver_call(operation, self._clock.since(started), code)
+
+
+class _DaemonPool:
+    """At most ``max_threads`` reused daemon threads running submitted callables in order.
+
+    Daemon threads (unlike ``ThreadPoolExecutor``'s) never hold up interpreter exit, so an
+    abandoned driver call that never returns cannot block a shutdown.
+    """
+
+    def __init__(self, max_threads: int) -> None:
+        if max_threads < 1:
+            raise ValueError(f"max_threads must be positive, got {max_threads}")
+        self._max = max_threads
+        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle == 0 and self._threads < self._max:
+                self._threads += 1
+                threading.Thread(target=self._work, name="driver-call", daemon=True).start()
+            else:
+                self._idle = max(0, self._idle - 1)
+        self._tasks.put(task)
+
+    def _work(self) -> None:
+        while True:
+            task = self._tasks.get()
+            task()
+            with self._lock:
+                self._idle += 1

@@ -205,7 +205,12 @@ class OrphanCollector:
         machine_name: str,
     ) -> bool:
         """Delete the VM if it is a confirmed orphan; no creation flow of its machine runs meanwhile."""
-        with self.deps.creation.hold_off(f"{self.deps.namespace}/{machine_name}") as clear:
+        key = f"{self.deps.namespace}/{machine_name}"
+        if not self._cache_says_orphan(provider_id, machine_name):
+            if key in self.deps.creation:
+                log.info("orphan_check_vm_in_creation", provider_id=provider_id, machine=machine_name)
+            return False
+        with self.deps.creation.hold_off(key) as clear:
             if not clear:
                 log.info("orphan_check_vm_in_creation", provider_id=provider_id, machine=machine_name)
                 return False
@@ -214,6 +219,13 @@ class OrphanCollector:
                 return False
             orphan = _Deletion(provider_id, machine_name, reason)
             return self.delete_orphan(raw_class, machine_class, secret_data, orphan)
+
+    def _cache_says_orphan(self, provider_id: str, machine_name: str) -> bool:
+        """The cheap first look (cache only) that lets most VMs skip the creation hold-off."""
+        try:
+            return orphan_reason(self._machine(machine_name, live=False), provider_id) is not None
+        except _Unreadable:
+            return False
 
     def confirmed_orphan(self, provider_id: str, machine_name: str) -> str | None:
         """The orphan reason when both the cache and the API say orphan; ``None`` keeps the VM."""
@@ -302,7 +314,7 @@ class OrphanCollector:
             return c.LONG_RETRY
         claimed: dict[str, int] = {}
         for machine in machines:
-            node_name = o.labels_of(machine).get(c.LABEL_NODE)
+            node_name = o.label(machine, c.LABEL_NODE)
             if node_name:
                 claimed[node_name] = claimed.get(node_name, 0) + 1
         for node in all_nodes:
@@ -313,7 +325,7 @@ class OrphanCollector:
     def tag_node(self, node: Mapping[str, Any], machine_count: int) -> bool:
         """Bring one Node's tagging in line with its ``machine_count``; ``False`` on a failed write."""
         name = o.name_of(node)
-        annotated = c.ANNOTATION_NOT_MANAGED_BY_MCM in o.annotations_of(node)
+        annotated = o.annotation(node, c.ANNOTATION_NOT_MANAGED_BY_MCM) is not None
         if machine_count > 1:
             log.error("node_claimed_by_several_machines", node=name, machines=machine_count)
             return True

@@ -48,6 +48,21 @@ def test_a_hanging_driver_call_ends_at_its_deadline() -> None:
     assert failed == 1.0
 
 
+def test_driver_calls_reuse_a_bounded_set_of_daemon_threads() -> None:
+    clock = FakeClock(START)
+    caller = DriverCaller(clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0, max_threads=2)
+    threads: set[threading.Thread] = set()
+
+    def record(ctx: CallContext) -> int:
+        threads.add(threading.current_thread())
+        return len(threads)
+
+    results = [caller.call("get_machine_status", record) for _ in range(20)]
+    assert len(results) == 20
+    assert 1 <= len(threads) <= 2
+    assert all(t.daemon for t in threads)
+
+
 def test_a_driver_raising_anything_else_is_internal_and_measured() -> None:
     clock = FakeClock(START)
     registry = CollectorRegistry()
