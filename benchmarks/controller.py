@@ -137,12 +137,12 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_size(pair: ClusterPair, n: int, report: Report, timeout: float) -> None:
+def run_size(pair: ClusterPair, n: int, report: Report, timeout: float, workers: int) -> None:
     control = load_config(str(pair.control_kubeconfig), qps=-1, burst=0)
     target = load_config(str(pair.target_kubeconfig), qps=-1, burst=0)
     machines = control.resource(MACHINES)
     driver = FakeDriver()
-    options = ControllerOptions(namespace=NS, kube_api_qps=-1, kube_api_burst=0, concurrent_syncs=20)
+    options = ControllerOptions(namespace=NS, kube_api_qps=-1, kube_api_burst=0, concurrent_syncs=workers)
     controller = Controller(control, target, driver, options, drainer=NoPodsDrainer())
     reconciles: Counter[str] = Counter()
     for name, reconcile in list(controller.reconcilers.items()):
@@ -258,6 +258,9 @@ def main() -> int:
     parser.add_argument("--machines", default="100,1000", help="comma-separated sizes")
     parser.add_argument("--smoke", action="store_true", help="one small size (20)")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--concurrent-syncs", type=int, default=20, help="controller workers per queue (default 20)"
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
@@ -294,7 +297,7 @@ def main() -> int:
             )
             sim.start()
             for n in sizes:
-                run_size(pair, n, report, args.timeout)
+                run_size(pair, n, report, args.timeout, args.concurrent_syncs)
             stop.set()
             sim.join(10)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -6,8 +6,9 @@ O(N) per event and the whole pipeline O(N²); the indices make them O(1).
 
 Guarantees: :func:`machines_by_node` and :func:`machines_of_class` return exactly what a scan of
 ``deps.listers.machines`` filtered by the same predicate returns (the index functions use the
-same helpers, and results are restricted to the controller's namespace); without an indexer
-(``Listers.machine_indexer`` ``None``, as in unit tests over fakes) they scan.
+same helpers, and index values carry the namespace, so results are restricted to the
+controller's namespace); without an indexer (``Listers.machine_indexer`` ``None``, as in unit
+tests over fakes) or without a namespace (all namespaces) they scan.
 """
 
 from __future__ import annotations
@@ -28,24 +29,24 @@ __all__ = [
 ]
 
 MACHINE_NODE_INDEX = "mcm.gardener.cloud/node"
-"""Machine index: the value of the ``node`` label."""
+"""Machine index: ``<namespace>/<value of the node label>``."""
 
 MACHINE_CLASS_INDEX = "mcm.gardener.cloud/machineclass"
-"""Machine index: ``spec.class.name`` of machines whose class kind is MachineClass."""
+"""Machine index: ``<namespace>/<spec.class.name>`` of machines whose class kind is MachineClass."""
 
 
 def _node_values(machine: Any) -> list[str]:
     if not isinstance(machine, Mapping):
         return []
     node = o.label(machine, c.LABEL_NODE)
-    return [node] if node else []
+    return [f"{o.namespace_of(machine)}/{node}"] if node else []
 
 
 def _class_values(machine: Any) -> list[str]:
     if not isinstance(machine, Mapping) or o.text(machine, "spec", "class", "kind") != c.MACHINE_CLASS_KIND:
         return []
     name = o.text(machine, "spec", "class", "name")
-    return [name] if name else []
+    return [f"{o.namespace_of(machine)}/{name}"] if name else []
 
 
 MACHINE_INDEXERS: dict[str, Callable[[Any], list[str]]] = {
@@ -59,10 +60,11 @@ def _lookup(
     deps: Deps, index: str, value: str, matches: Callable[[Mapping[str, Any]], bool]
 ) -> list[Mapping[str, Any]]:
     indexer = deps.listers.machine_indexer
-    if indexer is None or not value:
+    namespace = deps.listers.machines.namespace if indexer is not None else ""
+    if indexer is None or not value or not namespace:
         return [m for m in deps.listers.machines.list() if matches(m)]
-    namespace = deps.listers.machines.namespace
-    return [m for m in indexer.by_index(index, value) if not namespace or o.namespace_of(m) == namespace]
+    found: list[Mapping[str, Any]] = list(indexer.by_index(index, f"{namespace}/{value}"))
+    return found
 
 
 def machines_by_node(deps: Deps, node_name: str) -> list[Mapping[str, Any]]:
