@@ -208,6 +208,8 @@ class Transport:
         self._configuration = api_client.configuration
         self._pool: urllib3.PoolManager = api_client.rest_client.pool_manager
         self._base = str(self._configuration.host).rstrip("/")
+        self._base_path = (urllib3.util.parse_url(self._base).path or "").rstrip("/")
+        self._host_pool: urllib3.HTTPConnectionPool | None = None
 
     @property
     def host(self) -> str:
@@ -335,18 +337,44 @@ class Transport:
         preload: bool,
     ) -> urllib3.BaseHTTPResponse:
         try:
-            return self._pool.request(
+            pool = self._direct_pool()
+            if pool is None:
+                return self._pool.request(
+                    method,
+                    url,
+                    body=payload,
+                    headers=headers,
+                    timeout=self._timeout(self.timeout),
+                    retries=_URLLIB3_RETRIES,
+                    redirect=False,
+                    preload_content=preload,
+                )
+            return pool.urlopen(
                 method,
-                url,
+                self._base_path + url[len(self._base) :],
                 body=payload,
                 headers=headers,
                 timeout=self._timeout(self.timeout),
                 retries=_URLLIB3_RETRIES,
                 redirect=False,
+                assert_same_host=False,
                 preload_content=preload,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise connection_failed(exc, f"{method} {url}") from exc
+
+    def _direct_pool(self) -> urllib3.HTTPConnectionPool | None:
+        """The cluster host's connection pool, or ``None`` when the manager must route (a proxy).
+
+        Going to the host's pool directly skips the manager's per-request URL parsing and pool
+        lookup; the manager's pool is fetched again once it was closed (``PoolManager.clear``).
+        """
+        if isinstance(self._pool, urllib3.ProxyManager):
+            return None
+        pool = self._host_pool
+        if pool is None or pool.pool is None:
+            pool = self._host_pool = self._pool.connection_from_url(self._base)
+        return pool
 
     def _error(self, response: urllib3.BaseHTTPResponse) -> ApiError:
         try:
