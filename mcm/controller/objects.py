@@ -58,6 +58,17 @@ def name_of(obj: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _meta_entry(obj: Mapping[str, Any], field: str, key: str) -> str | None:
+    """``metadata.<field>[key]`` when a string (the hot path for plain dicts, else the general one)."""
+    metadata = obj.get("metadata")
+    if type(metadata) is dict:
+        entries = metadata.get(field)
+        if type(entries) is dict:
+            value = entries.get(key)
+            return value if isinstance(value, str) else None
+    return _str_value(meta(obj).get(field), key)
+
+
 def namespace_of(obj: Mapping[str, Any]) -> str:
     value = meta(obj).get("namespace")
     return value if isinstance(value, str) else ""
@@ -86,11 +97,11 @@ def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
 
 
 def label(obj: Mapping[str, Any], key: str) -> str | None:
-    return _str_value(meta(obj).get("labels"), key)
+    return _meta_entry(obj, "labels", key)
 
 
 def annotation(obj: Mapping[str, Any], key: str) -> str | None:
-    return _str_value(meta(obj).get("annotations"), key)
+    return _meta_entry(obj, "annotations", key)
 
 
 def finalizers(obj: Mapping[str, Any]) -> list[str]:

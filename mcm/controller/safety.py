@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -307,18 +308,14 @@ class OrphanCollector:
         if nodes is None or self.deps.writers.nodes is None:
             return None
         try:
-            all_nodes = sorted(nodes.list(), key=o.name_of)
+            all_nodes = sorted(((o.name_of(n), n) for n in nodes.list()), key=_first)
             machines = list(self.deps.listers.machines.list())
         except ApiError as err:
             log.error("unmanaged_nodes_list_failed", error=err.message)
             return c.LONG_RETRY
-        claimed: dict[str, int] = {}
-        for machine in machines:
-            node_name = o.label(machine, c.LABEL_NODE)
-            if node_name:
-                claimed[node_name] = claimed.get(node_name, 0) + 1
-        for node in all_nodes:
-            if not self.tag_node(node, claimed.get(o.name_of(node), 0)):
+        claimed = Counter(name for name in (o.label(m, c.LABEL_NODE) for m in machines) if name)
+        for name, node in all_nodes:
+            if not self.tag_node(node, claimed.get(name, 0)):
                 return c.MEDIUM_RETRY
         return None
 
@@ -407,6 +404,10 @@ def update_node_annotations(
     except _REQUEST_ERRORS as err:
         return err
     return stored
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
 
 
 def _well_formed(class_name: str, machine_list: Mapping[Any, Any]) -> list[tuple[str, str]]:
