@@ -193,8 +193,9 @@ def sub(obj: Mapping[str, Any] | None, *path: str) -> Mapping[str, Any]:
     """The mapping at ``path`` inside ``obj`` (``{}`` where anything on the way is missing)."""
     current: object = obj
     for key in path:
-        current = current.get(key) if isinstance(current, Mapping) else None
-    return current if isinstance(current, Mapping) else {}
+        # ``type(...) is dict`` first: plain dicts skip the slower ABC check
+        current = current.get(key) if type(current) is dict or isinstance(current, Mapping) else None
+    return current if type(current) is dict or isinstance(current, Mapping) else _EMPTY
 
 
 def text(obj: Mapping[str, Any] | None, *path: str) -> str:
@@ -202,4 +203,4 @@ def text(obj: Mapping[str, Any] | None, *path: str) -> str:
     if not path:
         return ""
     value = sub(obj, *path[:-1]).get(path[-1])
-    return value if isinstance(value, str) else ""
+    return value if type(value) is str or isinstance(value, str) else ""
