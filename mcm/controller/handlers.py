@@ -21,9 +21,14 @@ from mcm.controller.health import conditions_changed
 from mcm.controller.node import MultipleMachines, is_not_managed, machine_for_node, trigger_machine_deletion
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 
-__all__ = ["Enqueue", "EventHandlers"]
+__all__ = ["ORPHAN_SCAN_COALESCE_PERIOD", "Enqueue", "EventHandlers"]
 
 log = structlog.get_logger(__name__)
+
+ORPHAN_SCAN_COALESCE_PERIOD = 1.0
+"""Seconds between a machine deletion (or an ``OutOfRange`` operation) and the orphan-VM scan it
+triggers. The delaying queue keeps one pending key, so a burst of deletions costs one scan per
+period instead of one full scan of every class per deletion (upstream enqueues at once)."""
 
 Enqueue = Callable[[str, str, float], None]
 """``enqueue(queue_name, key, after)``."""
@@ -99,7 +104,7 @@ class EventHandlers:
         old_desc = o.text(old, "status", "lastOperation", "description")
         new_desc = o.text(new, "status", "lastOperation", "description")
         if "OutOfRange" not in old_desc and "OutOfRange" in new_desc:
-            self.enqueue("machinesafetyorphanvms", "", 0.0)
+            self.enqueue("machinesafetyorphanvms", "", ORPHAN_SCAN_COALESCE_PERIOD)
         if self._spec_or_metadata_changed(old, new):
             self._route_machine(new)
 
@@ -114,7 +119,7 @@ class EventHandlers:
 
     def machine_deleted(self, obj: Any) -> None:
         machine = _unwrap(obj)
-        self.enqueue("machinesafetyorphanvms", "", 0.0)
+        self.enqueue("machinesafetyorphanvms", "", ORPHAN_SCAN_COALESCE_PERIOD)
         if machine is None:
             return
         self.enqueue("machinetermination", _key(machine), 0.0)

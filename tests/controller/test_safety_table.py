@@ -21,7 +21,7 @@ from typing import Any, cast
 import pytest
 
 from mcm.apis.machine import constants as c
-from mcm.controller.handlers import EventHandlers
+from mcm.controller.handlers import ORPHAN_SCAN_COALESCE_PERIOD, EventHandlers
 from mcm.controller.safety import (
     REASON_MACHINE_NOT_FOUND,
     REASON_PROVIDER_ID_MISMATCH,
@@ -119,6 +119,21 @@ def test_delete_machine_to_safety_enqueues() -> None:
     h, queued = handlers(make_world())
     h.machine_deleted({})
     assert orphan_adds(queued) == 1
+
+
+def test_triggered_orphan_scans_coalesce() -> None:
+    """mcm differs: deletions enqueue the scan after ORPHAN_SCAN_COALESCE_PERIOD, so a burst of
+    deletions in one period is one scan (upstream scans once per deletion). That the delaying
+    queue keeps one pending key is client-go's earliest-time dedup (tests/runtime)."""
+    delays: list[float] = []
+    h = EventHandlers(
+        make_world().deps,
+        lambda q, _k, after: delays.append(after) if q == "machinesafetyorphanvms" else None,
+    )
+    for _ in range(3):
+        h.machine_deleted({})
+    h.machine_updated(_op("Creating"), _op("Cloud provider message - OutOfRange"))
+    assert delays == [ORPHAN_SCAN_COALESCE_PERIOD] * 4 and ORPHAN_SCAN_COALESCE_PERIOD > 0
 
 
 @pytest.mark.parametrize(
