@@ -25,6 +25,7 @@ if [ "$#" -eq 0 ]; then
   python benchmarks/informer.py --objects 1000
   python benchmarks/workqueue.py --smoke
   python benchmarks/drain.py --smoke
+  python benchmarks/controller.py --smoke
 fi
 echo "== pytest"
 pytest -n 2 "$@"
