@@ -6,8 +6,8 @@ parent process can wait for the file instead of polling the port. The admin list
 emulator's controls (see :mod:`mcm.emulator.admin`).
 
 Guarantees: on SIGTERM/SIGINT open watch streams end cleanly (terminating chunk), the process
-exits 0 within ``--grace`` seconds plus the close, and the ready file and kubeconfig it wrote are
-removed unless ``--keep-files``. With ``--tls`` the (plain-HTTP) admin listener binds to loopback
+exits 0 within ``--grace`` seconds plus the close, and the ready file, kubeconfig and TLS material
+it wrote are removed unless ``--keep-files``. With ``--tls`` the (plain-HTTP) admin listener binds to loopback
 only. The request log (``--request-log``) is line-buffered.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -50,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--admin-port", type=int, default=0, help="port of the admin (controls) listener; -1: none"
     )
-    serve.add_argument("--keep-files", action="store_true", help="keep the ready file and kubeconfig on exit")
+    serve.add_argument(
+        "--keep-files", action="store_true", help="keep the ready file, kubeconfig and TLS material on exit"
+    )
     serve.add_argument(
         "--grace", type=float, default=5.0, help="seconds open watches get to end on SIGTERM (5)"
     )
@@ -78,6 +81,7 @@ def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     written: list[Path] = []
+    tls_dir = Path(args.kubeconfig).parent / f"{args.name}-tls" if args.tls else None
     emulator = Emulator(
         name=args.name,
         host=args.host,
@@ -87,7 +91,7 @@ def serve(args: argparse.Namespace) -> int:
         log_file=args.request_log,
         controllers=not args.no_controllers,
         history_size=args.history_size,
-        tls_dir=Path(args.kubeconfig).parent / f"{args.name}-tls" if args.tls else None,
+        tls_dir=tls_dir,
     )
     admin: AdminServer | None = None
     try:
@@ -111,6 +115,8 @@ def serve(args: argparse.Namespace) -> int:
         if not args.keep_files:
             for path in written:
                 path.unlink(missing_ok=True)
+            if tls_dir is not None:
+                shutil.rmtree(tls_dir, ignore_errors=True)
     return 0
 
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from mcm.emulator.__main__ import _parser, admin_host
+from mcm.emulator.kubeconfig import tls_available
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +84,18 @@ def test_keep_files_keeps_the_ready_file_and_kubeconfig(tmp_path: Path) -> None:
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(timeout=15) == 0
     assert (tmp_path / "ready.json").exists() and (tmp_path / "kubeconfig").exists()
+
+
+@pytest.mark.skipif(not tls_available(), reason="TLS material needs the openssl command")
+def test_tls_material_is_removed_on_exit_unless_kept(tmp_path: Path) -> None:
+    for keep in (False, True):
+        run = tmp_path / ("kept" if keep else "removed")
+        run.mkdir()
+        server = _serve(run, "--tls", *(["--keep-files"] if keep else []))
+        assert (run / "emulator-tls").is_dir()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=15) == 0
+        assert (run / "emulator-tls").exists() is keep
 
 
 def test_admin_listener_is_loopback_only_with_tls() -> None:
