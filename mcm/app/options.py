@@ -429,8 +429,35 @@ class Options:
     def _driver_errors(self) -> list[str]:
         if self.driver and self.driver_endpoint:
             return ["--driver and --driver-endpoint exclude each other"]
+        if self.driver and not _is_driver_spec(self.driver):
+            return [f"--driver must be local, fake or MODULE:ATTR, got {self.driver!r}"]
+        if self.driver_endpoint and not _is_endpoint(self.driver_endpoint):
+            return [
+                f"--driver-endpoint must be unix:///absolute/path or host:port, got {self.driver_endpoint!r}"
+            ]
         return []
 
     def controller_values(self, names: set[str]) -> dict[str, Any]:
         """The values whose field names are in ``names`` (the controller's options fields)."""
         return {key: value for key, value in self.as_dict().items() if key in names}
+
+
+_MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}")
+_GRPC_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix-abstract:", "vsock:")
+"""Other gRPC target forms, passed through to the channel as they are."""
+
+
+def _is_driver_spec(spec: str) -> bool:
+    """``local``, ``fake`` or ``module.path:attr`` (whether it imports is checked at start-up)."""
+    return spec in ("local", "fake") or _MODULE_ATTR.fullmatch(spec) is not None
+
+
+def _is_endpoint(endpoint: str) -> bool:
+    """A gRPC target the sidecar client can dial: ``unix:`` with a path, ``host:port``, or another
+    gRPC scheme."""
+    if endpoint.startswith("unix://"):
+        return endpoint[len("unix://") :].startswith("/")
+    if endpoint.startswith("unix:"):
+        return len(endpoint) > len("unix:")
+    return _HOST_PORT.fullmatch(endpoint) is not None or endpoint.startswith(_GRPC_SCHEMES)

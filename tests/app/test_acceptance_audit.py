@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mcm.app import runner as app_run
-from mcm.app.cli import shown_default
+from mcm.app.cli import main, parse_options, shown_default
 from mcm.app.options import FLAGS, Options
 from mcm.runtime import errors as runtime_errors
 
@@ -135,3 +135,40 @@ def test_control_role_grants_what_the_controller_calls() -> None:
         *(("coordination.k8s.io", "leases", v, ("machine-controller",)) for v in ("get", "update")),
     ]
     assert [n for n in needed if n not in granted] == []
+
+
+@pytest.mark.parametrize(
+    ("arg", "named"),
+    [
+        ("--driver=bad", "--driver"),
+        ("--driver=:Attr", "--driver"),
+        ("--driver=module:", "--driver"),
+        ("--driver-endpoint=garbage://x", "--driver-endpoint"),
+        ("--driver-endpoint=unix://relative.sock", "--driver-endpoint"),
+        ("--driver-endpoint=localhost", "--driver-endpoint"),
+        ("--driver-endpoint=localhost:port", "--driver-endpoint"),
+    ],
+)
+def test_a_malformed_driver_choice_is_a_usage_error_naming_the_flag(
+    arg: str, named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([arg]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {named} must be"), err
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--driver=local",
+        "--driver=fake",
+        "--driver=my_provider.driver:new_driver",
+        "--driver-endpoint=unix:///var/run/mcm/driver.sock",
+        "--driver-endpoint=unix:driver.sock",
+        "--driver-endpoint=localhost:50051",
+        "--driver-endpoint=[::1]:50051",
+        "--driver-endpoint=dns:///driver.example:50051",
+    ],
+)
+def test_well_formed_driver_choices_pass_validation(arg: str) -> None:
+    assert parse_options([arg]).validate() == []
