@@ -172,3 +172,29 @@ def test_a_malformed_driver_choice_is_a_usage_error_naming_the_flag(
 )
 def test_well_formed_driver_choices_pass_validation(arg: str) -> None:
     assert parse_options([arg]).validate() == []
+
+
+def test_both_clusters_get_the_qps_burst_flags_and_upstreams_user_agents(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    options = Options.defaults(
+        control_kubeconfig=str(kubeconfig),
+        target_kubeconfig=str(kubeconfig),
+        kube_api_qps=7.5,
+        kube_api_burst=9,
+    )
+    clients = app_run.build_clients(options)
+    try:
+        assert clients.target is not None
+        for client in (clients.control, clients.target, clients.leader_election):
+            assert (client.qps, client.burst) == (7.5, 9)
+        assert clients.control.user_agent.endswith("machine-controller")
+        assert clients.target.user_agent.endswith("machine-controller")
+        assert clients.leader_election.user_agent.endswith("machine-leader-election")
+    finally:
+        clients.close()
