@@ -351,17 +351,18 @@ def test_deletion_records_terminating_and_failed_step_events() -> None:
 
     world, _, machine = world_for(lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, deleting_ago=0))
     events: list[dict[str, Any]] = []
-    world.deps.recorder = EventRecorder(
-        lambda e: events.append(e) is None, "machine-controller", clock=world.clock
-    )
+
+    def submit(event: dict[str, Any]) -> bool:
+        events.append(event)
+        return True
+
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
     step(world, machine)
     assert ("Normal", "MachineTerminating") in [(e["type"], e["reason"]) for e in events]
 
     events.clear()
     world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL))
-    world.deps.recorder = EventRecorder(
-        lambda e: events.append(e) is None, "machine-controller", clock=world.clock
-    )
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
     world.driver.script("delete_machine", MachineError(Code.Internal, "cloud down"))
     step(world, machine)
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "DeleteVMFailed")]
