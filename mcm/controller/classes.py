@@ -43,7 +43,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-ERR_CLASS_IN_USE = "Retry as machine objects are still referring the machineclass"
+ERR_CLASS_IN_USE = c.ERR_CLASS_IN_USE
 SECRET_RESYNC = 600.0
 """Every Secret is reconciled again after 10 minutes (upstream)."""
 

@@ -75,25 +75,11 @@ EVICTION_RETRY_PERIOD = 20.0
 """Upstream caps evict retries at drain timeout / 20 s."""
 NODE_CONDITION_ATTEMPTS = 5
 
-DESC_VA_NODE_MISSING = (
-    "Skipping deleteNodeVolAttachments due to - {err}. Moving to VM Deletion. "
-    + c.MARKER_INITIATE_VM_DELETION
-)
-DESC_VA_DETACHED = (
-    "Node Volumes for node: {node} are already detached. Moving to VM Deletion. "
-    + c.MARKER_INITIATE_VM_DELETION
-)
-DESC_VA_NONE_LIVE = (
-    "No Live VolumeAttachments for node: {node}. Moving to VM Deletion. " + c.MARKER_INITIATE_VM_DELETION
-)
-DESC_NODE_GET_FAILED = (
-    'Retrieval of Node Object "{node}" failed due to error: {err}, Retrying. '
-    + c.MARKER_INITIATE_NODE_DELETION
-)
-DESC_NODE_FINALIZER_FAILED = (
-    'Removal of finalizers from Node Object "{node}" failed due to error: {err}, Retrying. '
-    + c.MARKER_INITIATE_NODE_DELETION
-)
+DESC_VA_NODE_MISSING = c.DESC_VA_NODE_MISSING
+DESC_VA_DETACHED = c.DESC_VA_DETACHED
+DESC_VA_NONE_LIVE = c.DESC_VA_NONE_LIVE
+DESC_NODE_GET_FAILED = c.DESC_NODE_GET_FAILED
+DESC_NODE_FINALIZER_FAILED = c.DESC_NODE_FINALIZER_FAILED
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.health import conditions_changed
 from mcm.controller.node import MultipleMachines, is_not_managed, machine_for_node, trigger_machine_deletion
+from mcm.driver import Code
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 
 __all__ = ["ORPHAN_SCAN_COALESCE_PERIOD", "Enqueue", "EventHandlers"]
@@ -103,7 +104,8 @@ class EventHandlers:
             return
         old_desc = o.text(old, "status", "lastOperation", "description")
         new_desc = o.text(new, "status", "lastOperation", "description")
-        if "OutOfRange" not in old_desc and "OutOfRange" in new_desc:
+        out_of_range = Code.OutOfRange.name
+        if out_of_range not in old_desc and out_of_range in new_desc:
             self.enqueue("machinesafetyorphanvms", "", ORPHAN_SCAN_COALESCE_PERIOD)
         if self._spec_or_metadata_changed(old, new):
             self._route_machine(new)

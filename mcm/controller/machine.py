@@ -98,7 +98,7 @@ class MachineReconciler:
     def reconcile_machine(self, machine: Obj) -> Result:
         errors = validate_machine(machine)
         if errors:
-            message = f"Validation of Machine failed {format_error_list(errors)}"
+            message = c.ERR_MACHINE_VALIDATION.format(err=format_error_list(errors))
             record_warning(self.deps, machine, "InvalidSpec", message)
             return Result.after(c.LONG_RETRY)
         resolution = self.resolve_class(machine)

@@ -342,3 +342,28 @@ def test_a_similar_description_never_hides_a_step_transition() -> None:
     result, stored = step(world, machine)
     assert result is None
     assert op(stored)[0] == c.DESC_DRAIN_FAILED_FORCED.format(err=error)
+
+
+def test_deletion_records_terminating_and_failed_step_events() -> None:
+    """Issue 11: a Normal Event on the phase change to Terminating, a Warning on a failed step."""
+    from mcm.driver import Code, MachineError
+    from mcm.runtime.record import EventRecorder
+
+    world, _, machine = world_for(lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, deleting_ago=0))
+    events: list[dict[str, Any]] = []
+
+    def submit(event: dict[str, Any]) -> bool:
+        events.append(event)
+        return True
+
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
+    step(world, machine)
+    assert ("Normal", "MachineTerminating") in [(e["type"], e["reason"]) for e in events]
+
+    events.clear()
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL))
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
+    world.driver.script("delete_machine", MachineError(Code.Internal, "cloud down"))
+    step(world, machine)
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "DeleteVMFailed")]
+    assert events[0]["involvedObject"]["name"] == "machine-0"

@@ -127,3 +127,16 @@ def test_node_loop_multiple_machines_is_retried_not_crashed() -> None:
     world.machines.put(mk_machine(world.clock, "machine-0", node="node-0"))
     world.machines.put(mk_machine(world.clock, "machine-1", node="node-0"))
     assert reconcile_node_key(world.deps, "node-0") == Result.after(c.SHORT_RETRY)
+
+
+def test_secret_and_class_delete_handlers_accept_tombstones_and_junk() -> None:
+    """decisions.md §3: a tombstone (with or without its object) or junk never crashes a handler."""
+    world = make_world()
+    h, seen = handlers(world)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "secret-0", "namespace": NS}}
+    h.secret_event(DeletedFinalStateUnknown(f"{NS}/secret-0", secret))
+    for junk in (DeletedFinalStateUnknown(f"{NS}/gone", None), None, "not-an-object"):
+        h.secret_event(junk)
+        h.class_added_or_deleted(junk)
+        h.node_deleted(junk)
+    assert seen == [("secret", f"{NS}/secret-0", 0.0)]

@@ -346,3 +346,25 @@ MSG_NODE_TEMPLATE_PLACEMENT: Final = (
 )
 MSG_CLASS_KIND_REQUIRED: Final = "Kind is required"
 MSG_CLASS_NAME_REQUIRED: Final = "Name is required"
+
+# --- Deletion-flow and class-loop messages (controller deletion.py / classes.py / machine.py) --
+
+DESC_VA_NODE_MISSING: Final = (
+    "Skipping deleteNodeVolAttachments due to - {err}. Moving to VM Deletion. " + MARKER_INITIATE_VM_DELETION
+)
+DESC_VA_DETACHED: Final = (
+    "Node Volumes for node: {node} are already detached. Moving to VM Deletion. "
+    + MARKER_INITIATE_VM_DELETION
+)
+DESC_VA_NONE_LIVE: Final = (
+    "No Live VolumeAttachments for node: {node}. Moving to VM Deletion. " + MARKER_INITIATE_VM_DELETION
+)
+DESC_NODE_GET_FAILED: Final = (
+    'Retrieval of Node Object "{node}" failed due to error: {err}, Retrying. ' + MARKER_INITIATE_NODE_DELETION
+)
+DESC_NODE_FINALIZER_FAILED: Final = (
+    'Removal of finalizers from Node Object "{node}" failed due to error: {err}, Retrying. '
+    + MARKER_INITIATE_NODE_DELETION
+)
+ERR_CLASS_IN_USE: Final = "Retry as machine objects are still referring the machineclass"
+ERR_MACHINE_VALIDATION: Final = "Validation of Machine failed {err}"

@@ -1,0 +1,90 @@
+"""PermitGiver (safety-class-secret-node-drain.md §6; decisions.md §3: one holder per key, always)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from mcm.controller.permits import PermitGiver
+from mcm.runtime.clock import FakeClock
+
+
+@pytest.fixture
+def giver() -> Iterator[PermitGiver]:
+    permits = PermitGiver(stale_after=60.0, janitor_period=3600.0)
+    try:
+        yield permits
+    finally:
+        permits.close()
+
+
+def test_one_holder_per_key_under_contention(giver: PermitGiver) -> None:
+    giver.register_permits("md-a", 1)
+    lock = threading.Lock()
+    holders, most, granted = 0, 0, 0
+
+    def worker() -> None:
+        nonlocal holders, most, granted
+        for _ in range(200):
+            assert giver.try_permit("md-a", 30.0)
+            with lock:
+                holders += 1
+                granted += 1
+                most = max(most, holders)
+            with lock:
+                holders -= 1
+            giver.release_permit("md-a")
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert (most, granted) == (1, 1200)
+    assert not giver.is_held("md-a")
+
+
+def test_a_held_key_refuses_then_a_release_wakes_the_waiter(giver: PermitGiver) -> None:
+    giver.register_permits("md-a", 1)
+    assert giver.try_permit("md-a", 0.0)
+    assert not giver.try_permit("md-a", 0.0)
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(giver.try_permit("md-a", 30.0)))
+    waiter.start()
+    giver.release_permit("md-a")
+    waiter.join(30)
+    assert got == [True]
+    assert giver.is_held("md-a")
+
+
+def test_unregistered_key_and_closed_giver_refuse(giver: PermitGiver) -> None:
+    assert not giver.try_permit("unknown", 0.0)
+    giver.release_permit("unknown")  # no-op, no crash
+    giver.register_permits("md-a", 1)
+    assert giver.try_permit("md-a", 0.0)
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(giver.try_permit("md-a", 30.0)))
+    waiter.start()
+    giver.close()
+    waiter.join(30)
+    assert got == [False]
+    assert not giver.try_permit("md-a", 0.0)
+
+
+def test_cleanup_drops_only_idle_stale_entries() -> None:
+    clock = FakeClock()
+    giver = PermitGiver(stale_after=60.0, janitor_period=3600.0, clock=clock)
+    try:
+        giver.register_permits("held", 1)
+        giver.register_permits("idle", 1)
+        assert giver.try_permit("held", 0.0)
+        clock.step(61.0)
+        giver.cleanup_stale()
+        assert giver.is_held("held")
+        assert not giver.try_permit("idle", 0.0)  # dropped: unregistered now
+        giver.register_permits("idle", 1)
+        assert giver.try_permit("idle", 0.0)
+    finally:
+        giver.close()
