@@ -106,7 +106,22 @@ def _builtin(
 
 def builtin_types() -> list[ResourceType]:
     """The built-in resources of spec §1.1 (plus ConfigMaps, Services, Endpoints, ServiceAccounts,
-    the self-subject reviews and apps/v1 Deployments)."""
+    the self-subject reviews and apps/v1 Deployments), grouped by API group in serving order."""
+    return [
+        *_core_types(),
+        *_authorization_types(),
+        *_authentication_types(),
+        *_policy_types(),
+        *_apps_types(),
+        *_storage_types(),
+        *_coordination_types(),
+        *_events_types(),
+        *_apiextensions_types(),
+    ]
+
+
+def _core_types() -> list[ResourceType]:
+    """The core (``v1``) group."""
     no_dc = tuple(v for v in ALL_VERBS if v != "deletecollection")
     return [
         _builtin(
@@ -150,33 +165,6 @@ def builtin_types() -> list[ResourceType]:
         ),
         _builtin("", "v1", "endpoints", "Endpoints", True, short_names=("ep",), strategy=ENDPOINTS),
         _builtin(
-            "authorization.k8s.io",
-            "v1",
-            "selfsubjectaccessreviews",
-            "SelfSubjectAccessReview",
-            False,
-            verbs=("create",),
-            strategy=Strategy(),
-        ),
-        _builtin(
-            "authorization.k8s.io",
-            "v1",
-            "selfsubjectrulesreviews",
-            "SelfSubjectRulesReview",
-            False,
-            verbs=("create",),
-            strategy=Strategy(),
-        ),
-        _builtin(
-            "authentication.k8s.io",
-            "v1",
-            "selfsubjectreviews",
-            "SelfSubjectReview",
-            False,
-            verbs=("create",),
-            strategy=Strategy(),
-        ),
-        _builtin(
             "",
             "v1",
             "persistentvolumeclaims",
@@ -187,6 +175,30 @@ def builtin_types() -> list[ResourceType]:
         ),
         _builtin("", "v1", "persistentvolumes", "PersistentVolume", False, short_names=("pv",), status=True),
         _builtin("", "v1", "events", "Event", True, short_names=("ev",)),
+    ]
+
+
+def _review(group: str, resource: str, kind: str) -> ResourceType:
+    """A create-only, cluster-scoped self-subject review of ``group``."""
+    return _builtin(group, "v1", resource, kind, False, verbs=("create",), strategy=Strategy())
+
+
+def _authorization_types() -> list[ResourceType]:
+    """``authorization.k8s.io``: the self-subject access and rules reviews."""
+    return [
+        _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+        _review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+    ]
+
+
+def _authentication_types() -> list[ResourceType]:
+    """``authentication.k8s.io``: the self-subject review."""
+    return [_review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview")]
+
+
+def _policy_types() -> list[ResourceType]:
+    """``policy``: PodDisruptionBudgets."""
+    return [
         _builtin(
             "policy",
             "v1",
@@ -196,6 +208,12 @@ def builtin_types() -> list[ResourceType]:
             short_names=("pdb",),
             status=True,
         ),
+    ]
+
+
+def _apps_types() -> list[ResourceType]:
+    """``apps``: Deployments, with the scale subresource."""
+    return [
         _builtin(
             "apps",
             "v1",
@@ -208,9 +226,28 @@ def builtin_types() -> list[ResourceType]:
             categories=("all",),
             strategy=DEPLOYMENT,
         ),
-        _builtin("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
-        _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
-        _builtin("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), storage="events"),
+    ]
+
+
+def _storage_types() -> list[ResourceType]:
+    """``storage.k8s.io``: VolumeAttachments."""
+    return [_builtin("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True)]
+
+
+def _coordination_types() -> list[ResourceType]:
+    """``coordination.k8s.io``: Leases."""
+    return [_builtin("coordination.k8s.io", "v1", "leases", "Lease", True)]
+
+
+def _events_types() -> list[ResourceType]:
+    """``events.k8s.io``: Events, sharing the core group's storage (listed after it, so the core
+    type stays the storage key's owner)."""
+    return [_builtin("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), storage="events")]
+
+
+def _apiextensions_types() -> list[ResourceType]:
+    """``apiextensions.k8s.io``: CustomResourceDefinitions."""
+    return [
         _builtin(
             "apiextensions.k8s.io",
             "v1",
