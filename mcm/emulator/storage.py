@@ -199,6 +199,31 @@ class Storage:
         bypass_strategy: bool = False,
     ) -> WriteResult:
         """Create an object (spec §2.3). Answer code 201 on success."""
+        obj = self._decode_new(rt, body, namespace)
+        name = obj["metadata"].get("name")
+        generate = obj["metadata"].get("generateName")
+        self._stamp_creation(rt, obj["metadata"])
+        warnings: builtins.list[str] = []
+        if not bypass_strategy:
+            obj, warnings = self._prepare_new(rt, obj, field_validation)
+        attempts = MAX_RETRIES if generate and not name else 1
+        for attempt in range(attempts):
+            candidate = obj if name else self._with_generated_name(obj, str(generate))
+            cname = str(candidate["metadata"]["name"])
+            self._validate_new(rt, candidate, cname, bypass_strategy)
+            if dry_run:
+                return self._dry_run_create(rt, namespace, candidate, warnings)
+            try:
+                change = self.store.commit(rt.storage_key, "ADDED", candidate, None)
+            except StaleObjectError:
+                if attempt + 1 < attempts:
+                    continue
+                raise errors.already_exists(rt.group, rt.resource, cname) from None
+            return WriteResult(change.new.obj, True, warnings)
+        raise errors.already_exists(rt.group, rt.resource, str(generate))  # pragma: no cover
+
+    def _decode_new(self, rt: ResourceType, body: Obj, namespace: str) -> Obj:
+        """The request body as an object to create: type meta, namespace and name checked."""
         if not isinstance(body, dict):
             raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}')
         obj = self._check_type_meta(rt, objectmeta.drop_nulls(body))
@@ -210,14 +235,16 @@ class Storage:
             self._check_namespace_usable(
                 rt, namespace, str(meta.get("name") or meta.get("generateName") or "")
             )
-        name = meta.get("name")
-        generate = meta.get("generateName")
-        if not name and not generate:
+        if not meta.get("name") and not meta.get("generateName"):
             raise self._invalid(
                 rt,
                 "",
                 [FieldError("FieldValueRequired", "metadata.name", "name or generateName is required")],
             )
+        return obj
+
+    def _stamp_creation(self, rt: ResourceType, meta: Obj) -> None:
+        """Drop client-set server fields; set uid, creationTimestamp and the first generation."""
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "resourceVersion"):
             meta.pop(key, None)
         meta["uid"] = objectmeta.new_uid()
@@ -226,38 +253,37 @@ class Storage:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        warnings: builtins.list[str] = []
+
+    def _prepare_new(
+        self, rt: ResourceType, obj: Obj, field_validation: str
+    ) -> tuple[Obj, builtins.list[str]]:
+        """The kind's create strategy (status reset, prune, defaults) and field validation."""
+        if rt.strategy.reset_status_on_create:
+            obj.pop("status", None)
+        prepared, warnings = self._prepare(rt, obj, None)
+        return prepared, self._apply_field_validation(rt, obj, warnings, field_validation)
+
+    @staticmethod
+    def _with_generated_name(obj: Obj, generate_name: str) -> Obj:
+        """A shallow copy of ``obj`` named from ``generateName`` plus a random suffix."""
+        return {**obj, "metadata": {**obj["metadata"], "name": objectmeta.generate_name(generate_name)}}
+
+    def _validate_new(self, rt: ResourceType, candidate: Obj, name: str, bypass_strategy: bool) -> None:
+        """422 for an invalid name, or (unless bypassed) for what the kind's validation rejects."""
+        name_errors = objectmeta.validate_name(name, dns_label=rt.kind == "Namespace")
+        if name_errors:
+            raise self._invalid(rt, name, name_errors)
         if not bypass_strategy:
-            if rt.strategy.reset_status_on_create:
-                obj.pop("status", None)
-            sent = obj
-            obj, warnings = self._prepare(rt, obj, None)
-            warnings = self._apply_field_validation(rt, sent, warnings, field_validation)
-        for attempt in range(MAX_RETRIES if generate and not name else 1):
-            candidate = obj
-            if not name:
-                candidate = {
-                    **obj,
-                    "metadata": {**obj["metadata"], "name": objectmeta.generate_name(str(generate))},
-                }
-            cname = str(candidate["metadata"]["name"])
-            name_errors = objectmeta.validate_name(cname, dns_label=rt.kind == "Namespace")
-            if name_errors:
-                raise self._invalid(rt, cname, name_errors)
-            if not bypass_strategy:
-                self._validate(rt, candidate, None)
-            if dry_run:
-                if self.get(rt, namespace, cname) is not None:
-                    raise errors.already_exists(rt.group, rt.resource, cname)
-                return WriteResult(candidate, True, warnings, committed=False)
-            try:
-                change = self.store.commit(rt.storage_key, "ADDED", candidate, None)
-            except StaleObjectError:
-                if attempt + 1 < MAX_RETRIES and generate and not name:
-                    continue
-                raise errors.already_exists(rt.group, rt.resource, cname) from None
-            return WriteResult(change.new.obj, True, warnings)
-        raise errors.already_exists(rt.group, rt.resource, str(generate))  # pragma: no cover
+            self._validate(rt, candidate, None)
+
+    def _dry_run_create(
+        self, rt: ResourceType, namespace: str, candidate: Obj, warnings: builtins.list[str]
+    ) -> WriteResult:
+        """The would-be result of a create, after the existence check; nothing is stored."""
+        name = str(candidate["metadata"]["name"])
+        if self.get(rt, namespace, name) is not None:
+            raise errors.already_exists(rt.group, rt.resource, name)
+        return WriteResult(candidate, True, warnings, committed=False)
 
     def _check_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
         stored = self.store.get(NAMESPACES, "", namespace)
