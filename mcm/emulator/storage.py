@@ -309,41 +309,15 @@ class Storage:
         field_validation: str = "Warn",
     ) -> WriteResult:
         """PUT (spec §2.5): optimistic concurrency, status rules, generation, finalizer release."""
-        if not isinstance(body, dict):
-            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}')
-        obj = self._check_type_meta(rt, objectmeta.drop_nulls(body))
-        body_name = obj["metadata"].get("name")
-        if body_name != name:
-            raise errors.bad_request(
-                f"the name of the object ({body_name or ''}) does not match the name on the URL ({name})"
-            )
-        obj = self._check_namespace(rt, obj, namespace)
+        obj = self._decode_replacement(rt, body, namespace, name)
         body_rv = str(obj["metadata"].get("resourceVersion") or "")
         for _ in range(MAX_RETRIES):
             current = self.store.get(rt.storage_key, namespace if rt.namespaced else "", name)
             if current is None:
                 if rt.strategy.create_on_update and not subresource:
-                    created = dict(obj)
-                    created["metadata"] = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-                    return self.create(
-                        rt, created, namespace, dry_run=dry_run, field_validation=field_validation
-                    )
+                    return self._create_on_update(rt, obj, namespace, dry_run, field_validation)
                 raise errors.not_found(rt.group, rt.resource, name)
-            if body_rv and body_rv != str(current.rv):
-                raise errors.conflict(rt.group, rt.resource, name)
-            if not body_rv and not rt.strategy.unconditional_update:
-                raise self._invalid(
-                    rt,
-                    name,
-                    [
-                        FieldError(
-                            "FieldValueInvalid",
-                            "metadata.resourceVersion",
-                            "must be specified for an update",
-                            Raw("0x0"),
-                        )
-                    ],
-                )
+            self._check_update_precondition(rt, name, body_rv, current.rv)
             try:
                 return self._write_update(
                     rt,
@@ -357,6 +331,44 @@ class Storage:
                 if body_rv:
                     raise errors.conflict(rt.group, rt.resource, name) from None
         raise errors.conflict(rt.group, rt.resource, name)
+
+    def _decode_replacement(self, rt: ResourceType, body: Obj, namespace: str, name: str) -> Obj:
+        """The PUT body as a replacement: type meta checked, name matching the URL, namespace set."""
+        if not isinstance(body, dict):
+            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}')
+        obj = self._check_type_meta(rt, objectmeta.drop_nulls(body))
+        body_name = obj["metadata"].get("name")
+        if body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name or ''}) does not match the name on the URL ({name})"
+            )
+        return self._check_namespace(rt, obj, namespace)
+
+    def _create_on_update(
+        self, rt: ResourceType, obj: Obj, namespace: str, dry_run: bool, field_validation: str
+    ) -> WriteResult:
+        """PUT of a missing object of a create-on-update kind: a create without the resourceVersion."""
+        created = dict(obj)
+        created["metadata"] = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+        return self.create(rt, created, namespace, dry_run=dry_run, field_validation=field_validation)
+
+    def _check_update_precondition(self, rt: ResourceType, name: str, body_rv: str, current_rv: int) -> None:
+        """409 when the sent resourceVersion is stale; 422 when it is missing and the kind needs it."""
+        if body_rv and body_rv != str(current_rv):
+            raise errors.conflict(rt.group, rt.resource, name)
+        if not body_rv and not rt.strategy.unconditional_update:
+            raise self._invalid(
+                rt,
+                name,
+                [
+                    FieldError(
+                        "FieldValueInvalid",
+                        "metadata.resourceVersion",
+                        "must be specified for an update",
+                        Raw("0x0"),
+                    )
+                ],
+            )
 
     def guaranteed_update(
         self,
