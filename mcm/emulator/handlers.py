@@ -180,16 +180,13 @@ class Api:
         return rt
 
     def _resource(self, req: Request, info: RequestInfo) -> Response | WatchStart:
+        """Route a resource request to its verb's handler, after the verb/subresource checks."""
         rt = self._type(info)
         if rt.group == "events.k8s.io":
             return self._events_v1(req, rt, info)
         if rt.group in reviews.GROUPS:
-            if info.verb != "create" or info.name or info.subresource:
-                raise errors.method_not_allowed(req.method)
-            write_options.validate_write("create", req.query)
-            return Response(201, encode(reviews.answer(rt, self._decode(req, rt), req.headers)))
+            return self._review(req, rt, info)
         verb = info.verb
-        namespace = info.namespace
         if verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(req.method)
         if verb == "create" and info.name and info.subresource == "eviction":
@@ -201,28 +198,11 @@ class Api:
         if verb == "get":
             return self._get(req, rt, info)
         if verb == "list":
-            return self._list(req, rt, namespace or None)
+            return self._list(req, rt, info.namespace or None)
         if verb == "watch":
-            opts = parse_list_options(rt, req.query, watch=True)
-            return start_watch(
-                self.storage.store,
-                rt,
-                namespace or None,
-                opts,
-                min_request_timeout=self.hub.min_request_timeout,
-                max_queue=self.hub.max_queue,
-                convert=_table_view(rt) if tables.wants_table(req.headers.get("Accept", "")) else None,
-            )
+            return self._watch(req, rt, info.namespace or None)
         if verb == "create":
-            if info.name:
-                raise errors.method_not_allowed(req.method)
-            if rt.namespaced and not namespace:
-                raise errors.resource_not_found()
-            body = self._decode(req, rt)
-            result = self.storage.create(
-                rt, body, namespace, dry_run=_dry_run(req), field_validation=_fv(req)
-            )
-            return Response(201, encode(result.obj), headers=_warnings(result))
+            return self._create(req, rt, info)
         if verb in ("update", "patch", "delete") and not info.name:
             raise errors.method_not_allowed(req.method)
         if verb == "update":
@@ -230,19 +210,55 @@ class Api:
         if verb == "patch":
             return self._patch(req, rt, info)
         if verb == "delete":
-            if info.subresource:
-                raise errors.method_not_allowed(req.method)
-            options = self._delete_options(req)
-            if rt.group == "" and rt.resource == "namespaces" and info.name in IMMORTAL_NAMESPACES:
-                raise errors.forbidden(
-                    f'namespaces "{info.name}" is forbidden: this namespace may not be deleted',
-                    {"name": info.name, "kind": "namespaces"},
-                )
-            body, _ = self.storage.delete(rt, namespace, info.name, options, dry_run=_dry_run(req))
-            return Response(200, encode(body))
+            return self._delete(req, rt, info)
         if verb == "deletecollection":
-            return self._delete_collection(req, rt, namespace or None)
+            return self._delete_collection(req, rt, info.namespace or None)
         raise errors.method_not_allowed(req.method)
+
+    def _review(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        """A self-subject review: create only, answered and never stored."""
+        if info.verb != "create" or info.name or info.subresource:
+            raise errors.method_not_allowed(req.method)
+        write_options.validate_write("create", req.query)
+        return Response(201, encode(reviews.answer(rt, self._decode(req, rt), req.headers)))
+
+    def _watch(self, req: Request, rt: ResourceType, namespace: str | None) -> WatchStart:
+        """Start a watch stream (as a Table stream when the client asks for tables)."""
+        opts = parse_list_options(rt, req.query, watch=True)
+        return start_watch(
+            self.storage.store,
+            rt,
+            namespace,
+            opts,
+            min_request_timeout=self.hub.min_request_timeout,
+            max_queue=self.hub.max_queue,
+            convert=_table_view(rt) if tables.wants_table(req.headers.get("Accept", "")) else None,
+        )
+
+    def _create(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        """POST to a collection: 201 with the stored object and any warnings."""
+        if info.name:
+            raise errors.method_not_allowed(req.method)
+        if rt.namespaced and not info.namespace:
+            raise errors.resource_not_found()
+        body = self._decode(req, rt)
+        result = self.storage.create(
+            rt, body, info.namespace, dry_run=_dry_run(req), field_validation=_fv(req)
+        )
+        return Response(201, encode(result.obj), headers=_warnings(result))
+
+    def _delete(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
+        """DELETE of one object; the immortal namespaces are refused with 403."""
+        if info.subresource:
+            raise errors.method_not_allowed(req.method)
+        options = self._delete_options(req)
+        if rt.group == "" and rt.resource == "namespaces" and info.name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden(
+                f'namespaces "{info.name}" is forbidden: this namespace may not be deleted',
+                {"name": info.name, "kind": "namespaces"},
+            )
+        body, _ = self.storage.delete(rt, info.namespace, info.name, options, dry_run=_dry_run(req))
+        return Response(200, encode(body))
 
     def _get(self, req: Request, rt: ResourceType, info: RequestInfo) -> Response:
         if info.subresource in ("eviction", "finalize"):
