@@ -29,6 +29,41 @@ _SETTABLE = {"kubelet", "pdb", "gc", "podgc", "eventttl", "attachdetach", "names
 
 
 def _controls(emulator: Emulator) -> dict[str, Control]:
+    """Every admin control by name."""
+    return {
+        **_lifecycle_controls(emulator),
+        **_watch_controls(emulator),
+        **_fault_controls(emulator),
+        **_stats_controls(emulator),
+        **_data_controls(emulator),
+        **_controller_controls(emulator),
+    }
+
+
+def _lifecycle_controls(emulator: Emulator) -> dict[str, Control]:
+    """State, start/stop/restart, pause/resume and compaction."""
+    return {
+        "state": lambda: {"url": emulator.url, "rv": emulator.store.rv, "paused": emulator.faults.mode},
+        "stop": emulator.stop,
+        "start": lambda: emulator.start() and None,
+        "restart": emulator.restart,
+        "pause": emulator.pause,
+        "resume": emulator.resume,
+        "compact": emulator.compact,
+    }
+
+
+def _watch_controls(emulator: Emulator) -> dict[str, Control]:
+    """Watch delivery: delay, drop, bookmarks."""
+    return {
+        "watch_delay": emulator.watch_delay,
+        "drop_watches": lambda mode="close", resource=None: emulator.watches.drop(mode, resource),
+        "bookmark_now": emulator.watches.bookmark_now,
+    }
+
+
+def _fault_controls(emulator: Emulator) -> dict[str, Control]:
+    """Fault and latency rules, addressed by integer handles that stay valid until removed."""
     faults: dict[int, Any] = {}
 
     def add_fault(**rule: Any) -> int:
@@ -41,6 +76,51 @@ def _controls(emulator: Emulator) -> dict[str, Control]:
 
     def remove_fault(handle: int) -> None:
         faults.pop(handle).remove()
+
+    return {
+        "add_fault": add_fault,
+        "fault_hits": fault_hits,
+        "remove_fault": remove_fault,
+        "clear_faults": emulator.faults.clear,
+        "latency": lambda seconds, jitter=0.0, **match: add_fault_latency(
+            emulator, faults, seconds, jitter, match
+        ),
+    }
+
+
+def _stats_controls(emulator: Emulator) -> dict[str, Control]:
+    """Request statistics."""
+
+    def stats_count(**match: Any) -> int:
+        return emulator.stats.count(**match)
+
+    return {
+        "stats_count": stats_count,
+        "stats": emulator.stats.as_dict,
+        "stats_reset": emulator.stats.reset,
+    }
+
+
+def _data_controls(emulator: Emulator) -> dict[str, Control]:
+    """Direct reads and writes of stored objects, and CRD installation."""
+
+    def merge_patch_all(gvr: str, namespace: str, names: builtins.list[str], patch: dict[str, Any]) -> int:
+        rt = emulator.resource_type(gvr)
+        for name in names:
+            emulator.storage.guaranteed_update(rt, namespace, name, lambda obj: merge_patch(obj, patch))
+        return len(names)
+
+    return {
+        "get": emulator.get,
+        "list": lambda gvr, namespace=None: emulator.list(gvr, namespace),
+        "seed": lambda objects, bypass_strategy=False: emulator.seed(objects, bypass_strategy),
+        "merge_patch_all": merge_patch_all,
+        "install_crds": lambda paths: emulator.install_crds(paths) and None,
+    }
+
+
+def _controller_controls(emulator: Emulator) -> dict[str, Control]:
+    """Settings and public methods of the built-in controllers named in ``_SETTABLE``."""
 
     def set_controller(controller: str, **values: Any) -> None:
         if controller not in _SETTABLE:
@@ -56,44 +136,7 @@ def _controls(emulator: Emulator) -> dict[str, Control]:
             raise ValueError(f"unknown control {controller}.{method}")
         return getattr(emulator._controller(controller), method)(**kwargs)
 
-    def stats_count(**match: Any) -> int:
-        return emulator.stats.count(**match)
-
-    def merge_patch_all(gvr: str, namespace: str, names: builtins.list[str], patch: dict[str, Any]) -> int:
-        rt = emulator.resource_type(gvr)
-        for name in names:
-            emulator.storage.guaranteed_update(rt, namespace, name, lambda obj: merge_patch(obj, patch))
-        return len(names)
-
-    return {
-        "state": lambda: {"url": emulator.url, "rv": emulator.store.rv, "paused": emulator.faults.mode},
-        "stop": emulator.stop,
-        "start": lambda: emulator.start() and None,
-        "restart": emulator.restart,
-        "pause": emulator.pause,
-        "resume": emulator.resume,
-        "compact": emulator.compact,
-        "watch_delay": emulator.watch_delay,
-        "drop_watches": lambda mode="close", resource=None: emulator.watches.drop(mode, resource),
-        "bookmark_now": emulator.watches.bookmark_now,
-        "add_fault": add_fault,
-        "fault_hits": fault_hits,
-        "remove_fault": remove_fault,
-        "clear_faults": emulator.faults.clear,
-        "latency": lambda seconds, jitter=0.0, **match: add_fault_latency(
-            emulator, faults, seconds, jitter, match
-        ),
-        "stats_count": stats_count,
-        "stats": emulator.stats.as_dict,
-        "stats_reset": emulator.stats.reset,
-        "get": emulator.get,
-        "list": lambda gvr, namespace=None: emulator.list(gvr, namespace),
-        "seed": lambda objects, bypass_strategy=False: emulator.seed(objects, bypass_strategy),
-        "merge_patch_all": merge_patch_all,
-        "install_crds": lambda paths: emulator.install_crds(paths) and None,
-        "set_controller": set_controller,
-        "call_controller": call_controller,
-    }
+    return {"set_controller": set_controller, "call_controller": call_controller}
 
 
 def add_fault_latency(
