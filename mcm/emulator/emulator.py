@@ -54,6 +54,21 @@ Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+def _watch_hub(store: VersionedStore, min_request_timeout: float, bookmark_interval: float) -> WatchHub:
+    """The watch hub of ``store`` with the server's watch timeout and bookmark interval."""
+    hub = WatchHub(store)
+    hub.min_request_timeout = min_request_timeout
+    hub.bookmark_interval = bookmark_interval
+    return hub
+
+
+def _bearer_token(token: str | None, tls: bool) -> str | None:
+    """The given token, else a random one when serving TLS, else none."""
+    if token is not None:
+        return token
+    return secrets.token_hex(16) if tls else None
+
+
 class Emulator:
     """One emulated cluster: API server, store and simulated controllers."""
 
@@ -83,13 +98,11 @@ class Emulator:
         self.registry = Registry()
         self.storage = Storage(self.store, self.registry)
         self.discovery = Discovery(self.registry, git_version)
-        self.watches = WatchHub(self.store)
-        self.watches.min_request_timeout = min_request_timeout
-        self.watches.bookmark_interval = bookmark_interval
+        self.watches = _watch_hub(self.store, min_request_timeout, bookmark_interval)
         self.faults = Faults()
         self.stats = Stats(log_file=log_file)
         self.tls: TlsMaterial | None = make_tls_material(tls_dir) if tls else None
-        self.token = token if token is not None else (secrets.token_hex(16) if tls else None)
+        self.token = _bearer_token(token, tls)
         self.api = Api(
             self.storage,
             self.discovery,
@@ -99,7 +112,15 @@ class Emulator:
             clock=clock,
         )
         self.frontend = Frontend(self.api, self.watches, self.faults, self.stats, self.token if tls else None)
-        self._server = HttpServer(
+        self._server = self._http_server(host, port)
+        self._wire_store()
+        self._want_controllers = controllers
+        self.controllers: Any = None
+        self._seed_namespaces()
+
+    def _http_server(self, host: str, port: int) -> HttpServer:
+        """The (not yet started) HTTP(S) listener serving the frontend."""
+        return HttpServer(
             self.frontend.handle,
             self.frontend.run_watch,
             self.frontend.completed,
@@ -107,11 +128,11 @@ class Emulator:
             port=port,
             ssl_context=self.tls.server_context() if self.tls else None,
         )
+
+    def _wire_store(self) -> None:
+        """Serve CRD-defined types as CRDs are established, and index pods by node."""
         follow_crds(self.store, self.registry)
         self.store.add_index("pods", NODE_INDEX, _node_name)
-        self._want_controllers = controllers
-        self.controllers: Any = None
-        self._seed_namespaces()
 
     # ------------------------------------------------------------------ lifecycle
 
