@@ -89,6 +89,25 @@ def spawn(
     target.mkdir(parents=True, exist_ok=True)
     ready = target / f"{name}.ready.json"
     kubeconfig = target / f"{name}.kubeconfig"
+    command = _serve_command(
+        name, kubeconfig, ready, tls=tls, crds=crds, controllers=controllers, history_size=history_size
+    )
+    proc = subprocess.Popen(command, env=_child_env(), stderr=subprocess.DEVNULL)
+    info = _wait_ready(proc, ready, name, timeout)
+    return EmulatorProcess(proc, RemoteEmulator(info["admin_url"], info["url"]), kubeconfig, info)
+
+
+def _serve_command(
+    name: str,
+    kubeconfig: Path,
+    ready: Path,
+    *,
+    tls: bool,
+    crds: str | Path | None,
+    controllers: bool,
+    history_size: int | None,
+) -> list[str]:
+    """The ``python -m mcm.emulator serve`` command line, on ephemeral ports."""
     command = [
         sys.executable,
         "-m",
@@ -113,12 +132,21 @@ def spawn(
         command.append("--no-controllers")
     if history_size is not None:
         command += ["--history-size", str(history_size)]
+    return command
+
+
+def _child_env() -> dict[str, str]:
+    """This environment with this source tree first on ``PYTHONPATH``."""
     root = Path(__file__).resolve().parents[2]
-    env = {
+    return {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
     }
-    proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], ready: Path, name: str, timeout: float) -> dict[str, Any]:
+    """The ready file's content once the child writes it; the child is killed if it exits or
+    ``timeout`` passes first."""
     deadline = time.monotonic() + timeout
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -126,5 +154,5 @@ def spawn(
             proc.wait()
             raise RuntimeError(f"emulator {name!r} did not become ready")
         time.sleep(0.005)
-    info = json.loads(ready.read_text(encoding="utf-8"))
-    return EmulatorProcess(proc, RemoteEmulator(info["admin_url"], info["url"]), kubeconfig, info)
+    info: dict[str, Any] = json.loads(ready.read_text(encoding="utf-8"))
+    return info
