@@ -65,18 +65,24 @@ def make_tls_material(directory: str | Path | None = None) -> TlsMaterial:
         raise RuntimeError("TLS needs the openssl command, which is not installed")
     target = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="emulator-tls-"))
     target.mkdir(parents=True, exist_ok=True)
-    ext = target / "server.ext"
-    ext.write_text(
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
-        encoding="utf-8",
+    _make_ca(target)
+    _request_server_cert(target)
+    _sign_server_cert(target)
+    return TlsMaterial(
+        target, target / "ca.crt", target / "ca.key", target / "server.crt", target / "server.key"
     )
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+
+
+_EC_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
+
+
+def _make_ca(target: Path) -> None:
+    """A self-signed CA (``ca.key``, ``ca.crt``), valid two days."""
     _run(
         [
             "req",
             "-x509",
-            *ec,
+            *_EC_KEY,
             "-keyout",
             "ca.key",
             "-out",
@@ -92,8 +98,22 @@ def make_tls_material(directory: str | Path | None = None) -> TlsMaterial:
         ],
         target,
     )
+
+
+def _request_server_cert(target: Path) -> None:
+    """The server key and its signing request (``server.key``, ``server.csr``)."""
     _run(
-        ["req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"], target
+        ["req", "-new", *_EC_KEY, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"],
+        target,
+    )
+
+
+def _sign_server_cert(target: Path) -> None:
+    """``server.crt``: the request signed by the CA, a serverAuth cert for 127.0.0.1 and localhost."""
+    (target / "server.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        encoding="utf-8",
     )
     _run(
         [
@@ -114,9 +134,6 @@ def make_tls_material(directory: str | Path | None = None) -> TlsMaterial:
             "server.ext",
         ],
         target,
-    )
-    return TlsMaterial(
-        target, target / "ca.crt", target / "ca.key", target / "server.crt", target / "server.key"
     )
 
 
