@@ -290,100 +290,161 @@ def _say(text: str) -> None:
     click.echo(click.style(f"==> {text}", bold=True))
 
 
+@dataclass
+class _Clusters:
+    """The control and target emulators: their kubeconfig paths and clients."""
+
+    control_cfg: Path
+    target_cfg: Path
+    control: ClusterClient
+    target: ClusterClient
+
+    def close(self) -> None:
+        self.control.close()
+        self.target.close()
+
+
 def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
     """The demo's steps; returns the summary, raises :class:`DemoFailed`."""
     procs = Processes(workdir)
     started = time.monotonic()
     try:
-        _say("starting a control and a target cluster (API server emulators)")
-        control_cfg = _start_emulator(procs, "control", REPO_CRDS)
-        target_cfg = _start_emulator(procs, "target", None)
-        control = load_config(str(control_cfg), qps=-1)
-        target = load_config(str(target_cfg), qps=-1)
-        _say(f"creating MachineClass {CLASS_NAME}, its Secret and {count} Machines")
-        for resource, body in demo_objects(count, boot_delay=2.0):
-            control.resource(resource).create(body, namespace=NAMESPACE)
-        _say("running machine-controller --driver=local")
-        port = _free_port()
-        controller = procs.spawn(
-            "machine-controller",
-            [
-                sys.executable,
-                "-m",
-                "mcm.app.cli",
-                f"--control-kubeconfig={control_cfg}",
-                f"--target-kubeconfig={target_cfg}",
-                f"--namespace={NAMESPACE}",
-                "--driver=local",
-                "--leader-elect=false",
-                "--address=127.0.0.1",
-                f"--port={port}",
-                "--log-format=text",
-                "--machine-creation-timeout=5m",
-                "--machine-drain-timeout=2m",
-            ],
-        )
-        screen = Screen()
-
-        def all_running() -> bool:
-            if controller.poll() is not None:
-                raise DemoFailed(f"machine-controller exited; see {workdir / 'machine-controller.log'}")
-            machines = _list(control, MACHINES, NAMESPACE)
-            screen.show(_table(machines))
-            return _running(machines, count)
-
-        _wait("all machines to be Running", all_running, timeout, interval=0.5)
+        clusters = _start_clusters(procs)
+        _create_demo_objects(clusters.control, count)
+        controller = _start_controller(procs, clusters)
+        _wait_all_running(controller, clusters.control, count, workdir, timeout)
         up = time.monotonic() - started
         _say(f"all {count} machines Running after {up:.1f}s")
         if keep:
-            _keep(control_cfg, target_cfg, workdir, procs)
+            _keep(clusters.control_cfg, clusters.target_cfg, workdir, procs)
             return {"machines": count, "running_after_seconds": round(up, 1)}
-        victim = sorted(_list(control, MACHINES, NAMESPACE), key=lambda m: m["metadata"]["name"])[0]
-        name = victim["metadata"]["name"]
-        node = (victim["metadata"].get("labels") or {}).get("node") or name
-        _say(f"node {node} runs pods web-1 and web-2; deleting machine {name}")
-        for pod in _pods_for(node):
-            target.resource(PODS).create(pod, namespace="default")
-        control.resource(MACHINES).delete(name, namespace=NAMESPACE)
-        seen: list[str] = []
-        watch = _DeletionWatch(control, target, name, node)
-
-        def deleted() -> bool:
-            for line in watch.changes():
-                seen.append(line)
-                click.echo(f"    {line}")
-            return watch.machine_gone
-
-        _wait(f"machine {name} to be deleted", deleted, timeout, interval=0.1)
-        pods_left = [
-            p["metadata"]["name"] for p in _list(target, PODS, "default") if p["spec"].get("nodeName") == node
-        ]
-        vm_left = _exists(control, CONFIG_MAPS, name, DEFAULT_NAMESPACE)
-        node_left = _exists(target, NODES, node)
-        if pods_left or vm_left or node_left:
-            raise DemoFailed(f"deleting {name} left pods={pods_left} vm={vm_left} node={node_left}")
-        total = time.monotonic() - started
-        vms = len(_list(control, CONFIG_MAPS, DEFAULT_NAMESPACE, VM_LABEL))
-        nodes = len(_list(target, NODES))
-        summary = {
-            "machines_created": count,
-            "running_after_seconds": round(up, 1),
-            "deleted": name,
-            "deletion_steps": seen,
-            "vms_left": vms,
-            "nodes_left": nodes,
-            "total_seconds": round(total, 1),
-        }
-        _say(
-            f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted, "
-            f"{vms} VMs and {nodes} nodes remain"
+        name, node = _delete_first_machine(clusters)
+        seen = _watch_deletion(clusters, name, node, timeout)
+        _check_nothing_left(clusters, name, node)
+        summary = _summarise(
+            clusters, count=count, up=up, name=name, seen=seen, total=time.monotonic() - started
         )
-        control.close()
-        target.close()
+        clusters.close()
         return summary
     finally:
         if not keep:
             procs.stop_all()
+
+
+def _start_clusters(procs: Processes) -> _Clusters:
+    _say("starting a control and a target cluster (API server emulators)")
+    control_cfg = _start_emulator(procs, "control", REPO_CRDS)
+    target_cfg = _start_emulator(procs, "target", None)
+    control = load_config(str(control_cfg), qps=-1)
+    target = load_config(str(target_cfg), qps=-1)
+    return _Clusters(control_cfg, target_cfg, control, target)
+
+
+def _create_demo_objects(control: ClusterClient, count: int) -> None:
+    _say(f"creating MachineClass {CLASS_NAME}, its Secret and {count} Machines")
+    for resource, body in demo_objects(count, boot_delay=2.0):
+        control.resource(resource).create(body, namespace=NAMESPACE)
+
+
+def _start_controller(procs: Processes, clusters: _Clusters) -> subprocess.Popen[bytes]:
+    _say("running machine-controller --driver=local")
+    port = _free_port()
+    return procs.spawn(
+        "machine-controller",
+        [
+            sys.executable,
+            "-m",
+            "mcm.app.cli",
+            f"--control-kubeconfig={clusters.control_cfg}",
+            f"--target-kubeconfig={clusters.target_cfg}",
+            f"--namespace={NAMESPACE}",
+            "--driver=local",
+            "--leader-elect=false",
+            "--address=127.0.0.1",
+            f"--port={port}",
+            "--log-format=text",
+            "--machine-creation-timeout=5m",
+            "--machine-drain-timeout=2m",
+        ],
+    )
+
+
+def _wait_all_running(
+    controller: subprocess.Popen[bytes], control: ClusterClient, count: int, workdir: Path, timeout: float
+) -> None:
+    """Shows the machine table until all ``count`` machines are Running; fails if the controller exits."""
+    screen = Screen()
+
+    def all_running() -> bool:
+        if controller.poll() is not None:
+            raise DemoFailed(f"machine-controller exited; see {workdir / 'machine-controller.log'}")
+        machines = _list(control, MACHINES, NAMESPACE)
+        screen.show(_table(machines))
+        return _running(machines, count)
+
+    _wait("all machines to be Running", all_running, timeout, interval=0.5)
+
+
+def _delete_first_machine(clusters: _Clusters) -> tuple[str, str]:
+    """Puts two pods on the first machine's node and deletes that machine; returns (machine, node)."""
+    victim = sorted(_list(clusters.control, MACHINES, NAMESPACE), key=lambda m: m["metadata"]["name"])[0]
+    name = victim["metadata"]["name"]
+    node = (victim["metadata"].get("labels") or {}).get("node") or name
+    _say(f"node {node} runs pods web-1 and web-2; deleting machine {name}")
+    for pod in _pods_for(node):
+        clusters.target.resource(PODS).create(pod, namespace="default")
+    clusters.control.resource(MACHINES).delete(name, namespace=NAMESPACE)
+    return name, node
+
+
+def _watch_deletion(clusters: _Clusters, name: str, node: str, timeout: float) -> list[str]:
+    """Prints each deletion step as it happens until the machine is gone; returns the steps seen."""
+    seen: list[str] = []
+    watch = _DeletionWatch(clusters.control, clusters.target, name, node)
+
+    def deleted() -> bool:
+        for line in watch.changes():
+            seen.append(line)
+            click.echo(f"    {line}")
+        return watch.machine_gone
+
+    _wait(f"machine {name} to be deleted", deleted, timeout, interval=0.1)
+    return seen
+
+
+def _check_nothing_left(clusters: _Clusters, name: str, node: str) -> None:
+    """Raises :class:`DemoFailed` if pods on the node, the VM or the Node outlived the machine."""
+    pods_left = [
+        p["metadata"]["name"]
+        for p in _list(clusters.target, PODS, "default")
+        if p["spec"].get("nodeName") == node
+    ]
+    vm_left = _exists(clusters.control, CONFIG_MAPS, name, DEFAULT_NAMESPACE)
+    node_left = _exists(clusters.target, NODES, node)
+    if pods_left or vm_left or node_left:
+        raise DemoFailed(f"deleting {name} left pods={pods_left} vm={vm_left} node={node_left}")
+
+
+def _summarise(
+    clusters: _Clusters, *, count: int, up: float, name: str, seen: list[str], total: float
+) -> dict[str, Any]:
+    """Counts what remains, prints the closing line and returns the summary."""
+    vms = len(_list(clusters.control, CONFIG_MAPS, DEFAULT_NAMESPACE, VM_LABEL))
+    nodes = len(_list(clusters.target, NODES))
+    summary = {
+        "machines_created": count,
+        "running_after_seconds": round(up, 1),
+        "deleted": name,
+        "deletion_steps": seen,
+        "vms_left": vms,
+        "nodes_left": nodes,
+        "total_seconds": round(total, 1),
+    }
+    _say(
+        f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted, "
+        f"{vms} VMs and {nodes} nodes remain"
+    )
+    return summary
 
 
 def _keep(control_cfg: Path, target_cfg: Path, workdir: Path, procs: Processes) -> None:

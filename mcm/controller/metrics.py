@@ -47,42 +47,59 @@ class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry, provider: str = "") -> None:
         self.registry = registry
         self.provider = provider
+        self._add_cloud_api_metrics()
+        self._add_driver_metrics()
+        self._add_scrape_metrics()
+        self._add_machine_lifecycle_metrics()
+        self._add_safety_metrics()
+
+    def _add_cloud_api_metrics(self) -> None:
+        """Requests the provider makes to its cloud API, by service."""
         self.cloud_api_requests = Counter(
             "mcm_cloud_api_requests_total",
             "Number of cloud API requests made by the provider.",
             ["provider", "service"],
-            registry=registry,
+            registry=self.registry,
         )
         self.cloud_api_requests_failed = Counter(
             "mcm_cloud_api_requests_failed_total",
             "Number of failed cloud API requests made by the provider.",
             ["provider", "service"],
-            registry=registry,
+            registry=self.registry,
         )
         self.cloud_api_request_duration = Histogram(
             "mcm_cloud_api_api_request_duration_seconds",
             "Time taken by cloud API requests.",
             ["provider", "service"],
-            registry=registry,
+            registry=self.registry,
         )
+
+    def _add_driver_metrics(self) -> None:
+        """Calls the controller makes to the driver, by operation."""
         self.driver_request_duration = Histogram(
             "mcm_cloud_api_driver_request_duration_seconds",
             "Time taken by driver calls.",
             ["provider", "operation"],
-            registry=registry,
+            registry=self.registry,
         )
         self.driver_requests_failed = Counter(
             "mcm_cloud_api_driver_requests_failed_total",
             "Number of failed driver calls.",
             ["provider", "operation", "error_code"],
-            registry=registry,
+            registry=self.registry,
         )
+
+    def _add_scrape_metrics(self) -> None:
+        """Failures of the scrape-time machine collector."""
         self.scrape_failures = Counter(
             "mcm_misc_scrape_failure_total",
             "Number of failed scrapes of the controller collector.",
             ["kind"],
-            registry=registry,
+            registry=self.registry,
         )
+
+    def _add_machine_lifecycle_metrics(self) -> None:
+        """How long machines take to be created, initialized, joined, drained and deleted."""
         self.create_duration = self._gauge("mcm_machine_create_duration_seconds", "VM creation time.")
         self.initialize_duration = self._gauge(
             "mcm_machine_initialize_duration_seconds", "VM initialization time."
@@ -93,19 +110,22 @@ class ControllerMetrics:
             "mcm_machine_drain_duration_seconds",
             "Node drain time.",
             ["namespace", "machine_deployment"],
-            registry=registry,
+            registry=self.registry,
         )
         self.failed_joins = Counter(
             "mcm_machine_num_failed_join",
             "Machines that failed to join the cluster in their creation timeout.",
             list(_MACHINE_LABELS),
-            registry=registry,
+            registry=self.registry,
         )
+
+    def _add_safety_metrics(self) -> None:
+        """What the safety loops did."""
         self.orphan_vms_deleted = Counter(
             "mcm_machine_orphan_vms_deleted_total",
             "VMs deleted by the orphan-VM safety loop.",
             ["machine_class", "reason"],
-            registry=registry,
+            registry=self.registry,
         )
 
     def _gauge(self, name: str, documentation: str) -> Gauge:
