@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TypeMismatch", "check_types", "unknown_paths"]
+__all__ = ["TypeMismatch", "check_types", "json_kind", "unknown_paths"]
 
 _TABLE = Path(__file__).with_name("builtin_fields.json")
 
@@ -109,14 +109,17 @@ def _struct_name(model: str) -> str:
     return _PREFIX.sub("", model)
 
 
-def _json_type(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How Go's ``encoding/json`` names a decoded JSON value in an ``UnmarshalTypeError``."""
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, (int, float)):
+    if isinstance(value, int | float):
         return "number"
     if isinstance(value, str):
         return "string"
-    return "array" if isinstance(value, list) else "object"
+    if isinstance(value, list):
+        return "array"
+    return "null" if value is None else "object"
 
 
 def _go_type(spec: str) -> str:
@@ -159,7 +162,7 @@ def _check(value: Any, spec: str, path: str, owner: str, types: dict[str, dict[s
     if value is None or not spec:
         return
     if not _fits(value, spec):
-        shown = _json_type(value)
+        shown = json_kind(value)
         if spec == "integer" and isinstance(value, float):
             shown = f"number {value!r}"
         raise TypeMismatch(

@@ -28,7 +28,7 @@ import yaml
 
 from mcm.emulator import errors, eventsv1, jsonbody, k8sproto, patch, reviews, tables
 from mcm.emulator import options as write_options
-from mcm.emulator.builtinfields import TypeMismatch, check_types
+from mcm.emulator.builtinfields import TypeMismatch, check_types, json_kind
 from mcm.emulator.discovery import Discovery
 from mcm.emulator.errors import ApiStatusError
 from mcm.emulator.eviction import evict
@@ -377,7 +377,7 @@ class Api:
         if not isinstance(value, dict):
             raise errors.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
+                f"json: cannot unmarshal {json_kind(value)} into Go value of type map[string]interface {{}}"
             )
         return value
 
@@ -446,9 +446,7 @@ class Api:
             if not isinstance(decoded, dict):
                 raise errors.bad_request(
                     'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: '
-                    "json: cannot unmarshal "
-                    + _json_type(decoded)
-                    + " into Go value of type v1.DeleteOptions"
+                    "json: cannot unmarshal " + json_kind(decoded) + " into Go value of type v1.DeleteOptions"
                 )
             write_options.validate_delete(decoded, req.query)
             return decoded
@@ -580,7 +578,7 @@ class Api:
         if not isinstance(value, dict):
             raise errors.bad_request(
                 f'{kind} in version "{rt.version}" cannot be handled as a {kind}: '
-                f"json: cannot unmarshal {_json_type(value)} into Go value of type map[string]interface {{}}"
+                f"json: cannot unmarshal {json_kind(value)} into Go value of type map[string]interface {{}}"
             )
         if kind == rt.kind and rt.builtin:
             try:
@@ -616,16 +614,6 @@ def _reject_duplicate_keys(raw: bytes, kind: str, version: str) -> None:
         return dict(pairs)
 
     json.loads(raw, object_pairs_hook=hook)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "null" if value is None else "object"
 
 
 def _type_check(rt: ResourceType) -> Callable[[Obj], Obj]:

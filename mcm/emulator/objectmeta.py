@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from mcm.emulator.builtinfields import json_kind
 from mcm.emulator.errors import Raw
 from mcm.emulator.kinds import FieldError
 
@@ -213,21 +214,9 @@ _STRING_FIELDS = (
 )
 
 
-def _go_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _unmarshal(value: Any, key: str, go_type: str) -> str:
     field = f"ObjectMeta.metadata.{key}"
-    return f"json: cannot unmarshal {_go_type(value)} into Go struct field {field} of type {go_type}"
+    return f"json: cannot unmarshal {json_kind(value)} into Go struct field {field} of type {go_type}"
 
 
 def decode_error(meta: Mapping[str, Any]) -> str | None:
