@@ -8,7 +8,9 @@ Unknown from its last phase change) and ``mark_failed_throttled`` (at most
 time, decided under a per-deployment permit).
 
 All changes are collected into one status write. On success the pass continues with the stored
-machine; a timeout not reached yet asks for a requeue when it will be.
+machine; a timeout not reached yet asks for a recheck when it will be (``HealthOutcome.recheck``)
+and the pass goes on (node-template sync): only a failure or a Failed mark ends it
+(``HealthOutcome.result``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from mcm.controller.common import (
     phase_of,
     record_normal,
     record_warning,
+    record_write_failure,
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
@@ -62,10 +65,12 @@ _SKIP_HEALTH_PHASES = (c.PHASE_IN_PLACE_UPDATING, c.PHASE_IN_PLACE_UPDATE_FAILED
 
 @dataclass(frozen=True)
 class HealthOutcome:
-    """The machine after the health pass, or the result that ends the pass."""
+    """The machine after the health pass, or the result that ends the pass; ``recheck``: the
+    pass goes on, but the machine must be looked at again within that many seconds."""
 
     machine: Obj
     result: Result | None = None
+    recheck: float | None = None
 
 
 class FailedMarks:
@@ -163,7 +168,8 @@ def reconcile_machine_health(
         return check_timeouts(deps, machine, marks)
     write = write_status(deps.writers.machines, machine, status)
     if not write.ok:
-        record_warning(deps, machine, "StatusUpdateFailed", f"Machine/status UPDATE failed: {write.error}")
+        message = f"Machine/status UPDATE failed: {write.error}"
+        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
         return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
     _phase_events(deps, machine, status)
     return HealthOutcome(write.obj)
@@ -269,7 +275,7 @@ def check_timeouts(deps: Deps, machine: Obj, marks: FailedMarks) -> HealthOutcom
         return HealthOutcome(machine)
     if elapsed is None or elapsed <= timeout:
         remaining = timeout - (elapsed or 0.0)
-        return HealthOutcome(machine, Result.after(max(0.0, min(TIMEOUT_RECHECK, remaining)) + 0.001))
+        return HealthOutcome(machine, recheck=max(0.0, min(TIMEOUT_RECHECK, remaining)) + 0.001)
     if phase == c.PHASE_PENDING:
         return _creation_timed_out(deps, machine, timeout)
     return mark_failed_throttled(deps, machine, marks, timeout)

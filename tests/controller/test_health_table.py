@@ -60,7 +60,10 @@ def run(world: World, machine: dict[str, Any], marks: FailedMarks | None = None)
     stored = world.machines.get(machine["metadata"]["name"])
     outcome = reconcile_machine_health(world.deps, stored, marks or FailedMarks())
     after = world.machines.get(machine["metadata"]["name"])
-    return outcome.result, after["status"]["currentStatus"]["phase"]
+    result = outcome.result
+    if result is None and outcome.recheck is not None:
+        result = Result.after(outcome.recheck)
+    return result, after["status"]["currentStatus"]["phase"]
 
 
 UNHEALTHY = [{"type": "Ready", "status": "False"}]
