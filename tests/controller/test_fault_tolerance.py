@@ -25,7 +25,6 @@ from mcm.driver import (
     MachineError,
 )
 from mcm.runtime.client.errors import ConnectionFailed
-from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
 
 from .builders import HEALTHY, mk_class, mk_machine, mk_node, mk_secret
@@ -169,6 +168,8 @@ def test_a_reset_deleting_the_bootstrap_token_does_not_stop_the_machine_going_ru
 
 
 def test_every_request_failure_and_driver_error_is_a_transient_error() -> None:
+    from mcm.runtime.errors import TransientError
+
     assert issubclass(ConnectionFailed, TransientError)
     assert isinstance(MachineError(Code.Internal, "x"), TransientError)
 

@@ -6,8 +6,9 @@ import copy
 from typing import Any
 
 from mcm.apis.machine import constants as c
+from mcm.controller import node
 from mcm.controller.handlers import EventHandlers
-from mcm.controller.node import deleted_node_key, reconcile_node_key
+from mcm.controller.node import reconcile_node_key
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 from mcm.runtime.client.errors import ConnectionFailed
 from mcm.runtime.worker import DONE, Result
@@ -90,10 +91,10 @@ def test_deleting_a_node_deletes_its_machine_from_the_node_queue() -> None:
     world.machines.put(mk_machine(world.clock, node="node-0"))
     h.node_deleted(DeletedFinalStateUnknown("node-0", mk_node("node-0")))
     assert world.machines.writes == []
-    assert seen == [("node", deleted_node_key("node-0"), 0.0)]
+    assert seen == [("node", node.deleted_node_key("node-0"), 0.0)]
     world.machines.fail("delete", ConnectionFailed("connection reset by peer"), 1)
-    assert reconcile_node_key(world.deps, deleted_node_key("node-0")) == Result.after(c.SHORT_RETRY)
-    assert reconcile_node_key(world.deps, deleted_node_key("node-0")) == DONE
+    assert reconcile_node_key(world.deps, node.deleted_node_key("node-0")) == Result.after(c.SHORT_RETRY)
+    assert reconcile_node_key(world.deps, node.deleted_node_key("node-0")) == DONE
     assert world.machines.get("machine-0")["metadata"].get("deletionTimestamp")
 
 
@@ -101,7 +102,7 @@ def test_a_deleted_node_that_is_back_does_not_delete_its_machine() -> None:
     world = make_world()
     world.machines.put(mk_machine(world.clock, node="node-0"))
     world.nodes.put(mk_node("node-0"))
-    assert reconcile_node_key(world.deps, deleted_node_key("node-0")) == DONE
+    assert reconcile_node_key(world.deps, node.deleted_node_key("node-0")) == DONE
     assert world.machines.writes == []
 
 
