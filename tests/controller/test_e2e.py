@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 
 from mcm.apis.machine import constants as c
 
@@ -230,3 +231,55 @@ def test_without_a_target_cluster_machines_become_available(env: Env) -> None:
     finally:
         stop.set()
         runner.join(30)
+
+
+class _ResettingPool:
+    """The control cluster's connection pool, with a connection reset on chosen writes."""
+
+    def __init__(self, inner: Any, should_reset: Any) -> None:
+        self.inner = inner
+        self.should_reset = should_reset
+
+    def urlopen(self, method: str, url: str, **kwargs: Any) -> Any:
+        if self.should_reset(method, url):
+            reset = ConnectionResetError(104, "Connection reset by peer")
+            raise urllib3.exceptions.ProtocolError("Connection aborted.", reset)
+        return self.inner.urlopen(method, url, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_connection_reset_on_a_status_write_never_ends_the_process(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's headline: with REALLY_CRASH on (as the command runs), a reset status PUT
+    made the whole process exit 1 within a second. It is an error now: retried, the machine
+    goes on to Pending."""
+    import threading
+
+    from mcm.runtime import errors
+
+    fatal: list[BaseException] = []
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", fatal.append)
+    resets: list[str] = []
+    lock = threading.Lock()
+
+    def should_reset(method: str, url: str) -> bool:
+        with lock:
+            if method == "PUT" and url.endswith("/machine-reset/status") and not resets:
+                resets.append(url)
+                return True
+        return False
+
+    transport = env.control.transport
+    direct_pool = transport._direct_pool
+    monkeypatch.setattr(transport, "_direct_pool", lambda: _ResettingPool(direct_pool(), should_reset))
+    env.setup_class()
+    env.start()
+    env.machines.create(machine("machine-reset"), namespace=NS)
+    eventually(lambda: env.phase("machine-reset") == c.PHASE_PENDING, what="Pending after the reset")
+    assert resets and fatal == []
+    assert env.controller is not None and env.thread is not None and env.thread.is_alive()
+    assert len(env.driver.calls_to("create_machine")) == 1
