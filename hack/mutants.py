@@ -127,6 +127,8 @@ def _is_log_call(node: ast.AST) -> bool:
 
 def _skipped(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     """Inside a log call, an annotation, a docstring-like string, or ``__all__``."""
+    if isinstance(node, ast.Expr) and _is_log_call(node.value):
+        return True
     current: ast.AST | None = node
     while current is not None:
         parent = parents.get(id(current))
@@ -258,8 +260,9 @@ def _mutate(node: ast.AST, mutant: Mutant) -> ast.AST | None:
     raise ValueError(f"cannot apply {mutant}")
 
 
-def mutated_source(mutant: Mutant) -> str:
-    tree = ast.parse((ROOT / mutant.path).read_text())
+def mutated_source(mutant: Mutant, source: str | None = None) -> str:
+    """The file with the mutation applied (``source``: the file's text, else read from the repo)."""
+    tree = ast.parse((ROOT / mutant.path).read_text() if source is None else source)
     order = {id(node): i for i, node in enumerate(ast.walk(tree))}
     applier = _Apply(mutant, order)
     mutated = applier.visit(tree)
@@ -300,7 +303,7 @@ def run_tests(copy: Path, tests: list[str], timeout: float) -> str:
 def check(mutant: Mutant, copy: Path, timeout: float) -> tuple[Mutant, str]:
     target = copy / mutant.path
     original = target.read_text()
-    target.write_text(mutated_source(mutant))
+    target.write_text(mutated_source(mutant, original))
     try:
         outcome = run_tests(copy, tests_for(mutant.path), timeout)
         if outcome == "survived":
