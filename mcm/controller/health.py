@@ -88,6 +88,11 @@ class FailedMarks:
         with self._lock:
             self._marks.setdefault(group, set()).add(name)
 
+    def discard(self, group: str, name: str) -> None:
+        """Drop a mark whose Failed write did not happen."""
+        with self._lock:
+            self._marks.get(group, set()).discard(name)
+
     def pending(self, group: str, cached_phases: Mapping[str, str]) -> set[str]:
         """Marked names whose cached phase is not yet Failed/Terminating (others are dropped)."""
         with self._lock:
@@ -303,7 +308,12 @@ def _creation_timed_out(deps: Deps, machine: Obj, timeout: float) -> HealthOutco
 
 
 def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout: float) -> HealthOutcome:
-    """Mark Failed under the deployment's permit when few enough of its machines are being replaced."""
+    """Mark Failed when few enough machines of its deployment are being replaced.
+
+    The decision is taken under the deployment's permit and reserved as a mark; the permit is
+    given back before the status write (no lock across an API call), and a failed write drops
+    the reservation.
+    """
     name = o.name_of(machine)
     group = o.label(machine, c.LABEL_DEPLOYMENT_NAME) or ""
     deps.permits.register_permits(group, 1)
@@ -311,23 +321,26 @@ def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout:
         log.warning("permit_timeout", machine=machine_key(machine))
         return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
     try:
-        if not can_mark_machine_failed(deps, machine, marks, group):
-            message = f'machine "{name}" couldn\'t be marked FAILED, other machines are getting replaced'
-            log.info("failed_marking_throttled", machine=machine_key(machine), message=message)
-            return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
-        description = c.DESC_HEALTH_TIMEOUT.format(
-            machine=name,
-            duration=o.format_go_duration(timeout),
-            conditions=format_conditions(o.conditions(machine)),
-        )
-        write = write_status(deps.writers.machines, machine, _failed_status(machine, description, deps))
-        if not write.ok:
-            return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
-        marks.add(group, name)
-        record_warning(deps, machine, "MachineFailed", description)
-        return HealthOutcome(write.obj, Result.after(c.SHORT_RETRY))
+        allowed = can_mark_machine_failed(deps, machine, marks, group)
+        if allowed:
+            marks.add(group, name)
     finally:
         deps.permits.release_permit(group)
+    if not allowed:
+        message = f'machine "{name}" couldn\'t be marked FAILED, other machines are getting replaced'
+        log.info("failed_marking_throttled", machine=machine_key(machine), message=message)
+        return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
+    description = c.DESC_HEALTH_TIMEOUT.format(
+        machine=name,
+        duration=o.format_go_duration(timeout),
+        conditions=format_conditions(o.conditions(machine)),
+    )
+    write = write_status(deps.writers.machines, machine, _failed_status(machine, description, deps))
+    if not write.ok:
+        marks.discard(group, name)
+        return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
+    record_warning(deps, machine, "MachineFailed", description)
+    return HealthOutcome(write.obj, Result.after(c.SHORT_RETRY))
 
 
 def can_mark_machine_failed(deps: Deps, machine: Mapping[str, Any], marks: FailedMarks, group: str) -> bool:
