@@ -60,7 +60,10 @@ def run(world: World, machine: dict[str, Any], marks: FailedMarks | None = None)
     stored = world.machines.get(machine["metadata"]["name"])
     outcome = reconcile_machine_health(world.deps, stored, marks or FailedMarks())
     after = world.machines.get(machine["metadata"]["name"])
-    return outcome.result, after["status"]["currentStatus"]["phase"]
+    result = outcome.result
+    if result is None and outcome.recheck is not None:
+        result = Result.after(outcome.recheck)
+    return result, after["status"]["currentStatus"]["phase"]
 
 
 UNHEALTHY = [{"type": "Ready", "status": "False"}]
@@ -180,10 +183,10 @@ def other(world: World, name: str, phase: str, labels: dict[str, str] | None = N
     world.machines.put(mk_machine(world.clock, name, phase=phase, labels=labels, **kw))
 
 
-def timed_out(world: World, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def timed_out(world: World, labels: dict[str, str] | None = None, name: str = TARGET) -> dict[str, Any]:
     return mk_machine(
         world.clock,
-        TARGET,
+        name,
         phase=c.PHASE_UNKNOWN,
         node="node-0",
         conditions=UNHEALTHY,
@@ -256,3 +259,26 @@ def test_a_just_marked_machine_counts_before_the_cache_shows_it() -> None:
     marks.add("testWorkerPool-z1", "first")  # written Failed, cache still says Unknown
     _, phase = run(world, timed_out(world, DEPLOYMENT), marks)
     assert phase == c.PHASE_UNKNOWN
+
+
+def test_the_permit_is_not_held_across_the_failed_write_and_a_failed_write_frees_its_slot() -> None:
+    """No lock across an API call (issue 23): the decision is reserved under the permit, the
+    permit is given back before the status write; a write that fails gives the slot back."""
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    world = make_world()
+    marks = FailedMarks()
+    held_during_write: list[bool] = []
+    update_status = world.machines.update_status
+
+    def observed(body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        held_during_write.append(world.deps.permits.is_held("testWorkerPool-z1"))
+        return update_status(body, **kw)
+
+    world.machines.update_status = observed  # type: ignore[method-assign]
+    world.machines.fail("update_status", ConnectionFailed("connection reset by peer"), 1)
+    result, phase = run(world, timed_out(world, DEPLOYMENT, name="first"), marks)
+    assert (result, phase) == (Result.after(c.SHORT_RETRY), c.PHASE_UNKNOWN)
+    _, phase = run(world, timed_out(world, DEPLOYMENT, name="second"), marks)
+    assert phase == c.PHASE_FAILED  # the first one's failed write left no reservation behind
+    assert held_during_write == [False, False]

@@ -5,12 +5,14 @@ Each test names the upstream behaviour it would catch.
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
 import pytest
 
 from mcm.drain import DrainOptions, DrainResult, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain.state import LEFT_NODE_GONE, POD_POLL_INTERVAL, TERMINATION_BUFFER
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
 from mcm.runtime.client.errors import ApiError
@@ -373,3 +375,57 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
     s.cluster.handlers.append(s.delete_pod)
     result, _ = run(s, options())
     assert result.ok and result.evicted == ("default/p",)
+
+
+# --- issue 23 "tests that notice": outcomes the mutation run found unchecked -------------------
+
+
+def test_a_pod_recreated_under_the_same_name_counts_as_gone() -> None:
+    """A StatefulSet puts a new pod (new uid) under the old name at once: the evicted pod is
+    gone; waiting for the name to disappear would wait out the whole termination timeout."""
+    s = build(FakeCluster(), FakeClock(), nopv=2, tgp=600)
+
+    def recreate(victim: Obj) -> None:
+        with s.cluster.lock:
+            fresh = copy.deepcopy(victim)
+            fresh["metadata"]["uid"] = f"{victim['metadata']['uid']}-new"
+            s.cluster.pods[f"{victim['metadata']['namespace']}/{victim['metadata']['name']}"] = fresh
+
+    s.cluster.handlers.append(recreate)
+    result, elapsed = run(s, options())
+    assert result.ok, result
+    assert sorted(result.evicted) == ["default/nopv-0", "default/nopv-1"]
+    assert result.left_behind == ()
+    assert elapsed < POD_POLL_INTERVAL * 2
+
+
+def test_a_node_that_disappears_ends_the_wait_for_pods_without_volumes() -> None:
+    """Pods without PVs whose eviction was accepted but which never terminate: once the Node is
+    gone the drain stops waiting and succeeds (node_gone), long before their termination wait."""
+    s = build(FakeCluster(), FakeClock(), nopv=3, tgp=600)
+    polls = 0
+
+    def node_vanishes(name: str) -> None:
+        nonlocal polls
+        polls += 1
+        if polls >= 2:
+            with s.cluster.lock:
+                s.cluster.nodes.pop(NODE, None)
+
+    s.cluster.node_get_reactor = node_vanishes
+    result, elapsed = run(s, options(timeout=3600))
+    assert result.ok, result
+    assert result.node_gone
+    assert sorted(p.key for p in result.left_behind) == ["default/nopv-0", "default/nopv-1", "default/nopv-2"]
+    assert {p.reason for p in result.left_behind} == {LEFT_NODE_GONE}
+    assert elapsed < 60
+
+
+def test_pods_that_stay_while_the_node_stays_fail_the_drain_at_their_termination_wait() -> None:
+    s = build(FakeCluster(), FakeClock(), nopv=1, tgp=5)
+    result, elapsed = run(s, options(timeout=3600))
+    assert not result.ok
+    assert not result.node_gone
+    assert [p.key for p in result.left_behind] == ["default/nopv-0"]
+    assert "timed out waiting for the condition" in (result.error or "")
+    assert 5 + TERMINATION_BUFFER <= elapsed < 5 + TERMINATION_BUFFER + POD_POLL_INTERVAL + 1
