@@ -293,16 +293,24 @@ def _phase_event(deps: Deps, machine: Mapping[str, Any], phase: str) -> None:
 
 
 def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result | None:
-    """A Node named differently from the machine already exists: drop the new VM, mark Failed."""
+    """A Node named differently from the machine already exists: drop the new VM, mark Failed.
+
+    A Node whose ``spec.providerID`` is the VM's own is not stale: the VM registered it before
+    ``CreateMachine`` answered (an answer lost and the call retried, a restart), so the VM is
+    adopted. Upstream deletes it, and with it the Machine's only VM.
+    """
     nodes = deps.listers.nodes
     if nodes is None or vm.node_name == o.name_of(machine) or not vm.node_name:
         return None
     try:
-        nodes.get(vm.node_name)
+        node = nodes.get(vm.node_name)
     except ApiError as err:
         if is_not_found(err):
             return None
         raise
+    if vm.provider_id and o.text(node, "spec", "providerID") == vm.provider_id:
+        log.info("vm_node_already_registered", machine=machine_key(machine), node=vm.node_name)
+        return None
     stale = o.clone(machine)
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
     request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)

@@ -135,6 +135,33 @@ def test_6_failure_due_to_vm_using_stale_node_obj() -> None:
     assert [call.method for call in world.driver.calls][-1] == "delete_machine"
 
 
+def test_6b_the_vms_own_node_registered_before_create_answered_is_not_stale() -> None:
+    """Found by the chaos suite: CreateMachine made the VM but its answer was lost; its Node
+    registered; the retry (GetMachineStatus ``Uninitialized`` without a providerID, so an
+    idempotent CreateMachine) returns that VM. Its Node carries the VM's provider ID: it is the
+    VM's own Node, not a stale one, so the VM is adopted, not deleted."""
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    world.driver.script("get_machine_status", MachineError(Code.Uninitialized, "not initialized"))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    after = stored(world)
+    assert phase(after) == c.PHASE_PENDING
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert "delete_machine" not in [call.method for call in world.driver.calls]
+
+
+def test_6c_a_node_of_another_vm_under_the_same_name_is_stale() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-old"}))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert phase(stored(world)) == c.PHASE_FAILED
+    assert [call.method for call in world.driver.calls][-1] == "delete_machine"
+
+
 def test_retryable_get_status_error_is_short_and_keeps_last_known_state() -> None:
     world = make_world()
     machine = mk_machine(world.clock, provider_id="fakeID-0")
