@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mcm.runtime import logs
 from mcm.testing.chaos.run import run_profile
 from mcm.testing.chaos.scenarios import SCENARIOS, Scenario, by_name
 
@@ -46,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory = args.dir or Path(tempfile.mkdtemp(prefix="mcm-chaos-"))
     plan = long_plan(args.minutes, args.scenario, args.phase)
     deadline = time.monotonic() + args.minutes * 60
-    print(f"chaos: files in {directory}", flush=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    logs.configure("json", stream=open(directory / "harness.log", "a", encoding="utf-8"))  # noqa: SIM115
+    print(f"chaos: files in {directory} (harness.log, controller-*.log, sidecar-*.log)", flush=True)
     report = run_profile(
         directory,
         seed,

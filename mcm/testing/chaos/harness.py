@@ -203,7 +203,7 @@ class Harness:
             "process", "exited", process.name, pid=pid, code=code, expected=expected, reason=reason
         )
         if not expected:
-            tail = " | ".join(process.log_tail(8))
+            tail = " | ".join(_brief(line) for line in process.log_tail(3))
             self.violations.append(
                 Violation(
                     "alive", now, process.name, f"{process.name} (pid {pid}) exited with {code}: {tail}"
@@ -293,10 +293,9 @@ class Harness:
         if not problems:
             return True
         now = time.monotonic()
-        for problem in problems:
-            name = problem.split(":", 1)[0]
-            self.violations.append(Violation("converges", now, name, f"after {bound:g}s: {problem}"))
-        self.tracker.record("check", "stuck", scenario, problems=problems)
+        for key, problem in problems:
+            self.violations.append(Violation("converges", now, key, f"after {bound:g}s: {key}: {problem}"))
+        self.tracker.record("check", "stuck", scenario, problems=[f"{k}: {p}" for k, p in problems])
         return False
 
     def sample(self) -> tuple[int, float]:
@@ -333,6 +332,11 @@ class Harness:
         self.stop_processes()
         self.monitor.close()
         self.world.close()
+
+
+def _brief(line: str, limit: int = 400) -> str:
+    """A log line cut to ``limit`` characters (a panic's stack is in the process's log file)."""
+    return line if len(line) <= limit else line[:limit] + "..."
 
 
 def _metrics(port: int) -> str:

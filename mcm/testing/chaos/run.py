@@ -199,7 +199,8 @@ def run_profile(
         for index, (scenario, duration) in enumerate(steps):
             if deadline is not None and time.monotonic() > deadline:
                 break
-            log(f"chaos: [{index}] {scenario.name} for {duration:g}s: {scenario.summary}")
+            at = time.monotonic() - started
+            log(f"chaos: {at:6.0f}s [{index}] {scenario.name} for {duration:g}s: {scenario.summary}")
             runs.append(run_scenario(h, scenario, index, random.Random(rng.random()), duration))
         h.stop_processes()
         return _report(h, seed, runs, time.monotonic() - started)

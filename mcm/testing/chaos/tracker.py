@@ -291,6 +291,9 @@ class Tracker:
         """Everything that happened to one machine (its versions, VMs, driver calls, its node,
         and the faults and processes around it), as lines in time order."""
         events = self.events()
+        owners = {e.key for e in events if e.source == "vm" and e.data.get("vm") == machine}
+        if owners and not any(e.source == "machine" and e.key == machine for e in events):
+            machine, uid = owners.pop(), ""  # a VM or Node name: show its Machine's history
         vms = {str(e.data.get("vm")) for e in events if e.source == "vm" and e.key == machine}
         nodes = {str(e.data.get("node")) for e in events if e.source == "machine" and e.key == machine}
         nodes |= vms

@@ -269,30 +269,28 @@ class Owner:
         self.deleted += 1
         self.world.tracker.record("owner", "delete", name, why=why)
 
-    def pending(self) -> list[str]:
-        """Why the world has not converged: one line per Machine (or VM, or Node) not as wanted;
-        empty when every live Machine is Running on a Ready Node with exactly one VM, no
-        deletion is in progress and nothing is left over."""
-        problems: list[str] = []
+    def pending(self) -> list[tuple[str, str]]:
+        """Why the world has not converged: ``(machine, VM or node name, what is wrong)`` per
+        problem; empty when every live Machine is Running on a Ready Node with exactly one VM,
+        no deletion is in progress and nothing is left over."""
+        problems: list[tuple[str, str]] = []
         machines = self.world.machines()
         nodes = self.world.nodes()
-        vms = {v.node_name: v for v in self.world.vms()}
+        vms = {v.node_name for v in self.world.vms()}
         live = [m for m in machines if not m["metadata"].get("deletionTimestamp")]
         if len(live) != self.replicas:
-            problems.append(f"{len(live)} live machines, want {self.replicas}")
+            problems.append(("owner", f"{len(live)} live machines, want {self.replicas}"))
         for machine in machines:
             name = machine["metadata"]["name"]
             if machine["metadata"].get("deletionTimestamp"):
-                problems.append(f"{name}: still being deleted ({_describe(machine)})")
+                problems.append((name, f"still being deleted ({_describe(machine)})"))
                 continue
             node_name = (machine["metadata"].get("labels") or {}).get(c.LABEL_NODE, "")
             if phase_of(machine) != c.PHASE_RUNNING or not _ready(nodes.get(node_name)):
-                problems.append(f"{name}: not Running on a Ready node ({_describe(machine)})")
-        wanted_nodes = {(m["metadata"].get("labels") or {}).get(c.LABEL_NODE, "") for m in live}
-        for extra in sorted(set(vms) - wanted_nodes):
-            problems.append(f"VM {extra}: no live Machine uses it")
-        for extra in sorted(set(nodes) - wanted_nodes):
-            problems.append(f"Node {extra}: no live Machine uses it")
+                problems.append((name, f"not Running on a Ready node ({_describe(machine)})"))
+        wanted = {(m["metadata"].get("labels") or {}).get(c.LABEL_NODE, "") for m in live}
+        problems += [(vm, "VM: no live Machine uses it") for vm in sorted(vms - wanted)]
+        problems += [(node, "Node: no live Machine uses it") for node in sorted(set(nodes) - wanted)]
         return problems
 
 
