@@ -165,27 +165,27 @@ def _retry_until(attempt: Callable[[], str | None], timeout: float) -> str | Non
 
 
 def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The control cluster answers ``/healthz`` within ``timeout`` and serves the Machine CRDs,
-    else StartupError."""
+    """The control cluster answers ``/healthz`` and discovery within ``timeout`` (failed requests
+    are retried about once a second) and serves the Machine CRDs, else StartupError."""
     discovery = control.with_user_agent("controller-discovery")
+    served: list[bool] = []
 
-    def healthy() -> str | None:
+    def answers() -> str | None:
         try:
             body = discovery.get_bytes("/healthz").strip()
+            if body != b"ok":
+                return f"/healthz answered {body[:80]!r}"
+            served.append(discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines"))
+        except NotFound:
+            served.append(False)
         except (ApiError, ConnectionFailed) as exc:
             return _describe(exc)
-        return None if body == b"ok" else f"/healthz answered {body[:80]!r}"
+        return None
 
-    reason = _retry_until(healthy, timeout)
+    reason = _retry_until(answers, timeout)
     if reason is not None:
         raise StartupError(f"control cluster {control.host} is not reachable: {reason}")
-    try:
-        served = discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines")
-    except NotFound:
-        served = False
-    except (ApiError, ConnectionFailed) as exc:
-        raise StartupError(f"control cluster {control.host}: discovery failed: {_describe(exc)}") from None
-    if not served:
+    if not served[-1]:
         raise StartupError(
             f"unable to start machine controller: the control cluster {control.host} does not serve "
             f"{MACHINE_GROUP_VERSION} machines (are the Machine CRDs installed?)"

@@ -240,6 +240,29 @@ def test_the_target_cluster_check_retries_until_the_discovery_timeout(pair: Clus
     clients.close()
 
 
+def test_a_failed_discovery_request_is_retried_like_healthz(
+    pair: ClusterPair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos suite: /healthz answered, then the discovery GET was reset, and the
+    process ended (exit 1) instead of asking again within the discovery timeout."""
+    from mcm.runtime.client.discovery import DiscoveryClient
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    real = DiscoveryClient.has_resource
+    failures = [ConnectionFailed("GET /apis/machine.sapcloud.io/v1alpha1: connection reset")]
+
+    def flaky(self: DiscoveryClient, group_version: str, resource: str, kind: str | None = None) -> bool:
+        if failures:
+            raise failures.pop()
+        return real(self, group_version, resource, kind)
+
+    monkeypatch.setattr(DiscoveryClient, "has_resource", flaky)
+    client = load_config(str(pair.control_kubeconfig))
+    check_control_cluster(client, timeout=5.0)
+    assert failures == []
+    client.close()
+
+
 def test_empty_control_kubeconfig_reuses_the_target_cluster(pair: ClusterPair) -> None:
     clients = build_clients(_options(pair, control_kubeconfig=""))
     assert clients.control.host == clients.target.host if clients.target else False
