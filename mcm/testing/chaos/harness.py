@@ -50,7 +50,7 @@ class Settings:
     retry_period: float = 2.0
     freeze_timeout: float = 5.0
     freeze_period: float = 5.0
-    health_timeout: float = 15.0
+    health_timeout: float = 8.0
     creation_timeout: float = 120.0
     orphan_period: float = 20.0
     workers: int = 5

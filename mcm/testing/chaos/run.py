@@ -27,7 +27,7 @@ __all__ = ["Report", "ScenarioRun", "run_profile"]
 
 SETTLE_BOUND = 90.0
 """Seconds the world may take to converge before a scenario's faults start."""
-BASELINE_BOUND = 30.0
+BASELINE_BOUND = 45.0
 THREAD_SLACK = 4
 """Threads a settled controller may have above its first settled count (HTTP handlers, probes)."""
 
@@ -212,9 +212,16 @@ def _report(h: Harness, seed: int, runs: list[ScenarioRun], elapsed: float) -> R
     events = h.tracker.events()
     violations = [*h.violations, *check_all(events, h.deaths, time.monotonic())]
     attributed = [(_scenario_at(runs, v.t), v) for v in sorted(violations, key=lambda v: v.t)]
+    processes = {p.name: p for p in h.controllers + h.sidecars}
     histories = {}
     for _, violation in attributed:
-        if violation.key not in histories:
+        if violation.key in histories:
+            continue
+        process = processes.get(violation.key)
+        if process is not None:
+            tail = [line[:300] for line in process.log_tail(15)]
+            histories[violation.key] = [f"{process.log_path}:", *tail]
+        else:
             histories[violation.key] = h.tracker.history(violation.key, violation.uid)
     return Report(seed, runs, attributed, histories, elapsed)
 

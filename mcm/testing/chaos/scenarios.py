@@ -41,7 +41,7 @@ class Scenario:
     summary: str
     program: Program
     settings: Settings = BASE
-    churn: float = 0.5
+    churn: float = 1.0
     """Owner deletions per second during the fault phase."""
     bound: float = 60.0
     """Seconds after the faults stop within which everything must have converged."""
