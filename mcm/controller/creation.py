@@ -69,7 +69,7 @@ from mcm.driver import (
     MachineError,
     code_name,
 )
-from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.errors import ApiError, RequestError, is_not_found
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
@@ -343,9 +343,30 @@ def write_creation_metadata(deps: Deps, machine: Mapping[str, Any], vm: VM) -> O
     new.setdefault("spec", {})["providerID"] = vm.provider_id
     write = write_object(deps.writers.machines, machine, new)
     if not write.ok:
+        if write.conflict:
+            keep_vm_identity(deps, machine, vm)
         record_write_failure(deps, machine, "UpdateFailed", f"Machine UPDATE failed: {write.error}", write)
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
+
+
+def keep_vm_identity(deps: Deps, machine: Mapping[str, Any], vm: VM) -> None:
+    """After a conflict, put the VM's provider ID and node label on the Machine anyway: a merge
+    patch of those fields only (so nothing another writer put there is touched), on the Machine
+    with this UID. A deletion that began while ``CreateMachine`` ran then knows the VM's Node;
+    without it, it deletes the VM but leaves the Node behind. The next pass writes the rest."""
+    patch: dict[str, Any] = {"spec": {"providerID": vm.provider_id}}
+    metadata: dict[str, Any] = {"labels": {c.LABEL_NODE: vm.node_name}} if deps.has_target else {}
+    uid = o.meta(machine).get("uid")
+    if uid:
+        metadata["uid"] = uid
+    if metadata:
+        patch["metadata"] = metadata
+    namespace = o.meta(machine).get("namespace") or deps.namespace
+    try:
+        deps.writers.machines.patch(o.name_of(machine), patch, namespace=namespace)
+    except RequestError as err:
+        log.info("vm_identity_not_kept", machine=machine_key(machine), error=str(err))
 
 
 # --- 5. initialize ----------------------------------------------------------------------------

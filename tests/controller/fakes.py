@@ -115,7 +115,17 @@ class FakeResource:
         version = metadata.pop("resourceVersion", None)
         if version is not None and version != current["metadata"]["resourceVersion"]:
             raise Conflict({"message": f"the object {name} has been modified", "code": 409})
-        current["metadata"].update(metadata)
+        uid = metadata.pop("uid", None)
+        if uid is not None and uid != current["metadata"].get("uid"):
+            raise Conflict({"message": f"Precondition failed: UID in precondition: {uid}", "code": 409})
+        for key, value in metadata.items():
+            if isinstance(value, Mapping) and isinstance(current["metadata"].get(key), Mapping):
+                current["metadata"][key] = {**current["metadata"][key], **copy.deepcopy(dict(value))}
+            else:
+                current["metadata"][key] = copy.deepcopy(value)
+        for key, value in body.items():
+            if key != "metadata" and isinstance(value, Mapping):
+                current[key] = {**(current.get(key) or {}), **copy.deepcopy(dict(value))}
         return self.put(current)
 
     def delete(self, name: str, **_: Any) -> dict[str, Any]:

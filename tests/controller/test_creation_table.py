@@ -334,3 +334,29 @@ def test_a_failed_initialize_machine_is_a_failed_create_operation(created_ago: f
     assert last["description"] == c.DESC_INITIALIZE_FAILED.format(
         err="machine codes error: code = [Unavailable] message = [still booting]"
     )
+
+
+def test_a_deletion_during_create_machine_still_learns_the_vms_node() -> None:
+    """Found by the chaos suite: the Machine was deleted while CreateMachine ran, so the metadata
+    PUT (computed from the copy before) got 409; the deletion then found the VM Uninitialized,
+    deleted it without knowing its Node, and the Node stayed for ever. The VM's provider ID and
+    node name are kept on the Machine with a merge patch of those fields only."""
+    world = make_world()
+    with_uid = mk_machine(world.clock, finalizer=True, labels={"team": "a"})
+    with_uid["metadata"]["uid"] = "uid-0"
+    world, machine = setup(with_uid)
+
+    def deleted_meanwhile(ctx: Any, request: CreateMachineRequest) -> CreateMachineResponse:
+        world.machines.delete("machine-0")
+        return CreateMachineResponse("fakeID-0", "fakeNode-0")
+
+    world.driver.script("create_machine", deleted_meanwhile)
+    assert create(world, machine) == Result.after(c.CONFLICT_RETRY)
+    after = stored(world)
+    assert after["metadata"].get("deletionTimestamp")
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert after["metadata"]["labels"] == {"team": "a", c.LABEL_NODE: "fakeNode-0"}
+    assert c.MCM_FINALIZER in after["metadata"]["finalizers"]
+    name, patch = world.machines.patches[-1]
+    assert name == "machine-0"
+    assert patch["metadata"]["uid"] == "uid-0"
