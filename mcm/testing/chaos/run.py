@@ -41,6 +41,8 @@ class ScenarioRun:
     start: float
     end: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent settling, injecting faults, converging and back to baseline."""
 
 
 @dataclass
@@ -148,6 +150,7 @@ def run_scenario(
     h.apply(scenario.settings)
     h.converge(SETTLE_BOUND, f"{scenario.name} (settling)")
     threads = _baseline(h, scenario)
+    faults = time.monotonic()
     h.world.owner.churn = scenario.churn
     try:
         scenario.program(h, rng, duration)
@@ -155,11 +158,25 @@ def run_scenario(
         h.world.owner.churn = 0.0
         h.clear_faults()
     h.ensure_running()
+    cleared = time.monotonic()
     h.converge(scenario.bound, scenario.name)
+    converged = time.monotonic()
     if threads:
         h.check_baseline(threads, BASELINE_BOUND, THREAD_SLACK)
     run.end = time.monotonic()
-    h.tracker.record("scenario", "end", scenario.name, index=index)
+    run.timings = {
+        "settle": faults - run.start,
+        "faults": cleared - faults,
+        "converge": converged - cleared,
+        "baseline": run.end - converged,
+    }
+    h.tracker.record(
+        "scenario",
+        "end",
+        scenario.name,
+        index=index,
+        timings={k: round(v, 1) for k, v in run.timings.items()},
+    )
     run.counts = _counts(h, run.start, run.end)
     return run
 
@@ -201,7 +218,9 @@ def run_profile(
                 break
             at = time.monotonic() - started
             log(f"chaos: {at:6.0f}s [{index}] {scenario.name} for {duration:g}s: {scenario.summary}")
-            runs.append(run_scenario(h, scenario, index, random.Random(rng.random()), duration))
+            run = run_scenario(h, scenario, index, random.Random(rng.random()), duration)
+            runs.append(run)
+            log("chaos:        " + ", ".join(f"{k} {v:.0f}s" for k, v in run.timings.items()))
         h.stop_processes()
         return _report(h, seed, runs, time.monotonic() - started)
     finally:

@@ -404,3 +404,14 @@ def by_name(name: str) -> Scenario:
         if scenario.name == name:
             return scenario
     raise KeyError(f"no chaos scenario {name!r}; known: {', '.join(s.name for s in SCENARIOS)}")
+
+
+SHORT_PHASE = 4.0
+"""Seconds of faults per scenario in the short (CI) profile."""
+
+
+def short_plan(phase: float = SHORT_PHASE) -> list[tuple[Scenario, float]]:
+    """The CI profile: every scenario once with a short fault phase (the mix twice as long),
+    single-replica scenarios first so the controllers restart as rarely as possible."""
+    ordered = sorted(SCENARIOS, key=lambda s: (s.name == "mixed", s.settings != BASE))
+    return [(s, 2 * phase if s.name == "mixed" else phase) for s in ordered]
