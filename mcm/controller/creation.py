@@ -24,12 +24,16 @@ ShortRetry) and only if the cache, read after taking the Machine, shows it neith
 deleting. A ``CreateMachine`` abandoned at ``--driver-call-timeout`` keeps the Machine "in
 creation" until the driver returns. The ``lastKnownState`` a ``CreateMachine`` returns is
 written whatever comes next (failed InitializeMachine, a phase that needs no Pending write).
+
+No Node left behind: the VM's provider ID and node label reach the Machine even when the
+metadata write conflicts or the ``CreateMachine`` was abandoned (``keep_vm_identity``), so a
+deletion that began meanwhile deletes the VM's Node too.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +65,10 @@ from mcm.controller.status import (
 )
 from mcm.driver import (
     RETRYABLE_CODES,
+    CallContext,
     Code,
     CreateMachineRequest,
+    CreateMachineResponse,
     DeleteMachineRequest,
     GetMachineStatusRequest,
     InitializeMachineRequest,
@@ -218,12 +224,28 @@ def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Re
     started = deps.clock.monotonic()
     log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
     key = machine_key(machine)
+    answers: list[CreateMachineResponse] = []
+
+    def create(ctx: CallContext) -> CreateMachineResponse:
+        answer = deps.driver.create_machine(ctx, request)
+        answers.append(answer)
+        return answer
+
+    def abandon() -> Callable[[], None]:
+        release = deps.creation.abandoned(key)
+
+        def returned() -> None:
+            """The abandoned call came back: keep what it made on the Machine, then let go."""
+            try:
+                if answers:
+                    keep_vm_identity(deps, machine, VM(answers[0].provider_id, answers[0].node_name))
+            finally:
+                release()
+
+        return returned
+
     try:
-        response = deps.calls.call(
-            "create_machine",
-            lambda ctx: deps.driver.create_machine(ctx, request),
-            on_abandon=lambda: deps.creation.abandoned(key),
-        )
+        response = deps.calls.call("create_machine", create, on_abandon=abandon)
     except MachineError as err:
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
     deps.metrics.create_duration.labels(**machine_metric_labels(machine, inputs.class_dict)).set(

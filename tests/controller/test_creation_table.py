@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import pytest
@@ -360,3 +361,42 @@ def test_a_deletion_during_create_machine_still_learns_the_vms_node() -> None:
     name, patch = world.machines.patches[-1]
     assert name == "machine-0"
     assert patch["metadata"]["uid"] == "uid-0"
+
+
+def test_an_abandoned_create_machine_keeps_what_it_made_on_the_machine_when_it_returns() -> None:
+    """Found by the chaos suite: CreateMachine passed --driver-call-timeout, the Machine was
+    deleted meanwhile, and the call then made the VM. The deletion (held off until the call
+    returned) found it Uninitialized without a node label, deleted it, and left its Node for
+    ever. The late answer now goes onto the Machine before the hold is released."""
+    import threading
+
+    from mcm.controller.drivercalls import DriverCaller
+
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock, finalizer=True))
+    world.deps.calls = DriverCaller(world.clock, world.deps.metrics, 10.0)
+    booting, release = threading.Event(), threading.Event()
+
+    def slow_create(ctx: Any, request: CreateMachineRequest) -> CreateMachineResponse:
+        booting.set()
+        release.wait(10)
+        return CreateMachineResponse("fakeID-0", "fakeNode-0")
+
+    world.driver.script("create_machine", slow_create)
+    results: list[Result] = []
+    runner = threading.Thread(target=lambda: results.append(create(world, machine)))
+    runner.start()
+    assert booting.wait(5)
+    world.clock.block_until_waiters()
+    world.clock.step(10.0)
+    runner.join(5)
+    assert results == [Result.after(c.SHORT_RETRY)]
+    world.machines.delete("machine-0")
+    release.set()
+    deadline = time.monotonic() + 5
+    while "test-ns/machine-0" in world.deps.creation and time.monotonic() < deadline:
+        time.sleep(0.01)
+    after = stored(world)
+    assert after["metadata"].get("deletionTimestamp")
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert after["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
