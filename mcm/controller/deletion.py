@@ -62,7 +62,14 @@ from mcm.controller.status import (
     write_object,
     write_status,
 )
-from mcm.driver import RETRYABLE_CODES, Code, DeleteMachineRequest, GetMachineStatusRequest, MachineError
+from mcm.driver import (
+    RETRYABLE_CODES,
+    Code,
+    DeleteMachineRequest,
+    GetMachineStatusRequest,
+    ListMachinesRequest,
+    MachineError,
+)
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.worker import DONE, Result
 
@@ -239,7 +246,7 @@ def _reinitiate(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome
 
 def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
     """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
-    filled = fill_node_label(deps, machine)
+    filled = fill_node_label(deps, machine, inputs)
     if isinstance(filled, Result):
         return StepOutcome(machine, filled)
     machine = filled
@@ -268,17 +275,20 @@ def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
     )
 
 
-def fill_node_label(deps: Deps, machine: Obj) -> Obj | Result:
-    """HEAD: a machine without ``node`` label gets it from the Node labelled with its name."""
+def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | Result:
+    """A machine without ``node`` label gets it from its Node: the one labelled with its name
+    (HEAD), else the one carrying its VM's provider ID (``spec.providerID``, or, when the
+    creation never got to write it, the provider ID the driver lists for this machine). Without
+    it the deletion would delete the VM and leave its Node behind."""
     nodes = deps.listers.nodes
     if _node_name(machine) or nodes is None:
         return machine
-    selector = {c.LABEL_NODE_MACHINE_NAME: o.name_of(machine)}
-    matches = [
-        n
-        for n in nodes.list()
-        if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == selector[c.LABEL_NODE_MACHINE_NAME]
-    ]
+    every = nodes.list()
+    name = o.name_of(machine)
+    matches = [n for n in every if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == name]
+    if not matches:
+        provider_ids = _provider_ids(deps, machine, inputs)
+        matches = [n for n in every if provider_ids and o.text(n, "spec", "providerID") in provider_ids]
     if len(matches) != 1:
         return machine
     new = o.clone(machine)
@@ -287,6 +297,21 @@ def fill_node_label(deps: Deps, machine: Obj) -> Obj | Result:
     if not write.ok:
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
+
+
+def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str]:
+    """The machine's provider ID, else those of the VMs the driver lists for its name (none when
+    the listing fails: the flow goes on as before)."""
+    provider_id = o.text(machine, "spec", "providerID")
+    if provider_id:
+        return {provider_id}
+    request = ListMachinesRequest(inputs.machine_class, inputs.secret_data)
+    try:
+        listed = deps.calls.call("list_machines", lambda ctx: deps.driver.list_machines(ctx, request))
+    except MachineError as err:
+        log.info("list_machines_failed", machine=machine_key(machine), error=str(err))
+        return set()
+    return {pid for pid, owner in listed.machine_list.items() if owner == o.name_of(machine)}
 
 
 def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:

@@ -330,6 +330,37 @@ def test_get_vm_status_fills_a_missing_node_label_head() -> None:
     assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
 
 
+def test_get_vm_status_finds_the_node_of_an_uninitialized_vm_by_its_provider_id() -> None:
+    """Found by the chaos suite: a CreateMachine still running in the gRPC sidecar when the
+    controller was killed made the VM; the Machine, deleted meanwhile, never got a provider ID
+    or node label, GetMachineStatus said Uninitialized, and the VM's Node was left for ever. The
+    driver's list of the class's VMs gives the VM's provider ID, and the Node carrying it is
+    the Machine's."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=None)
+    )
+    world.driver.remove_vm("fakeID-0")
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0", initialized=False)
+    world.driver.add_vm("fakeID-9", "machine-9", node_name="fakeNode-9")
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    world.nodes.put(mk_node("fakeNode-9", spec={"providerID": "fakeID-9"}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert op(stored)[0] == c.DESC_VM_UNINITIALIZED
+
+
+def test_get_vm_status_matches_a_node_by_the_machines_own_provider_id() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None))
+    world.nodes.put(mk_node("other", spec={"providerID": "fakeID-other"}))
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    world.driver.always("get_machine_status", MachineError(Code.Uninitialized, "not yet"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert world.driver.calls_to("list_machines") == []
+
+
 def test_a_similar_description_never_hides_a_step_transition() -> None:
     """A long drain error makes the not-forced and forced descriptions >75 % similar; the marker
     changes, so the write happens (upstream's similarity check would have skipped it)."""
