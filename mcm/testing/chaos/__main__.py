@@ -2,8 +2,9 @@
 
 Every single-fault scenario once, then mixed runs until ``--minutes`` are up (at least one of
 each). ``--scenario`` restricts the run to named scenarios (repeatable); ``--seed`` replays a
-run (the seed is printed first). Exits 1 when any invariant was violated, after printing the
-scenario x invariant table and each violation with the machine's history.
+run (the seed is printed first); ``--short`` runs the CI profile instead (every scenario with a
+short fault phase; ``--minutes`` is ignored). Exits 1 when any invariant was violated, after
+printing the scenario x invariant table and each violation with the machine's history.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from mcm.runtime import logs
 from mcm.testing.chaos.run import run_profile
-from mcm.testing.chaos.scenarios import SCENARIOS, Scenario, by_name
+from mcm.testing.chaos.scenarios import SCENARIOS, Scenario, by_name, short_plan
 
 
 def long_plan(minutes: float, names: Sequence[str], phase: float) -> list[tuple[Scenario, float]]:
@@ -42,11 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--phase", type=float, default=10.0, help="fault phase of one scenario, seconds")
     parser.add_argument("--replicas", type=int, default=4, help="Machines the owner keeps")
     parser.add_argument("--dir", type=Path, default=None, help="keep logs and files here")
+    parser.add_argument("--short", action="store_true", help="the CI profile (every scenario, short phases)")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     directory = args.dir or Path(tempfile.mkdtemp(prefix="mcm-chaos-"))
-    plan = long_plan(args.minutes, args.scenario, args.phase)
-    deadline = time.monotonic() + args.minutes * 60
+    plan = short_plan() if args.short else long_plan(args.minutes, args.scenario, args.phase)
+    deadline = None if args.short else time.monotonic() + args.minutes * 60
     directory.mkdir(parents=True, exist_ok=True)
     logs.configure("json", stream=open(directory / "harness.log", "a", encoding="utf-8"))  # noqa: SIM115
     print(f"chaos: files in {directory} (harness.log, controller-*.log, sidecar-*.log)", flush=True)
