@@ -449,3 +449,19 @@ def test_a_failed_normal_drain_never_goes_on_to_vm_deletion() -> None:
     assert description.endswith(c.MARKER_INITIATE_DRAIN)
     assert world.driver.calls_to("delete_machine") == []
     assert "fakeID-0" in world.driver.vms and "fakeNode-0" in world.nodes.objects
+
+
+def test_a_deleting_machine_without_finalizer_gets_a_deletion_blocked_event() -> None:
+    from mcm.runtime.record import EventRecorder
+
+    world, _, machine = world_for(
+        lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, finalizer=False, deleting_ago=0)
+    )
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    assert trigger_deletion_flow(world.deps, machine, MachineClass.from_dict(mk_class()), {}) == Result.after(
+        c.LONG_RETRY
+    )
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "DeletionBlocked")]
