@@ -15,6 +15,7 @@ from mcm.drain import DrainOptions, DrainResult, VolumeAttachmentHub, cordon_nod
 from mcm.drain.state import LEFT_NODE_GONE, POD_POLL_INTERVAL, TERMINATION_BUFFER
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
+from mcm.runtime.cache.listers import new_not_found
 from mcm.runtime.client.errors import ApiError
 from mcm.runtime.client.resources import PODS
 from mcm.runtime.client.rest import RESTClient
@@ -429,3 +430,33 @@ def test_pods_that_stay_while_the_node_stays_fail_the_drain_at_their_termination
     assert [p.key for p in result.left_behind] == ["default/nopv-0"]
     assert "timed out waiting for the condition" in (result.error or "")
     assert 5 + TERMINATION_BUFFER <= elapsed < 5 + TERMINATION_BUFFER + POD_POLL_INTERVAL + 1
+
+
+def test_a_pod_gone_before_its_eviction_is_counted_as_gone() -> None:
+    s = build(FakeCluster(), FakeClock(), nopv=2)
+
+    def vanish_first(victim: Obj) -> None:
+        if victim["metadata"]["name"] == "nopv-0":
+            s.cluster.remove_pod(victim)
+            raise new_not_found("", "pods", "nopv-0")
+
+    s.cluster.evict_reactor = vanish_first
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options())
+    assert result.ok, result
+    assert result.gone == ("default/nopv-0",)
+    assert result.evicted == ("default/nopv-1",)
+
+
+def test_a_fatal_pod_selection_evicts_nothing() -> None:
+    """A pod with local storage and no permission to delete it stops the drain before any pod
+    is touched (upstream's fatal filter)."""
+    s = build(FakeCluster(), FakeClock(), nopv=1)
+    local = pod("scratch")
+    local["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]
+    s.add(local)
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options(delete_local_data=False))
+    assert not result.ok
+    assert "scratch" in (result.error or "")
+    assert s.cluster.count("pods.evict.attempt") == 0 and s.cluster.count("pods.delete.attempt") == 0
