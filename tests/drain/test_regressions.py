@@ -460,3 +460,40 @@ def test_a_fatal_pod_selection_evicts_nothing() -> None:
     assert not result.ok
     assert "scratch" in (result.error or "")
     assert s.cluster.count("pods.evict.attempt") == 0 and s.cluster.count("pods.delete.attempt") == 0
+
+
+def test_the_drain_deadline_while_volumes_still_detach_leaves_the_pod_behind() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.cluster.handlers.append(s.delete_pod)  # the pod goes, its volume never detaches
+    result, elapsed = run(s, options(timeout=20, pv_detach_timeout=30))
+    assert not result.ok
+    assert result.timed_out
+    assert [(p.key, p.reason) for p in result.left_behind] == [("default/expv-0", "drain deadline exceeded")]
+    assert elapsed <= 20
+
+
+def test_the_drain_waits_for_volumes_to_reattach_elsewhere() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.hub = VolumeAttachmentHub()
+    s.cluster.handlers.append(s.delete_pod)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))  # detach, then reattach 5 s later
+    result, elapsed = run(s, options(pv_reattach_timeout=30))
+    assert result.ok, result
+    assert 5 <= elapsed < 30
+
+
+def test_an_attachment_event_that_changes_nothing_does_not_make_the_detach_wait_spin() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    hub = s.hub = VolumeAttachmentHub()
+
+    def poke_then_detach(victim: Obj) -> None:
+        s.delete_pod(victim)
+        s.clock.sleep(0.1)
+        hub.dispatch(attachment("expv-0-0", NODE))  # still attached to this node
+        s.clock.sleep(2)
+        s.detach_exclusive(victim)
+
+    s.cluster.handlers.append(poke_then_detach)
+    result, _ = run(s, options(pv_reattach_timeout=30))
+    assert result.ok, result
+    assert s.cluster.count("nodes.get") < 10
