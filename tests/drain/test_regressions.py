@@ -497,3 +497,22 @@ def test_an_attachment_event_that_changes_nothing_does_not_make_the_detach_wait_
     result, _ = run(s, options(pv_reattach_timeout=30))
     assert result.ok, result
     assert s.cluster.count("nodes.get") < 10
+
+
+def test_a_pv_pod_refused_once_is_evicted_on_the_next_pass() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    refused: list[str] = []
+
+    def refuse_once(victim: Obj) -> None:
+        if not refused:
+            refused.append(victim["metadata"]["name"])
+            raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse_once
+    s.cluster.handlers.append(s.delete_pod)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))
+    result, elapsed = run(s, options())
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)
+    assert s.cluster.count("pods.evict") == 1
+    assert 20 <= elapsed < 60  # one eviction retry interval
