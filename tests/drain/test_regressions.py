@@ -516,3 +516,12 @@ def test_a_pv_pod_refused_once_is_evicted_on_the_next_pass() -> None:
     assert result.evicted == ("default/expv-0",)
     assert s.cluster.count("pods.evict") == 1
     assert 20 <= elapsed < 60  # one eviction retry interval
+
+
+def test_a_claim_without_spec_does_not_break_the_drain() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.pvcs[0] = {k: v for k, v in s.pvcs[0].items() if k != "spec"}
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options())
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)
