@@ -19,7 +19,7 @@ copy of the repository (``git ls-files``), imported from there (``PYTHONPATH``) 
 the target's test files (``TESTS``); a survivor is tried once more against the whole of
 ``tests/controller`` and ``tests/drain``. A mutant that hangs past ``--timeout`` counts as killed.
 
-Usage: ``hack/mutants.sh [--sample N] [--seed S] [--jobs J] [--only PATH] [--list]``.
+Usage: ``hack/mutants.sh [--sample N] [--seed S] [--jobs J] [--only PATH] [--list] [--rerun REPORT]``.
 The report (``--report``, default ``mutants-report.txt``) lists killed/total and every survivor
 with its file, line and change.
 """
@@ -323,12 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per test run")
     parser.add_argument("--only", action="append", default=[], help="mutate only this file (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--rerun", metavar="REPORT", help="test again only the survivors a report lists")
     parser.add_argument("--report", default="mutants-report.txt")
     args = parser.parse_args(argv)
 
     files = args.only or target_files()
     mutants = [m for path in files for m in find_mutants(path)]
-    if args.sample and args.sample < len(mutants):
+    if args.rerun:
+        wanted = _survivors(Path(args.rerun))
+        mutants = [m for m in mutants if m.name in wanted]
+    elif args.sample and args.sample < len(mutants):
         mutants = sorted(
             random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.path, m.index)
         )
@@ -362,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
     return _report(results, args, time.monotonic() - started)
+
+
+def _survivors(report: Path) -> set[str]:
+    lines = report.read_text().splitlines()
+    start = lines.index("survivors:") + 1 if "survivors:" in lines else len(lines)
+    return {line.strip() for line in lines[start:] if line.startswith("  ")}
 
 
 def _report(results: list[tuple[Mutant, str]], args: argparse.Namespace, took: float) -> int:

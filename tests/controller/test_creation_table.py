@@ -400,3 +400,38 @@ def test_an_abandoned_create_machine_keeps_what_it_made_on_the_machine_when_it_r
     assert after["metadata"].get("deletionTimestamp")
     assert after["spec"]["providerID"] == "fakeID-0"
     assert after["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+
+
+def test_a_driver_answer_without_provider_id_is_a_failed_create() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script("create_machine", CreateMachineResponse("", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.MEDIUM_RETRY)
+    after = stored(world)
+    assert "providerID" not in after["spec"]
+    assert phase(after) == c.PHASE_CRASH_LOOP_BACK_OFF
+    assert after["status"]["lastOperation"]["errorCode"] == "Internal"
+
+
+def test_a_conflict_on_the_failed_create_status_write_is_retried_soon() -> None:
+    from mcm.runtime.client.errors import Conflict
+
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script("create_machine", MachineError(Code.Internal, "quota"))
+    world.machines.fail("update_status", Conflict({"message": "modified", "code": 409}), 1)
+    assert create(world, machine) == Result.after(c.CONFLICT_RETRY)
+
+
+def test_without_a_target_cluster_a_vm_with_any_node_name_becomes_available() -> None:
+    import dataclasses
+
+    world = make_world()
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=None)
+    world.deps.writers = dataclasses.replace(world.deps.writers, nodes=None, target_secrets=None)
+    world.classes.put(mk_class("machine-0"))
+    world.machines.put(mk_machine(world.clock))
+    machine = world.machines.get("machine-0")
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "some-other-node"))
+    assert create(world, machine) == Result.after(c.LONG_RETRY)
+    assert phase(stored(world)) == c.PHASE_AVAILABLE

@@ -480,3 +480,40 @@ def test_a_failed_normal_drain_never_goes_on_to_vm_deletion() -> None:
     assert description.endswith(c.MARKER_INITIATE_DRAIN)
     assert world.driver.calls_to("delete_machine") == []
     assert "fakeID-0" in world.driver.vms and "fakeNode-0" in world.nodes.objects
+
+
+def test_a_deleting_machine_without_finalizer_gets_a_deletion_blocked_event() -> None:
+    from mcm.runtime.record import EventRecorder
+
+    world, _, machine = world_for(
+        lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, finalizer=False, deleting_ago=0)
+    )
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    assert trigger_deletion_flow(world.deps, machine, MachineClass.from_dict(mk_class()), {}) == Result.after(
+        c.LONG_RETRY
+    )
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "DeletionBlocked")]
+
+
+def test_a_failed_terminating_status_write_is_retried_before_anything_else() -> None:
+    world, drainer, machine = world_for(
+        lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, node="fakeNode-0", deleting_ago=0)
+    )
+    world.machines.fail("update_status", InternalError({"message": "etcd timeout", "code": 500}), 1)
+    result = trigger_deletion_flow(world.deps, machine, MachineClass.from_dict(mk_class()), {})
+    assert result == Result.after(c.SHORT_RETRY)
+    assert world.driver.calls == [] and drainer.cordoned == []
+    assert world.machines.get("machine-0")["status"]["currentStatus"]["phase"] == c.PHASE_RUNNING
+
+
+def test_a_node_without_attached_volumes_skips_the_volume_attachment_wait() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL))
+    world.nodes.put(mk_node("fakeNode-0", status={"volumesAttached": []}))
+    world.volume_attachments.put({"metadata": {"name": "va-1"}, "spec": {"nodeName": "fakeNode-0"}})
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VA_DETACHED.format(node="fakeNode-0")
+    assert "va-1" in world.volume_attachments.objects
