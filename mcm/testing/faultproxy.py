@@ -81,6 +81,8 @@ class ProxyStats:
     writes_cut_mid: int = 0
     writes_cut_after: int = 0
     delayed_chunks: int = 0
+    held_chunks: int = 0
+    """Chunks a blackhole held (delivered or dropped on heal)."""
 
 
 @dataclass(eq=False)
@@ -319,6 +321,7 @@ class FaultProxy:
         """Apply blackhole and latency before forwarding one chunk; False if the connection ended."""
         if not self._flowing.is_set():
             connection.held = True
+            self.stats.held_chunks += 1
             while not self._flowing.wait(0.2):
                 if connection.closed.is_set():
                     return False

@@ -130,9 +130,9 @@ def test_heal_with_reset_drops_the_held_connections(proxy: FaultProxy, server: R
     thread = threading.Thread(target=send)
     thread.start()
     deadline = time.monotonic() + 5
-    while proxy.open_connections == 0 and time.monotonic() < deadline:
+    while proxy.stats.held_chunks == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(0.3)  # the request bytes reach the proxy and are held
+    assert proxy.stats.held_chunks == 1
     proxy.heal(reset=True)
     thread.join(5)
     assert len(errors) == 1

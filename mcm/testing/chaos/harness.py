@@ -111,6 +111,8 @@ class Harness:
         self.violations: list[Violation] = []
         self.deaths: dict[int, float] = {}
         self.settings: Settings | None = None
+        self.baselines: dict[Settings, int] = {}
+        """The leader's thread count once settled, per settings (the ``baseline`` check)."""
         self.controllers: list[Managed] = []
         self.sidecars: list[Managed] = []
         self.monitor = ProcessMonitor(self._exited)

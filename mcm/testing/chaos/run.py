@@ -181,17 +181,13 @@ def run_scenario(
     return run
 
 
-_BASELINES: dict[int, dict[object, int]] = {}
-
-
 def _baseline(h: Harness, scenario: Scenario) -> int:
     """The settled leader's thread count, measured once per settings per harness."""
-    known = _BASELINES.setdefault(id(h), {})
-    if scenario.settings not in known:
+    if scenario.settings not in h.baselines:
         threads, _ = h.sample()
         if threads:
-            known[scenario.settings] = threads
-    return known.get(scenario.settings, 0)
+            h.baselines[scenario.settings] = threads
+    return h.baselines.get(scenario.settings, 0)
 
 
 def run_profile(
