@@ -510,8 +510,8 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
     if not node_name or nodes is None or writer is None:
         return _advance(deps, machine, c.DESC_NODE_LABEL_MISSING.format(machine=o.name_of(machine)))
     try:
-        node = nodes.get(node_name)
-    except ApiError as err:
+        node = _current_node(deps, node_name)
+    except RequestError as err:
         if is_not_found(err):
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
@@ -529,6 +529,20 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
                 description = DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
                 return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     return _delete_node(deps, machine, node_name)
+
+
+def _current_node(deps: Deps, node_name: str) -> Mapping[str, Any]:
+    """The Node from the cache, else from the API server: a Node that registered a moment ago
+    may not be in the cache yet, and a deletion that took it for gone would leave it behind."""
+    assert deps.listers.nodes is not None and deps.writers.nodes is not None
+    try:
+        cached: Mapping[str, Any] = deps.listers.nodes.get(node_name)
+        return cached
+    except ApiError as err:
+        if not is_not_found(err):
+            raise
+    live: Mapping[str, Any] = deps.writers.nodes.get(node_name)
+    return live
 
 
 def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:

@@ -361,6 +361,36 @@ def test_get_vm_status_matches_a_node_by_the_machines_own_provider_id() -> None:
     assert world.driver.calls_to("list_machines") == []
 
 
+def test_a_node_the_cache_has_not_seen_yet_is_still_deleted() -> None:
+    """Found by the chaos suite: the Node registered a moment before the deletion reached the
+    node step, while the target's watches were being re-established; the cache had no Node, the
+    step said "No node object found" and the Node stayed for ever. Absence is now confirmed
+    with the API server before the flow moves on (upstream always sends the DELETE)."""
+    import dataclasses
+    from typing import cast
+
+    from .fakes import FakeResource
+
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER, "other/keep"]}))
+    empty_cache = FakeResource("nodes", namespaced=False)
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=cast(Any, empty_cache))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_NODE_DELETED.format(node="fakeNode-0")
+    assert world.nodes.patches == [
+        ("fakeNode-0", {"metadata": {"finalizers": ["other/keep"], "resourceVersion": "1"}})
+    ]
+    assert ("delete", "fakeNode-0") in world.nodes.writes
+
+
+def test_a_node_gone_from_cache_and_server_moves_on() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_NODE_NOT_FOUND.format(node="fakeNode-0")
+
+
 def test_a_similar_description_never_hides_a_step_transition() -> None:
     """A long drain error makes the not-forced and forced descriptions >75 % similar; the marker
     changes, so the write happens (upstream's similarity check would have skipped it)."""
