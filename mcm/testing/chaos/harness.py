@@ -113,6 +113,8 @@ class Harness:
         self.settings: Settings | None = None
         self.baselines: dict[Settings, int] = {}
         """The leader's thread count once settled, per settings (the ``baseline`` check)."""
+        self.stuck: set[str] = set()
+        """Machines, VMs and Nodes already reported as not converging."""
         self.controllers: list[Managed] = []
         self.sidecars: list[Managed] = []
         self.monitor = ProcessMonitor(self._exited)
@@ -285,20 +287,27 @@ class Harness:
 
     def converge(self, bound: float, scenario: str) -> bool:
         """Wait up to ``bound`` seconds for the world to converge; record ``converges``
-        violations (with each stuck machine's history) if it does not."""
+        violations (with each stuck machine's history) if it does not. A Machine, VM or Node
+        reported stuck once is left out of later checks (one report each, and the next
+        scenarios are not held up by it)."""
         deadline = time.monotonic() + bound
-        problems = self.world.owner.pending()
+        problems = self._pending()
         while problems and time.monotonic() < deadline:
             self.ensure_running()
             time.sleep(0.25)
-            problems = self.world.owner.pending()
+            problems = self._pending()
         if not problems:
             return True
         now = time.monotonic()
         for key, problem in problems:
             self.violations.append(Violation("converges", now, key, f"after {bound:g}s: {key}: {problem}"))
+            if key != "owner":
+                self.stuck.add(key)
         self.tracker.record("check", "stuck", scenario, problems=[f"{k}: {p}" for k, p in problems])
         return False
+
+    def _pending(self) -> list[tuple[str, str]]:
+        return [(k, p) for k, p in self.world.owner.pending() if k not in self.stuck]
 
     def sample(self) -> tuple[int, float]:
         """The leader's thread count and total work-queue depth (0, 0 without a leader)."""
