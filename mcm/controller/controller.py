@@ -9,7 +9,8 @@ registry.
 
 - Informers (``SharedInformerFactory``): control, restricted to ``options.namespace``:
   Machines, MachineClasses, Secrets; target: Nodes, Pods, PVs, PVCs, VolumeAttachments and
-  policy/v1 PodDisruptionBudgets.
+  policy/v1 PodDisruptionBudgets. Their caches hold objects without ``managedFields`` (and
+  Nodes without ``status.images``), which the controller never reads.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
@@ -54,6 +55,7 @@ from mcm.runtime.cache import (
     SharedIndexInformer,
     SharedInformerFactory,
 )
+from mcm.runtime.cache.transforms import strip_managed_fields, strip_node_images
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import (
     NODES,
@@ -165,7 +167,7 @@ class Controller:
             SharedInformerFactory(target, None, resync, clock=self.clock) if target is not None else None
         )
         for resource in (MACHINES, MACHINE_CLASSES, SECRETS):
-            self.control_factory.informer_for(resource)
+            self.control_factory.informer_for(resource).set_transform(strip_managed_fields)
         self.control_factory.informer_for(MACHINES).add_indexers(dict(MACHINE_INDEXERS))
         if self.target_factory is not None:
             for resource in (
@@ -176,7 +178,8 @@ class Controller:
                 VOLUME_ATTACHMENTS,
                 POD_DISRUPTION_BUDGETS,
             ):
-                self.target_factory.informer_for(resource)
+                transform = strip_node_images if resource == NODES else strip_managed_fields
+                self.target_factory.informer_for(resource).set_transform(transform)
 
     def _drain_wiring(
         self, target: ClusterClient, driver: Driver, recorder: EventRecorder | None

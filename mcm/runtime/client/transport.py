@@ -27,7 +27,6 @@ Guarantees:
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import platform
 import threading
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ import urllib3
 from kubernetes.client import ApiClient
 from urllib3.util.retry import Retry
 
+from mcm.runtime.client import codec
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -159,7 +159,7 @@ def connection_failed(exc: BaseException, what: str) -> ConnectionFailed:
 def _status_from_body(data: bytes, code: int, reason_phrase: str | None) -> dict[str, Any] | None:
     """The ``Status`` the server sent, or a synthetic one carrying the body text."""
     try:
-        decoded = json.loads(data) if data else None
+        decoded = codec.loads(data) if data else None
     except ValueError:
         decoded = None
     if isinstance(decoded, dict) and decoded.get("kind") == "Status":
@@ -248,7 +248,7 @@ class Transport:
         if not data:
             return {}
         try:
-            return json.loads(data)
+            return codec.loads(data)
         except ValueError as exc:
             raise ApiError({"message": f"undecodable response to {method} {path}: {exc}"}, code=500) from exc
 
@@ -295,7 +295,7 @@ class Transport:
         preload: bool = True,
     ) -> urllib3.BaseHTTPResponse:
         url = self.url(path, query)
-        payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        payload = None if body is None else codec.dumps(body)
         headers = self._headers(content_type if payload is not None else None)
         attempt = 0
         while True:
