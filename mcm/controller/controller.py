@@ -11,6 +11,9 @@ registry.
   Machines, MachineClasses, Secrets; target: Nodes, Pods, PVs, PVCs, VolumeAttachments and
   policy/v1 PodDisruptionBudgets. Their caches hold objects without ``managedFields`` (and
   Nodes without ``status.images``), which the controller never reads.
+- Machines are read through a :class:`~mcm.runtime.cache.mutation_cache.MutationCache`: a
+  reconcile that runs before the informer has delivered the controller's own last write sees
+  the object that write returned, so its next write does not fail with a self-inflicted 409.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
@@ -55,6 +58,7 @@ from mcm.runtime.cache import (
     SharedIndexInformer,
     SharedInformerFactory,
 )
+from mcm.runtime.cache.mutation_cache import MutationCache, MutationLister, RecordingRESTClient
 from mcm.runtime.cache.transforms import strip_managed_fields, strip_node_images
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import (
@@ -212,16 +216,18 @@ class Controller:
     ) -> Deps:
         ns = self.options.namespace
         target_factory = self.target_factory
+        machine_informer = self.control_factory.informer_for(MACHINES)
+        mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
         listers = Listers(
-            machines=self.control_factory.lister(MACHINES).namespaced(ns),
+            machines=MutationLister(self.control_factory.lister(MACHINES), ns, mutations),
             classes=self.control_factory.lister(MACHINE_CLASSES).namespaced(ns),
             secrets=self.control_factory.lister(SECRETS).namespaced(ns),
             nodes=target_factory.lister(NODES) if target_factory else None,
             volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
-            machine_indexer=self.control_factory.informer_for(MACHINES).get_indexer(),
+            machine_indexer=machine_informer.get_indexer(),
         )
         writers = Writers(
-            machines=control.resource(MACHINES),
+            machines=RecordingRESTClient(control.resource(MACHINES), mutations),
             classes=control.resource(MACHINE_CLASSES),
             secrets=control.resource(SECRETS),
             nodes=target.resource(NODES) if target else None,
