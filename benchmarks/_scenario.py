@@ -411,6 +411,15 @@ class ControllerProcess:
             pass
         return 0.0
 
+    def profile(self, output: Path) -> subprocess.Popen[bytes]:
+        """Attach ``py-spy record`` (collapsed stacks, idle threads left out) until it is
+        terminated; ``py-spy`` comes with the ``bench`` extra."""
+        py_spy = Path(sys.executable).with_name("py-spy")
+        command = [str(py_spy), "record", "--pid", str(self.proc.pid), "--format", "raw", "--rate", "200", "--gil"]
+        return subprocess.Popen(
+            [*command, "--output", str(output)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+
     def stop(self) -> None:
         """Read the final CPU and peak RSS, then SIGTERM (SIGKILL after 15 s)."""
         if self.alive():

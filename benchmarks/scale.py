@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import tempfile
 import time
@@ -71,7 +72,7 @@ class Point:
     steady_rss: float = math.nan
 
 
-def run_point(setting: str, n: int, steady: float, timeout: float) -> Point:
+def run_point(setting: str, n: int, steady: float, timeout: float, profile: Path | None = None) -> Point:
     qps, burst = SETTINGS[setting]
     point = Point(setting, n)
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
@@ -102,6 +103,7 @@ def run_point(setting: str, n: int, steady: float, timeout: float) -> Point:
                 return point
             names = machine_names(n)
             since = time.time()
+            profiler = process.profile(profile) if profile is not None else None
             cpu0 = process.cpu_seconds()
             start = time.monotonic()
             create_machines(control, names, observer, None)
@@ -131,6 +133,9 @@ def run_point(setting: str, n: int, steady: float, timeout: float) -> Point:
             point.to_gone = max(gone) - deleting if len(gone) == n else math.nan
             cpu_active += process.cpu_seconds() - cpu2
             point.cpu_per_machine = cpu_active / n
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait(60)
             process.stop()
             point.peak_rss = process.peak_rss_mib
             sent = len(read_requests(control_log).controller(since)) + len(
@@ -260,6 +265,12 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="N = 10, 20; 2 s of steady state")
     parser.add_argument("--plot", type=Path, help="write the curves to this PNG")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="py-spy the controller through create, steady state and delete of the first point "
+        "into this file (collapsed stacks; summarise with benchmarks/profile_summary.py)",
+    )
     args = parser.parse_args()
     quiet()
     sizes = [10, 20] if args.smoke else [int(s) for s in args.machines.split(",")]
@@ -269,7 +280,8 @@ def main() -> int:
     for setting in settings:
         for n in sizes:
             seconds = steady if (args.steady_all or setting == settings[0]) else 0.0
-            point = run_point(setting, n, seconds, args.timeout)
+            profile = args.profile if not points else None
+            point = run_point(setting, n, seconds, args.timeout, profile)
             points.append(point)
             print(
                 f"{setting}, N={n}: {point.running}/{n} Running in {_num(point.to_running)} s, "

@@ -247,7 +247,8 @@ class Table:
 
 
 def _met(value: float, bound: float) -> bool:
-    return not math.isnan(value) and value <= bound
+    """``value`` ≤ ``bound`` as printed (two decimals), so 1.00x meets "≤ 1.0x"."""
+    return not math.isnan(value) and round(value, 2) <= bound
 
 
 def add_latency_rows(table: Table, go: Run, mcm: Run, paced: bool) -> None:
