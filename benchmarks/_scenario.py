@@ -412,10 +412,11 @@ class ControllerProcess:
         return 0.0
 
     def profile(self, output: Path) -> subprocess.Popen[bytes]:
-        """Attach ``py-spy record`` (collapsed stacks, idle threads left out) until it is
-        terminated; ``py-spy`` comes with the ``bench`` extra."""
+        """Attach ``py-spy record`` (collapsed stacks of the thread holding the GIL, so the
+        samples show where Python spends CPU) until it is interrupted; ``py-spy`` comes with the
+        ``bench`` extra."""
         py_spy = Path(sys.executable).with_name("py-spy")
-        command = [str(py_spy), "record", "--pid", str(self.proc.pid), "--format", "raw", "--rate", "200", "--gil"]
+        command = [str(py_spy), "record", "--pid", str(self.proc.pid), "--format", "raw", "--gil"]
         return subprocess.Popen(
             [*command, "--output", str(output)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
