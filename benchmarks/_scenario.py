@@ -386,19 +386,21 @@ class ControllerProcess:
             command, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
         self.cpu = 0.0
+        self.system_cpu = 0.0
         self.peak_rss_mib = 0.0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def cpu_seconds(self) -> float:
-        """User + system CPU seconds so far."""
+        """User + system CPU seconds so far (``system_cpu``: the system part)."""
         try:
             fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             return self.cpu
         ticks = os.sysconf("SC_CLK_TCK")
         self.cpu = (int(fields[11]) + int(fields[12])) / ticks
+        self.system_cpu = int(fields[12]) / ticks
         return self.cpu
 
     def rss_mib(self, key: str = "VmRSS") -> float:

@@ -74,6 +74,7 @@ class Run:
     to_gone: float = math.nan
     gone: int = 0
     cpu: float = math.nan
+    system_cpu: float = math.nan
     rss: float = math.nan
     control_writes: float = math.nan
     target_writes: float = math.nan
@@ -154,7 +155,7 @@ def run_scenario(
             result.to_gone = (max(gone) - deleting) if len(gone) == n else math.nan
             time.sleep(0.5)
             process.stop()
-            result.cpu, result.rss = process.cpu, process.peak_rss_mib
+            result.cpu, result.system_cpu, result.rss = process.cpu, process.system_cpu, process.peak_rss_mib
             count_requests(result, read_requests(control_log), read_requests(target_log), since)
         finally:
             if process is not None:
@@ -378,7 +379,7 @@ def main() -> int:
             print(
                 f"{run.controller} {scenario}: {run.running}/{n} Running in {_num(run.to_running)} s, "
                 f"{run.gone}/{n} gone in {_num(run.to_gone)} s, "
-                f"CPU {_num(run.cpu)} s, peak RSS {_num(run.rss, 0)} MiB",
+                f"CPU {_num(run.cpu)} s ({_num(run.system_cpu)} s system), peak RSS {_num(run.rss, 0)} MiB",
                 flush=True,
             )
         pairs.append((go, mcm))
