@@ -262,7 +262,9 @@ def main() -> int:
     parser.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated client settings")
     parser.add_argument("--steady", type=float, default=120.0, help="steady-state seconds (0: skip)")
     parser.add_argument("--steady-all", action="store_true", help="steady state in every setting")
-    parser.add_argument("--smoke", action="store_true", help="N = 10, 20; 2 s of steady state")
+    parser.add_argument(
+        "--smoke", action="store_true", help="N = 5, 10 with the limit off; 2 s of steady state"
+    )
     parser.add_argument("--plot", type=Path, help="write the curves to this PNG")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
     parser.add_argument(
@@ -273,8 +275,8 @@ def main() -> int:
     )
     args = parser.parse_args()
     quiet()
-    sizes = [10, 20] if args.smoke else [int(s) for s in args.machines.split(",")]
-    settings = [s.strip() for s in args.settings.split(",")]
+    sizes = [5, 10] if args.smoke else [int(s) for s in args.machines.split(",")]
+    settings = ["limit off"] if args.smoke else [s.strip() for s in args.settings.split(",")]
     steady = 2.0 if args.smoke else args.steady
     points: list[Point] = []
     for setting in settings:

@@ -358,7 +358,7 @@ def main() -> int:
     parser.add_argument("--machines", type=int, default=1000, help="N (default 1000)")
     parser.add_argument("--rate", type=float, default=50.0, help="paced creations per second (default 50)")
     parser.add_argument("--paced-runs", type=int, default=2, help="paced runs (default 2)")
-    parser.add_argument("--smoke", action="store_true", help="N=10, one paced run; never builds")
+    parser.add_argument("--smoke", action="store_true", help="N=10, burst only; never builds")
     parser.add_argument("--no-build", action="store_true", help="never build; skip without a cached binary")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds each phase may take")
     parser.add_argument("--verbose", action="store_true", help="also print every request count")
@@ -369,7 +369,7 @@ def main() -> int:
         return 0
     n = 10 if args.smoke else args.machines
     scenarios: list[tuple[str, float | None]] = [("burst", None)]
-    runs = 1 if args.smoke else args.paced_runs
+    runs = 0 if args.smoke else args.paced_runs
     scenarios += [(f"paced {args.rate:g}/s run {i + 1}", args.rate) for i in range(runs)]
     pairs: list[tuple[Run, Run]] = []
     for scenario, rate in scenarios:
