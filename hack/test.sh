@@ -12,6 +12,17 @@ fi
 .venv/bin/python -m pip install --quiet -e '.[dev]'
 export PATH="$PWD/.venv/bin:$PATH"
 
+# Run a command silently; print its output only when it fails.
+quiet_unless_failing() {
+  local out
+  if ! out="$("$@" 2>&1)"; then
+    echo "$out"
+    echo "FAILED: $*" >&2
+    return 1
+  fi
+  echo "$* : ok"
+}
+
 echo "== ruff"
 ruff check .
 ruff format --check .
@@ -26,6 +37,12 @@ if [ "$#" -eq 0 ]; then
   python benchmarks/workqueue.py --smoke
   python benchmarks/drain.py --smoke
   python benchmarks/controller.py --smoke
+  quiet_unless_failing python benchmarks/scale.py --smoke
+  if [ -x "$(hack/upstream-mcm.sh --path)" ]; then
+    quiet_unless_failing python benchmarks/vs_upstream.py --smoke
+  else
+    echo "vs_upstream smoke: skipped (upstream's machine controller is not built: hack/upstream-mcm.sh)"
+  fi
 fi
 echo "== pytest"
 pytest -n 2 "$@"
