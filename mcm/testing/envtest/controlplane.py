@@ -60,9 +60,15 @@ __all__ = [
     "StartFailed",
 ]
 
-DEFAULT_CONTROLLERS = ("garbage-collector-controller", "namespace-controller", "disruption-controller")
+DEFAULT_CONTROLLERS = (
+    "garbage-collector-controller",
+    "namespace-controller",
+    "disruption-controller",
+    "endpoints-controller",
+)
 """kube-controller-manager's controllers by default: what kube-apiserver alone leaves undone
-for mcm (owner-reference GC, namespace deletion, PodDisruptionBudget status)."""
+for mcm (owner-reference GC, namespace deletion, PodDisruptionBudget status) and the Endpoints
+of Services (which kubectl shows and the emulator does not make)."""
 
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
 START_TIMEOUT = 120.0
