@@ -249,13 +249,18 @@ lifecycle controller removes it once the Node is Ready)."""
 
 def _taint_not_ready(obj: Obj) -> Obj:
     """TaintNodesByCondition: add :data:`NOT_READY_TAINT` unless the new Node has it already."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-    taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
-    if any(
-        isinstance(t, Mapping) and t.get("key") == NOT_READY_TAINT["key"] and t.get("effect") == "NoSchedule"
-        for t in taints
-    ):
-        return obj
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = dict(raw_spec) if isinstance(raw_spec, Mapping) else {}
+    raw_taints = spec.get("taints")
+    if raw_taints is not None and not isinstance(raw_taints, list):
+        return obj  # validation answers for it
+    taints: list[Any] = list(raw_taints or [])
+    for taint in taints:
+        if isinstance(taint, Mapping) and (taint.get("key"), taint.get("effect")) == (
+            NOT_READY_TAINT["key"],
+            NOT_READY_TAINT["effect"],
+        ):
+            return obj
     return {**obj, "spec": {**spec, "taints": [*taints, dict(NOT_READY_TAINT)]}}
 
 

@@ -311,7 +311,7 @@ def test_core_event_create_for_cluster_scoped_object_in_default_ns(cluster: Clus
     name = unique("conf-ev")
     body = {
         "metadata": {"name": name},
-        "involvedObject": {"kind": "Node", "name": "n1", "namespace": namespace},
+        "involvedObject": {"kind": "Node", "name": "n1"},
         "reason": "R",
         "message": "m",
     }
@@ -389,7 +389,7 @@ def test_events_k8s_io_shares_storage_with_core(cluster: Cluster, namespace: str
         "action": "Drain",
         "reason": "Drained",
         "note": "drained",
-        "regarding": {"kind": "Node", "name": "n1"},
+        "regarding": {"kind": "Node", "name": "n1", "namespace": namespace},
         "type": "Normal",
     }
     reply = call(cluster, "POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)

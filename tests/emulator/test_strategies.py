@@ -195,7 +195,7 @@ def test_node_taint_validation() -> None:
         ("FieldValueInvalid", "metadata.taints[0].key")
     ]
     assert errors([{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoSchedule"}]) == [
-        ("FieldValueDuplicate", "spec.taints[1]")
+        ("FieldValueDuplicate", "metadata.taints[1]")
     ]
     assert strategy_for("", "Node").smp_lists["spec.taints"] == "atomic"
     assert (

@@ -141,8 +141,8 @@ def test_create_builtins_get_wide_and_drain(kubectl: Kubectl, tmp_path: Path) ->
         spec = json.loads(kubectl("get", "node", node, "-o", "json"))["spec"]
         assert spec["unschedulable"] is True
         assert spec["taints"] == [
-            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},  # TaintNodesByCondition
             {"key": "dedicated", "value": "infra", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},  # TaintNodesByCondition
         ]
         assert "dedicated=infra:NoSchedule" in kubectl("describe", "node", node)
         out = kubectl("drain", node, "--force", "--grace-period=0", "--timeout=30s", timeout=60)
