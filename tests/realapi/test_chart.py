@@ -154,8 +154,11 @@ Call = tuple[str, str, str]
 
 
 def _call(verb: str, resource: str) -> Call:
-    """Split kubectl's ``<resource>[/<sub>][.<group>]`` (e.g. ``machines/status.machine.sapcloud.io``)."""
+    """Split kubectl's ``<resource>[.<group>][/<sub>]`` (``machines.machine.sapcloud.io/status``)."""
     name, _, group = resource.partition(".")
+    if "/" in group:
+        group, subresource = group.split("/", 1)
+        name = f"{name}/{subresource}"
     return verb, group, name
 
 

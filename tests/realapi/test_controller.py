@@ -67,13 +67,16 @@ class Workloads:
     """Plays the ReplicaSet controller, the scheduler and the attach/detach controller for the
     pods of one namespace: keeps ``web`` at two Ready pods and ``db`` at one (replacements go to
     ``spare``), detaches ``db``'s volume from a node once no ``db`` pod is left there, and
-    attaches it to the node of the live ``db`` pod. Records the fewest Ready ``web`` pods seen."""
+    attaches it to the node of the live ``db`` pod. Records the fewest Ready ``web`` pods seen.
+    ``web`` replacements wait until the drain has reported a PDB refusal, so that the refusal
+    (the PDB's status, computed by the real disruption controller) must happen."""
 
     def __init__(self, env: RealEnv, node: str, spare: str) -> None:
         self.env, self.node, self.spare = env, node, spare
         self.rs = env.target.resource(REPLICA_SETS).create(_replica_set(env.ns))
         self.attachments = env.target.resource(VOLUME_ATTACHMENTS)
         self.fewest_ready_web = 2
+        self.refused = False
         self.created = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
@@ -153,6 +156,10 @@ class Workloads:
         except NotFound:
             pass
 
+    def _drain_refused(self) -> bool:
+        events = self.env.control.resource(EVENTS).list(namespace=self.env.ns)["items"]
+        return any(e.get("reason") == "DrainBlockedByPDB" for e in events)
+
     def _attached_to(self, node: str) -> bool:
         try:
             self.attachments.get(f"{self.env.ns}-{node}")
@@ -175,7 +182,8 @@ class Workloads:
             if not pod["metadata"].get("deletionTimestamp"):
                 live[app] += 1
         self.fewest_ready_web = min(self.fewest_ready_web, live["web"])
-        for app, want in (("web", 2), ("db", 1)):
+        self.refused = self.refused or self._drain_refused()
+        for app, want in (("web", 2 if self.refused else 0), ("db", 1)):
             for _ in range(want - live[app]):
                 self._create_pod(app, self.spare)
         if self.node not in db_nodes and self._attached_to(self.node):
