@@ -419,4 +419,6 @@ def test_the_charts_account_may_do_nothing_the_controller_does_not_use(rbac_run:
         cluster: sorted(" ".join(call) for call in granted - rbac_run.calls[cluster])
         for cluster, granted in rbac_run.granted.items()
     }
-    assert unused == {"control": [], "target": []}
+    assert unused == {"control": [], "target": []}, "granted but never called:\n" + "\n".join(
+        f"{cluster}: {call}" for cluster, calls in unused.items() for call in calls
+    )
