@@ -47,7 +47,7 @@ from mcm.emulator.kubeconfig import (
     write_kubeconfig,
 )
 from mcm.runtime.client import ClusterClient, load_config
-from mcm.runtime.client.errors import AlreadyExists
+from mcm.runtime.client.errors import AlreadyExists, NotFound
 from mcm.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, Resource
 from mcm.testing.envtest.binaries import Binaries, find_binaries
 from mcm.testing.envtest.process import Process, StartFailed, free_port
@@ -347,7 +347,10 @@ class ControlPlane:
         for version in document["spec"]["versions"]:
             if not version.get("served", True):
                 continue
-            listing = self.client().get_json(f"/apis/{group}/{version['name']}")
+            try:
+                listing = self.client().get_json(f"/apis/{group}/{version['name']}")
+            except NotFound:  # Established comes a moment before discovery serves the group
+                return False
             if plural not in {r.get("name") for r in listing.get("resources") or []}:
                 return False
         return True
