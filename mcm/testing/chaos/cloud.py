@@ -102,6 +102,11 @@ class DriverFaults:
     """Share of calls (all six methods) that fail."""
     error_codes: tuple[str, ...] = ("Unavailable",)
     """Code names the failures draw from."""
+    create_codes: tuple[str, ...] = ()
+    """Further code names only a failing ``create_machine`` draws from. ``ResourceExhausted``
+    belongs here: ``--resource-exhausted-retry`` shortens its retry after a create, while after
+    any other call the controller retries it only after the long retry period (10 min), as
+    upstream does."""
     after_effect: float = 0.5
     """Share of failing creates/deletes that fail after the VM was created/deleted."""
     slow_seconds: float = 0.0
@@ -115,6 +120,7 @@ class DriverFaults:
         return cls(
             error_rate=float(data.get("error_rate", 0.0)),
             error_codes=tuple(str(c) for c in data.get("error_codes") or ("Unavailable",)),
+            create_codes=tuple(str(c) for c in data.get("create_codes") or ()),
             after_effect=float(data.get("after_effect", 0.5)),
             slow_seconds=float(data.get("slow_seconds", 0.0)),
             slow_rate=float(data.get("slow_rate", 0.0)),
@@ -126,6 +132,7 @@ class DriverFaults:
             {
                 "error_rate": self.error_rate,
                 "error_codes": list(self.error_codes),
+                "create_codes": list(self.create_codes),
                 "after_effect": self.after_effect,
                 "slow_seconds": self.slow_seconds,
                 "slow_rate": self.slow_rate,
@@ -271,9 +278,10 @@ class ChaosDriver(Driver):
         with self._lock:
             return probability > 0 and self._random.random() < probability
 
-    def _error(self, faults: DriverFaults, when: str) -> MachineError:
+    def _error(self, faults: DriverFaults, op: str, when: str) -> MachineError:
+        codes = faults.error_codes + (faults.create_codes if op == "create_machine" else ())
         with self._lock:
-            name = self._random.choice(faults.error_codes)
+            name = self._random.choice(codes)
         code = string_to_code(name)
         return MachineError(code, f"injected {name} ({when} the call took effect)")
 
@@ -292,10 +300,10 @@ class ChaosDriver(Driver):
         after = fail and effectful and self._chance(faults.after_effect)
         try:
             if fail and not after:
-                raise self._error(faults, "before")
+                raise self._error(faults, op, "before")
             result = call(faults)
             if after:
-                raise self._error(faults, "after")
+                raise self._error(faults, op, "after")
         except MachineError as exc:
             self._log.write(call=call_id, op=op, phase="end", code=code_name(exc.code), **ident)
             raise

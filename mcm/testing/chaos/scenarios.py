@@ -30,7 +30,8 @@ Program = Callable[[Harness, random.Random, float], None]
 
 BASE = Settings()
 FAILOVER = Settings(replicas=2, lease_duration=4.0, renew_deadline=3.0, retry_period=0.5)
-RETRYABLE = ("Unavailable", "DeadlineExceeded", "Aborted", "Unknown", "ResourceExhausted")
+RETRYABLE = ("Unavailable", "DeadlineExceeded", "Aborted", "Unknown")
+"""The codes the controller retries after ShortRetry whichever call failed."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,11 @@ def proxy_latency(h: Harness, rng: random.Random, duration: float) -> None:
 
 
 def driver_errors(h: Harness, rng: random.Random, duration: float) -> None:
-    h.driver_faults(DriverFaults(error_rate=0.2, error_codes=RETRYABLE, after_effect=0.5))
+    h.driver_faults(
+        DriverFaults(
+            error_rate=0.2, error_codes=RETRYABLE, create_codes=("ResourceExhausted",), after_effect=0.5
+        )
+    )
     time.sleep(duration)
 
 
