@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass
-from mcm.driver import Code, MachineError
-from mcm.driver.driver import CallContext, CreateMachineRequest, DeleteMachineRequest, GetMachineStatusRequest
+from mcm.driver import CallContext, Code, MachineError
+from mcm.driver.driver import CreateMachineRequest, DeleteMachineRequest, GetMachineStatusRequest
 from mcm.testing.chaos.cloud import ChaosDriver, DriverFaults
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -45,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="keep logs and files here")
     parser.add_argument("--short", action="store_true", help="the CI profile (every scenario, short phases)")
     args = parser.parse_args(argv)
+    # SIGTERM (hack/test.sh ending early) unwinds like Ctrl-C, so the controllers, sidecars and
+    # emulators this run started are stopped too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     directory = args.dir or Path(tempfile.mkdtemp(prefix="mcm-chaos-"))
     plan = short_plan() if args.short else long_plan(args.minutes, args.scenario, args.phase)
