@@ -10,6 +10,7 @@ what needs the live system: convergence within a bound (``converges``), process 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -279,8 +280,9 @@ class Harness:
             proxy.clear()
         self.driver_faults(DriverFaults())
         for node in self.world.kubelets.node_names:
-            self.world.kubelets.resume_heartbeats(node)
-            self.world.kubelets.set_ready(node, True)
+            with contextlib.suppress(KeyError):  # its VM gone since the listing
+                self.world.kubelets.resume_heartbeats(node)
+                self.world.kubelets.set_ready(node, True)
         self.note("cleared")
 
     # --- checks ---------------------------------------------------------------------------------

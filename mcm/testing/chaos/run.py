@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import time
+import traceback
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,10 +55,12 @@ class Report:
     violations: list[tuple[str, Violation]]
     histories: dict[str, list[str]]
     elapsed: float
+    errors: list[str] = field(default_factory=list)
+    """Scenario runs the harness itself failed in (with the traceback): they fail the report."""
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and not self.errors
 
     def table(self) -> str:
         """Scenario x invariant: ``ok`` or the number of violations; plus runs and activity."""
@@ -108,7 +111,7 @@ class Report:
 
     def failures(self) -> str:
         """Every violation with seed, scenario, invariant and the machine's history."""
-        parts = []
+        parts = [f"HARNESS ERROR seed={self.seed} {error}" for error in self.errors]
         for scenario, violation in self.violations:
             parts.append(
                 f"VIOLATION seed={self.seed} scenario={scenario} invariant={violation.invariant} "
@@ -121,6 +124,8 @@ class Report:
 
     def summary(self) -> str:
         verdict = "all invariants held" if self.ok else f"{len(self.violations)} violation(s)"
+        if self.errors:
+            verdict += f", {len(self.errors)} harness error(s)"
         return (
             f"chaos: seed={self.seed} scenarios={len(self.runs)} elapsed={self.elapsed:.0f}s: {verdict}\n"
             f"replay: hack/chaos.sh --seed {self.seed} ..."
@@ -207,6 +212,7 @@ def run_profile(
     h = Harness(directory, seed)
     h.world.owner.replicas = replicas
     runs: list[ScenarioRun] = []
+    errors: list[str] = []
     try:
         steps = plan(rng) if callable(plan) else plan
         for index, (scenario, duration) in enumerate(steps):
@@ -214,11 +220,20 @@ def run_profile(
                 break
             at = time.monotonic() - started
             log(f"chaos: {at:6.0f}s [{index}] {scenario.name} for {duration:g}s: {scenario.summary}")
-            run = run_scenario(h, scenario, index, random.Random(rng.random()), duration)
+            scenario_rng = random.Random(rng.random())
+            try:
+                run = run_scenario(h, scenario, index, scenario_rng, duration)
+            except Exception:  # a bug of the harness: reported, and the run goes on
+                errors.append(f"scenario={scenario.name} index={index}:\n{traceback.format_exc()}")
+                log(f"chaos:        harness error: {errors[-1]}")
+                h.clear_faults()
+                continue
             runs.append(run)
             log("chaos:        " + ", ".join(f"{k} {v:.0f}s" for k, v in run.timings.items()))
         h.stop_processes()
-        return _report(h, seed, runs, time.monotonic() - started)
+        report = _report(h, seed, runs, time.monotonic() - started)
+        report.errors = errors
+        return report
     finally:
         h.close()
 

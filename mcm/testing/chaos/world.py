@@ -169,13 +169,18 @@ class World:
             for record in self.cloud.list("configmaps", CLOUD_NAMESPACE)
         ]
 
-    def stop_heartbeats(self, node: str) -> None:
-        """The node's kubelet dies; the node lifecycle controller marks it ``Ready=Unknown``."""
-        self.kubelets.stop_heartbeats(node)
-        self.kubelets.set_condition(
-            node, "Ready", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."
-        )
+    def stop_heartbeats(self, node: str) -> bool:
+        """The node's kubelet dies; the node lifecycle controller marks it ``Ready=Unknown``.
+        False when the node's VM is gone meanwhile (its kubelet has already stopped)."""
+        try:
+            self.kubelets.stop_heartbeats(node)
+            self.kubelets.set_condition(
+                node, "Ready", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."
+            )
+        except KeyError:
+            return False
         self.tracker.record("fault", "heartbeats", node, action="stopped")
+        return True
 
     # --- reads ----------------------------------------------------------------------------------
 
