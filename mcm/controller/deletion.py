@@ -249,6 +249,8 @@ def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutco
     filled = fill_node_label(deps, machine, inputs)
     if isinstance(filled, Result):
         return StepOutcome(machine, filled)
+    if isinstance(filled, MachineError):
+        return _vm_status_error(deps, machine, filled)
     machine = filled
     request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
@@ -275,11 +277,12 @@ def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
     )
 
 
-def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | Result:
+def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | Result | MachineError:
     """A machine without ``node`` label gets it from its Node: the one labelled with its name
     (HEAD), else the one carrying its VM's provider ID (``spec.providerID``, or, when the
     creation never got to write it, the provider ID the driver lists for this machine). Without
-    it the deletion would delete the VM and leave its Node behind."""
+    it the deletion would delete the VM and leave its Node behind, so a listing that failed
+    with a retryable code is returned (the step is retried like a failed GetMachineStatus)."""
     nodes = deps.listers.nodes
     if _node_name(machine) or nodes is None:
         return machine
@@ -288,6 +291,8 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | R
     matches = [n for n in every if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == name]
     if not matches:
         provider_ids = _provider_ids(deps, machine, inputs)
+        if isinstance(provider_ids, MachineError):
+            return provider_ids
         matches = [n for n in every if provider_ids and o.text(n, "spec", "providerID") in provider_ids]
     if len(matches) != 1:
         return machine
@@ -299,9 +304,10 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | R
     return write.obj
 
 
-def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str]:
-    """The machine's provider ID, else those of the VMs the driver lists for its name (none when
-    the listing fails: the flow goes on as before)."""
+def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str] | MachineError:
+    """The machine's provider ID, else those of the VMs the driver lists for its name. A listing
+    failing with a retryable code is returned; with any other code (``Unimplemented``: a driver
+    that cannot list) there are none and the flow goes on without the Node."""
     provider_id = o.text(machine, "spec", "providerID")
     if provider_id:
         return {provider_id}
@@ -310,7 +316,7 @@ def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str]:
         listed = deps.calls.call("list_machines", lambda ctx: deps.driver.list_machines(ctx, request))
     except MachineError as err:
         log.info("list_machines_failed", machine=machine_key(machine), error=str(err))
-        return set()
+        return err if err.code in RETRYABLE_CODES else set()
     return {pid for pid, owner in listed.machine_list.items() if owner == o.name_of(machine)}
 
 

@@ -350,6 +350,42 @@ def test_get_vm_status_finds_the_node_of_an_uninitialized_vm_by_its_provider_id(
     assert op(stored)[0] == c.DESC_VM_UNINITIALIZED
 
 
+def test_a_failed_vm_listing_is_retried_before_the_node_of_an_uninitialized_vm_is_given_up() -> None:
+    """Found by the chaos suite (long profile, driver-errors): CreateMachine made the VM but its
+    answer was lost; the Machine, deleted at once, had no provider ID or node label; the
+    listing that finds the VM's provider ID failed with a retryable code, the flow went on
+    without the Node, deleted the VM and left the Node for ever. The step is now retried."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=None)
+    )
+    world.driver.remove_vm("fakeID-0")
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0", initialized=False)
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    world.driver.always("list_machines", MachineError(Code.Unavailable, "cloud API down"))
+    result, stored = step(world, machine)
+    assert result == Result.after(c.SHORT_RETRY)
+    assert stored is not None and c.LABEL_NODE not in stored["metadata"].get("labels", {})
+    assert op(stored)[0] == c.DESC_GET_VM_RETRYABLE
+    assert world.driver.calls_to("get_machine_status") == []
+
+    world.driver.always("list_machines", None)
+    result, stored = step(world, stored)
+    assert result is None
+    assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert op(stored)[0] == c.DESC_VM_UNINITIALIZED
+
+
+def test_a_driver_that_cannot_list_vms_does_not_hold_up_the_deletion() -> None:
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=None)
+    )
+    world.driver.always("list_machines", MachineError(Code.Unimplemented, "no listing"))
+    world.driver.always("get_machine_status", MachineError(Code.NotFound, "gone"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VM_NOT_FOUND
+
+
 def test_get_vm_status_matches_a_node_by_the_machines_own_provider_id() -> None:
     world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None))
     world.nodes.put(mk_node("other", spec={"providerID": "fakeID-other"}))
