@@ -33,6 +33,7 @@ from mcm.apis.machine import constants as c
 from mcm.emulator import ClusterPair, Emulator
 from mcm.emulator.kubeconfig import write_kubeconfig
 from mcm.runtime.client import ClusterClient, load_config
+from mcm.runtime.errors import TransientError
 from mcm.testing.chaos.bystander import Bystander
 from mcm.testing.chaos.cloud import CLOUD_NAMESPACE, PROVIDER_PREFIX
 from mcm.testing.chaos.tracker import Tracker
@@ -171,13 +172,14 @@ class World:
 
     def stop_heartbeats(self, node: str) -> bool:
         """The node's kubelet dies; the node lifecycle controller marks it ``Ready=Unknown``.
-        False when the node's VM is gone meanwhile (its kubelet has already stopped)."""
+        False when the node's VM is gone meanwhile (its kubelet has already stopped) or the
+        target cluster did not take the write (a fault of another program of the mix)."""
         try:
             self.kubelets.stop_heartbeats(node)
             self.kubelets.set_condition(
                 node, "Ready", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."
             )
-        except KeyError:
+        except (KeyError, TransientError):  # its VM gone meanwhile; the target paused or restarted
             return False
         self.tracker.record("fault", "heartbeats", node, action="stopped")
         return True
