@@ -31,7 +31,7 @@ proceed``), so creation and deletion of one Machine never overlap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -288,12 +288,19 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | R
         return machine
     every = nodes.list()
     name = o.name_of(machine)
-    matches = [n for n in every if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == name]
+    matches: list[Mapping[str, Any]] = [
+        n for n in every if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == name
+    ]
     if not matches:
         provider_ids = _provider_ids(deps, machine, inputs)
         if isinstance(provider_ids, MachineError):
             return provider_ids
-        matches = [n for n in every if provider_ids and o.text(n, "spec", "providerID") in provider_ids]
+        matches = _nodes_by_provider_id(every, provider_ids)
+        if provider_ids and not matches:
+            live = _live_nodes(deps)
+            if isinstance(live, Result):
+                return live
+            matches = _nodes_by_provider_id(live, provider_ids)
     if len(matches) != 1:
         return machine
     new = o.clone(machine)
@@ -302,6 +309,24 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | R
     if not write.ok:
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
+
+
+def _nodes_by_provider_id(
+    nodes: Sequence[Mapping[str, Any]], provider_ids: set[str]
+) -> list[Mapping[str, Any]]:
+    return [n for n in nodes if provider_ids and o.text(n, "spec", "providerID") in provider_ids]
+
+
+def _live_nodes(deps: Deps) -> list[Mapping[str, Any]] | Result:
+    """Every Node from the API server: a Node that registered a moment ago may not be in the
+    cache yet (this runs only for a Machine whose creation never wrote its node label)."""
+    assert deps.writers.nodes is not None
+    try:
+        listed = deps.writers.nodes.list()
+    except RequestError as err:
+        log.info("node_list_failed", error=str(err))
+        return Result.after(c.SHORT_RETRY)
+    return list(listed.get("items") or [])
 
 
 def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str] | MachineError:

@@ -386,6 +386,32 @@ def test_a_driver_that_cannot_list_vms_does_not_hold_up_the_deletion() -> None:
     assert op(stored)[0] == c.DESC_VM_NOT_FOUND
 
 
+def test_the_node_of_an_uninitialized_vm_not_in_the_cache_yet_is_found_on_the_api_server() -> None:
+    """Found by the chaos suite (long profile, mixed): the creation flow, reading a cache that
+    had not seen the deletion yet, made the VM; its Node registered while the target's watches
+    were re-established, so the Node cache had no Node with the VM's provider ID; the deletion
+    went on without it and left it for ever. The API server is now asked before giving up."""
+    import dataclasses
+    from typing import cast
+
+    from .fakes import FakeResource
+
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=None)
+    )
+    world.driver.remove_vm("fakeID-0")
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0", initialized=False)
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    empty_cache = FakeResource("nodes", namespaced=False)
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=cast(Any, empty_cache))
+    world.nodes.fail("list", InternalError({"message": "etcd leader changed", "code": 500}), times=1)
+    result, stored = step(world, machine)
+    assert result == Result.after(c.SHORT_RETRY)
+    result, stored = step(world, stored or machine)
+    assert result is None
+    assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+
+
 def test_get_vm_status_matches_a_node_by_the_machines_own_provider_id() -> None:
     world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None))
     world.nodes.put(mk_node("other", spec={"providerID": "fakeID-other"}))
