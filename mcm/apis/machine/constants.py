@@ -329,6 +329,12 @@ DESC_HEALTH_TIMEOUT_RESET: Final = "Machine Health Timeout was reset due to APIS
 ERR_MISSING_FINALIZERS: Final = 'Machine "{machine}" is missing finalizers. Deletion cannot proceed'
 ERR_IN_CREATION_FLOW: Final = 'machine "{machine}" is in creation flow. Deletion cannot proceed'
 ERR_USER_DATA_MISSING: Final = 'Userdata field not found in secret for machine "{machine}"'
+ERR_MACHINE_NAME_NOT_LABEL_VALUE: Final = (
+    'Machine name "{machine}" cannot be used as a label value ({err}): the Node carries it in '
+    'the label "node.gardener.cloud/machine-name" and drivers name Nodes after it. '
+    "No VM is created; recreate the machine with a shorter name"
+)
+"""mcm: a machine whose name is not a valid label value is refused before CreateMachine."""
 ERR_CLASS_WITHOUT_FINALIZER: Final = (
     "The machine class {machine_class} has no finalizers set. So not reconciling the machine."
 )
