@@ -5,7 +5,9 @@
 - ``machine_for_node``: the one cached Machine whose ``node`` label names the Node.
 - ``trigger_machine_deletion``: DELETE the Machine unless it is already deleting.
 
-Nodes carrying the not-managed-by-mcm annotation are ignored everywhere.
+Nodes carrying the not-managed-by-mcm annotation are ignored everywhere, and so is a Node whose
+``spec.providerID`` disagrees with its machine's (``provider_ids_disagree``): a ``node`` label is
+written by whoever may write Machines, so it alone never makes a Node the machine's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "MultipleMachines",
     "is_not_managed",
     "machine_for_node",
+    "provider_ids_disagree",
     "reconcile_node_key",
     "trigger_machine_deletion",
 ]
@@ -39,6 +42,23 @@ class MultipleMachines(Exception):
 
 def is_not_managed(node: Mapping[str, Any]) -> bool:
     return o.annotation(node, c.ANNOTATION_NOT_MANAGED_BY_MCM) is not None
+
+
+def provider_ids_disagree(machine: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Both carry a ``spec.providerID`` and they differ: the Node is not the machine's VM."""
+    machine_id = o.text(machine, "spec", "providerID")
+    node_id = o.text(node, "spec", "providerID")
+    return bool(machine_id and node_id and machine_id != node_id)
+
+
+def foreign_node_message(machine: Mapping[str, Any], node: Mapping[str, Any], left_alone: str) -> str:
+    """The Warning Event text for a Node whose providerID is not the machine's."""
+    return c.MSG_NODE_PROVIDER_ID_MISMATCH.format(
+        node=o.name_of(node),
+        node_provider_id=o.text(node, "spec", "providerID"),
+        provider_id=o.text(machine, "spec", "providerID"),
+        left_alone=left_alone,
+    )
 
 
 def machine_for_node(deps: Deps, node_name: str) -> Mapping[str, Any] | None:
@@ -79,6 +99,9 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
         log.error("node_machine_lookup_failed", node=key, error=str(err))
         return Result.after(c.SHORT_RETRY)
     if machine is None:
+        return DONE
+    if provider_ids_disagree(machine, node):
+        log.warning("node_provider_id_mismatch", node=key, machine=o.name_of(machine))
         return DONE
     if o.deletion_timestamp(node):
         failed = trigger_machine_deletion(deps, machine)

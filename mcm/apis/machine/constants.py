@@ -293,6 +293,21 @@ DESC_NODE_LABEL_MISSING: Final = (
     'Label "node" not present on machine "{machine}", continuing deletion flow. '
     + MARKER_INITIATE_FINALIZER_REMOVAL
 )
+DESC_DRAIN_SKIPPED_FOREIGN_NODE: Final = (
+    'Skipping drain as node "{node}" has providerID "{node_provider_id}", not the machine\'s '
+    '"{provider_id}". ' + MARKER_INITIATE_VM_DELETION
+)
+"""mcm: the ``node`` label names a Node of another VM; it is not cordoned or drained."""
+DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE: Final = (
+    'Skipping deletion of Node object "{node}" as its providerID "{node_provider_id}" is not the '
+    'machine\'s "{provider_id}", continuing deletion flow. ' + MARKER_INITIATE_FINALIZER_REMOVAL
+)
+"""mcm: the ``node`` label names a Node of another VM; it is not deleted."""
+MSG_NODE_PROVIDER_ID_MISMATCH: Final = (
+    'Node "{node}" has providerID "{node_provider_id}" but the machine has "{provider_id}": '
+    "the Node is left alone ({left_alone})"
+)
+"""mcm: Warning Event when a machine's ``node`` label names a Node of another VM."""
 DESC_NODE_DELETE_FAILED: Final = (
     'Deletion of Node Object "{node}" failed due to error: {err}. ' + MARKER_INITIATE_NODE_DELETION
 )
