@@ -28,7 +28,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ["TlsMaterial", "make_tls_material", "tls_available", "write_kubeconfig", "write_private"]
+__all__ = [
+    "TlsMaterial",
+    "issue_client_cert",
+    "make_tls_material",
+    "tls_available",
+    "write_kubeconfig",
+    "write_private",
+]
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,40 @@ def _sign_server_cert(target: Path) -> None:
         ],
         target,
     )
+
+
+def issue_client_cert(material: TlsMaterial, name: str, user: str, groups: tuple[str, ...] = ()) -> Path:
+    """``<name>.crt`` and ``<name>.key`` in the material's directory: a clientAuth certificate
+    signed by its CA for ``user`` (the subject CN) in ``groups`` (the subject O entries), the
+    identity a kube-apiserver with ``--client-ca-file`` reads from it. Returns the cert's path."""
+    target = material.directory
+    subject = "".join(f"/O={group}" for group in groups) + f"/CN={user}"
+    _run(["req", "-new", *_EC_KEY, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject], target)
+    (target / f"{name}.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n",
+        encoding="utf-8",
+    )
+    _run(
+        [
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "2",
+            "-extfile",
+            f"{name}.ext",
+        ],
+        target,
+    )
+    return target / f"{name}.crt"
 
 
 def kubeconfig_document(
