@@ -167,7 +167,7 @@ def test_a_malformed_driver_choice_is_a_usage_error_naming_the_flag(
         "--driver-endpoint=unix:driver.sock",
         "--driver-endpoint=localhost:50051",
         "--driver-endpoint=[::1]:50051",
-        "--driver-endpoint=dns:///driver.example:50051",
+        "--driver-endpoint=dns:///localhost:50051",
     ],
 )
 def test_well_formed_driver_choices_pass_validation(arg: str) -> None:
