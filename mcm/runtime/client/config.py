@@ -15,6 +15,10 @@ Guarantees:
 - Whatever the kubeconfig can express (tokens, client certificates, CA data, insecure TLS,
   exec plugins) is handled by the ``kubernetes`` package's loaders; failures raise
   :class:`ConfigError` with the reason.
+- No key material is written to disk: the CA and the client certificate and key of the selected
+  context are taken out of the kubeconfig before the ``kubernetes`` loader (which would write
+  them to temp files) sees them, and kept in memory (:mod:`mcm.runtime.client.identity`). (A
+  certificate an exec plugin returns is still written by the ``kubernetes`` package.)
 - TCP keep-alive is on (client-go's probe timing), and the pool keeps enough connections for
   the informers' long-running watches.
 """
@@ -22,14 +26,14 @@ Guarantees:
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from kubernetes.client import ApiClient, Configuration
-from kubernetes.config import list_kube_config_contexts, load_kube_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
+from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from mcm.runtime.client.cluster import ClusterClient
+from mcm.runtime.client.identity import TlsMaterial, apply_ca, take_tls_material, use_identity
 from mcm.runtime.client.kubeconfig import ConfigError, check_kubeconfig
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -40,7 +44,7 @@ __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "ConfigError",
     "load_config",
-    "new_configuration",
+    "new_api_client",
 ]
 
 IN_CLUSTER_CONFIG = "inClusterConfig"
@@ -73,11 +77,9 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         return None
 
 
-def _context_namespace(kubeconfig: str, context: str | None) -> str | None:
-    contexts: list[dict[str, Any]]
-    contexts, current = list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    wanted = context or (current or {}).get("name")
-    for entry in contexts or []:
+def _context_namespace(loader: KubeConfigLoader, context: str | None) -> str | None:
+    wanted = context or loader.current_context.get("name")
+    for entry in loader.list_contexts() or []:  # type: ignore[no-untyped-call]
         if entry.get("name") == wanted:
             ns = (entry.get("context") or {}).get("namespace")
             return ns if isinstance(ns, str) and ns else None
@@ -86,7 +88,7 @@ def _context_namespace(kubeconfig: str, context: str | None) -> str | None:
 
 def _kubeconfig_configuration(
     configuration: Configuration, kubeconfig: str, context: str | None
-) -> str | None:
+) -> tuple[str | None, TlsMaterial]:
     paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
@@ -94,29 +96,40 @@ def _kubeconfig_configuration(
     check_kubeconfig(paths, context)
     kubeconfig = os.pathsep.join(paths)
     try:
-        load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+        merged = KubeConfigMerger(kubeconfig)  # type: ignore[no-untyped-call]
+        material = take_tls_material(merged.config, context)
+        loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
+            config_dict=merged.config, config_base_path=None, active_context=context
         )
-        return _context_namespace(kubeconfig, context)
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        apply_ca(configuration, material)
+        return _context_namespace(loader, context), material
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
 
 
-def new_configuration(
-    kubeconfig: str | None, *, context: str | None = None
-) -> tuple[Configuration, str | None]:
-    """A fresh ``Configuration`` for ``kubeconfig`` and the default namespace it names (if any)."""
+def new_api_client(kubeconfig: str | None, *, context: str | None = None) -> tuple[ApiClient, str | None]:
+    """A fresh ``ApiClient`` for ``kubeconfig`` (its key material in memory) and the default
+    namespace it names (if any). Change ``api_client.configuration.host`` before first use to
+    talk to another server with the same credentials."""
     configuration = Configuration()
+    material = TlsMaterial()
     if _is_in_cluster(kubeconfig):
         namespace = _in_cluster_configuration(configuration)
     else:
         assert kubeconfig is not None
-        namespace = _kubeconfig_configuration(configuration, kubeconfig, context)
+        namespace, material = _kubeconfig_configuration(configuration, kubeconfig, context)
     configuration.keep_alive = True
     configuration.connection_pool_maxsize = max(
         configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
     )
-    return configuration, namespace
+    api_client = ApiClient(configuration=configuration)
+    if material.identity is not None:
+        try:
+            use_identity(api_client, material.identity)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"kubeconfig {kubeconfig!r}: client certificate or key: {exc}") from exc
+    return api_client, namespace
 
 
 def load_config(
@@ -136,8 +149,7 @@ def load_config(
     defaults 20 / 30; ``qps`` 0 → 5 and ``burst`` 0 → 10 (client-go rest's defaults), negative
     ``qps`` → unthrottled, as client-go. ``timeout`` bounds the wait for each non-watch answer.
     """
-    configuration, namespace = new_configuration(kubeconfig, context=context)
-    api_client = ApiClient(configuration=configuration)
+    api_client, namespace = new_api_client(kubeconfig, context=context)
     return ClusterClient(
         api_client,
         qps=qps,
