@@ -21,8 +21,9 @@ Guarantees of :func:`scrub_message`:
   not used.
 - Lines shorter than :data:`MIN_LINE` characters are matched only as whole words (not inside a
   longer run of letters and digits), so ``set -e`` goes but ``setting`` stays. Lines shorter
-  than :data:`MIN_SHORT_LINE` characters carry too little to be told from ordinary text and are
-  left alone (the whole value is still matched).
+  than :data:`MIN_SHORT_LINE` characters, and short lines that are one lower-case word (``done``,
+  ``else``: script syntax), carry too little to be told from ordinary text and are left alone
+  (the whole value is still matched).
 - Longer matches win over shorter ones. Values that are not UTF-8 are matched in their Latin-1
   reading, which is how such bytes usually end up in text.
 - The result is at most ``limit`` characters plus a short note saying how much was cut. Scrubbing
@@ -64,6 +65,8 @@ MIN_ENCODED = 8
 
 _WORD_SEPARATORS = re.compile(r"[\s'\"=:,]+")
 _PART_SEPARATORS = re.compile(r"[./@;&?#]+")
+_PLAIN_WORD = re.compile(r"[a-z]+")
+"""A short line that is one lower-case word (``done``, ``then``, ``else``) is script syntax."""
 _PATTERN_CACHE = 64
 
 
@@ -139,7 +142,7 @@ def _pieces(text: str) -> Iterator[tuple[str, bool]]:
         stripped = line.strip()
         if len(stripped) >= MIN_LINE:
             yield stripped, False
-        elif len(stripped) >= MIN_SHORT_LINE:
+        elif len(stripped) >= MIN_SHORT_LINE and not _PLAIN_WORD.fullmatch(stripped):
             yield stripped, True
     for word in _WORD_SEPARATORS.split(text):
         if len(word) < MIN_WORD:

@@ -56,8 +56,8 @@ def test_long_words_inside_a_value_are_redacted_alone() -> None:
 
 
 def test_short_lines_of_multi_line_values_go_as_whole_words_only() -> None:
-    secret = {"script": b"set -e\necho hi\nfi\ncurl https://example.invalid/join"}
-    assert scrub_message("set -e; echo hi; fi; fetch", secret) == "[redacted]; [redacted]; fi; fetch"
+    secret = {"script": b"set -e\necho hi\nfi\ndone\ncurl https://example.invalid/join"}
+    assert scrub_message("set -e; echo hi; fi; done", secret) == "[redacted]; [redacted]; fi; done"
     assert scrub_message("resetting -edges", secret) == "resetting -edges"
     assert scrub_message("ran curl https://example.invalid/join", secret) == "ran [redacted]"
 
