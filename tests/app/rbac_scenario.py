@@ -32,8 +32,9 @@ import prometheus_client
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.app.drainer import drain_metrics
 from mcm.app.options import Options
-from mcm.app.runner import run
+from mcm.app.runner import run, workqueue_metrics_provider
 from mcm.driver import Driver, FakeDriver
 from mcm.driver.grpc import serve
 from mcm.driver.local import LocalDriver
@@ -182,9 +183,13 @@ class Scenario:
     def start(self) -> None:
         """Run the command in a thread with this scenario's driver setup.
 
-        The command registers its metrics in the process's default registry, which a second run
-        in the same test process would find taken: the run gets a fresh one, restored on close.
+        The command registers its controller's metrics in the process's default registry, which
+        a second run in the same test process would find taken: the run gets a fresh one,
+        restored on close. The process-wide providers (work queue, leader election, drain) are
+        built on the default registry first, as any other test of the process expects them.
         """
+        workqueue_metrics_provider()
+        drain_metrics()
         default_registry = prometheus_client.REGISTRY
         prometheus_client.REGISTRY = prometheus_client.CollectorRegistry(auto_describe=True)
         self._stoppers.append(lambda: setattr(prometheus_client, "REGISTRY", default_registry))
