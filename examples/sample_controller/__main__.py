@@ -24,7 +24,7 @@ from examples.sample_controller.controller import DEPLOYMENTS, FOOS, Controller
 from mcm.runtime import logs
 from mcm.runtime.cache import SharedInformerFactory
 from mcm.runtime.client import ClusterClient, Object, load_config
-from mcm.runtime.client.config import new_api_client
+from mcm.runtime.client.config import new_connection
 
 ARTIFACTS = Path(__file__).with_name("artifacts")
 NAME = "example-foo"
@@ -38,9 +38,9 @@ def build_client(kubeconfig: str, master: str) -> ClusterClient:
         return load_config(kubeconfig or None)
     if not kubeconfig:
         return ClusterClient(ApiClient(configuration=Configuration(host=master)))
-    api_client, _ = new_api_client(kubeconfig)
-    api_client.configuration.host = master
-    return ClusterClient(api_client)
+    connection, _ = new_connection(kubeconfig)
+    connection.host = master.rstrip("/")
+    return ClusterClient(connection)
 
 
 def run_controller(client: ClusterClient, stop: threading.Event) -> None:

@@ -7,7 +7,9 @@ first VM finds it missing: where it exists already (the chart creates it), the p
 rights in that namespace and nothing cluster-wide. With a target cluster, a
 :class:`~mcm.driver.nodesim.NodeSimulator` plays the kubelet of every VM: after the class's boot
 delay the VM's Node appears (provider ID, addresses, capacity and labels from the class's
-``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted.
+``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted; like a kubelet it
+finishes the termination of pods deleted from its Nodes (a real kube-apiserver leaves them
+Terminating otherwise).
 
 Guarantees of the contract (``docs/driver.md``): create is idempotent per machine name
 (provider ID ``local:///<vm-namespace>/<machine>``, node name = machine name); status finds a VM
@@ -198,6 +200,7 @@ class LocalDriver(Driver):
                 clock=clock,
                 heartbeat_interval=heartbeat_interval,
                 poll_interval=poll_interval,
+                finish_pods=True,
             ).start()
 
     # --- the Driver methods --------------------------------------------------------------------

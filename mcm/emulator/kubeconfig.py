@@ -11,7 +11,9 @@ Guarantees:
 - TLS material is made per run with the ``openssl`` CLI (the ``cryptography`` package is not a
   dependency): an EC P-256 CA and a server certificate for ``IP:127.0.0.1`` and
   ``DNS:localhost`` with ``extendedKeyUsage=serverAuth``. This is mcm's only certificate recipe:
-  tests that need a TLS server (e.g. the runtime client's stub server) use it too.
+  tests that need a TLS server (e.g. the runtime client's stub server) use it too, and
+  :mod:`mcm.testing.envtest` adds client certificates (:func:`issue_client_cert`) and
+  service-account signing keys (:func:`make_signing_key`) for real kube-apiservers.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import yaml
 __all__ = [
     "TlsMaterial",
     "issue_client_cert",
+    "make_signing_key",
     "make_tls_material",
     "tls_available",
     "write_kubeconfig",
@@ -184,6 +187,19 @@ def issue_client_cert(material: TlsMaterial, name: str, user: str, groups: tuple
     return target / f"{name}.crt"
 
 
+def make_signing_key(path: str | Path) -> Path:
+    """An EC P-256 private key in PKCS#8 PEM at ``path`` and its public key beside it
+    (``<path>.pub``), e.g. for service-account token signing. Returns the private key's path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _run(
+        ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", target.name],
+        target.parent,
+    )
+    _run(["pkey", "-in", target.name, "-pubout", "-out", f"{target.name}.pub"], target.parent)
+    return target
+
+
 def kubeconfig_document(
     name: str,
     url: str,
@@ -191,12 +207,18 @@ def kubeconfig_document(
     ca_pem: bytes | None = None,
     token: str | None = None,
     namespace: str | None = None,
+    client_cert_pem: bytes | None = None,
+    client_key_pem: bytes | None = None,
 ) -> dict[str, Any]:
-    """The kubeconfig as a dict."""
+    """The kubeconfig as a dict; over https the user carries ``token`` and/or the client
+    certificate and key."""
     cluster: dict[str, Any] = {"server": url}
     if ca_pem is not None:
         cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     user: dict[str, Any] = {"token": token} if token and url.startswith("https://") else {}
+    if client_cert_pem is not None and client_key_pem is not None and url.startswith("https://"):
+        user["client-certificate-data"] = base64.b64encode(client_cert_pem).decode()
+        user["client-key-data"] = base64.b64encode(client_key_pem).decode()
     context: dict[str, Any] = {"cluster": name, "user": name}
     if namespace:
         context["namespace"] = namespace

@@ -2,9 +2,12 @@
 
 Guarantees:
 
-- Each call builds its own ``kubernetes`` ``Configuration`` and ``ApiClient``; the package's
-  process-wide default configuration is never read or written, so a control and a target
-  cluster can be used side by side.
+- Each call builds its own :class:`~mcm.runtime.client.connection.Connection` (pool and
+  credentials), so a control and a target cluster can be used side by side. Tokens, token files,
+  client certificates, basic auth, CA and proxy settings and the in-cluster service account need
+  nothing else; only exec credential plugins, auth providers and SOCKS proxies go through the
+  ``kubernetes`` package, imported then (its own ``Configuration`` and ``ApiClient``; the
+  package's process-wide default configuration is never read or written).
 - ``kubeconfig`` is a path (several joined by ``:`` are merged, as with ``$KUBECONFIG``), or
   ``None``, ``""`` or ``"inClusterConfig"`` for the in-cluster service account
   (``KUBERNETES_SERVICE_HOST``/``_PORT``, token and CA under :data:`SERVICE_ACCOUNT_DIR`; the
@@ -12,13 +15,11 @@ Guarantees:
 - A kubeconfig is checked first (:func:`~mcm.runtime.client.kubeconfig.check_kubeconfig`): bad
   YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
   what is wrong, never a raw YAML error.
-- Whatever the kubeconfig can express (tokens, client certificates, CA data, insecure TLS,
-  exec plugins) is handled by the ``kubernetes`` package's loaders; failures raise
-  :class:`ConfigError` with the reason.
-- No key material is written to disk: the CA and the client certificate and key of the selected
-  context are taken out of the kubeconfig before the ``kubernetes`` loader (which would write
-  them to temp files) sees them, and kept in memory (:mod:`mcm.runtime.client.identity`). (A
-  certificate an exec plugin returns is still written by the ``kubernetes`` package.)
+- Failures of either path raise :class:`ConfigError` with the reason.
+- No key material is written to disk by either path: inline CA, client certificate and key data
+  stay in memory (:mod:`mcm.runtime.client.identity`); on the ``kubernetes`` package's path they
+  are taken out of the kubeconfig before its loader (which would write them to temp files) sees
+  them. (A certificate returned by an exec plugin is still written by that package.)
 - TCP keep-alive is on (client-go's probe timing), and the pool keeps enough connections for
   the informers' long-running watches.
 """
@@ -26,15 +27,18 @@ Guarantees:
 from __future__ import annotations
 
 import os
-
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+from typing import TYPE_CHECKING
 
 from mcm.runtime.client.cluster import ClusterClient
+from mcm.runtime.client.connection import (
+    CONNECTION_POOL_SIZE,
+    Connection,
+    in_cluster_connection,
+    kubeconfig_connection,
+    needs_kubernetes_package,
+)
 from mcm.runtime.client.identity import TlsMaterial, apply_ca, take_tls_material, use_identity
-from mcm.runtime.client.kubeconfig import ConfigError, check_kubeconfig
+from mcm.runtime.client.kubeconfig import ConfigError, select_context
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
@@ -44,7 +48,8 @@ __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "ConfigError",
     "load_config",
-    "new_api_client",
+    "new_configuration",
+    "new_connection",
 ]
 
 IN_CLUSTER_CONFIG = "inClusterConfig"
@@ -53,8 +58,8 @@ IN_CLUSTER_CONFIG = "inClusterConfig"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the pod's service account token, CA and namespace are mounted."""
 
-CONNECTION_POOL_SIZE = 64
-"""Connections kept per host: every informer holds one for its watch."""
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
 
 
 def _is_in_cluster(kubeconfig: str | None) -> bool:
@@ -62,6 +67,9 @@ def _is_in_cluster(kubeconfig: str | None) -> bool:
 
 
 def _in_cluster_configuration(configuration: Configuration) -> str | None:
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
     loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
         token_filename=os.path.join(SERVICE_ACCOUNT_DIR, "token"),
         cert_filename=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
@@ -70,6 +78,10 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as exc:
         raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    return _service_account_namespace()
+
+
+def _service_account_namespace() -> str | None:
     try:
         with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as f:
             return f.read().strip() or None
@@ -77,23 +89,22 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         return None
 
 
-def _context_namespace(loader: KubeConfigLoader, context: str | None) -> str | None:
-    wanted = context or loader.current_context.get("name")
-    for entry in loader.list_contexts() or []:  # type: ignore[no-untyped-call]
-        if entry.get("name") == wanted:
-            ns = (entry.get("context") or {}).get("namespace")
-            return ns if isinstance(ns, str) and ns else None
-    return None
+def _kubeconfig_paths(kubeconfig: str) -> list[str]:
+    paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
+    return paths
 
 
 def _kubeconfig_configuration(
     configuration: Configuration, kubeconfig: str, context: str | None
 ) -> tuple[str | None, TlsMaterial]:
-    paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
-    missing = [p for p in paths if not os.path.exists(p)]
-    if missing:
-        raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
-    check_kubeconfig(paths, context)
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    paths = _kubeconfig_paths(kubeconfig)
+    selection = select_context(paths, context)
     kubeconfig = os.pathsep.join(paths)
     try:
         merged = KubeConfigMerger(kubeconfig)  # type: ignore[no-untyped-call]
@@ -103,15 +114,16 @@ def _kubeconfig_configuration(
         )
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         apply_ca(configuration, material)
-        return _context_namespace(loader, context), material
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
+    return selection.namespace, material
 
 
-def new_api_client(kubeconfig: str | None, *, context: str | None = None) -> tuple[ApiClient, str | None]:
-    """A fresh ``ApiClient`` for ``kubeconfig`` (its key material in memory) and the default
-    namespace it names (if any). Change ``api_client.configuration.host`` before first use to
-    talk to another server with the same credentials."""
+def _package_configuration(
+    kubeconfig: str | None, context: str | None
+) -> tuple[Configuration, str | None, TlsMaterial]:
+    from kubernetes.client import Configuration
+
     configuration = Configuration()
     material = TlsMaterial()
     if _is_in_cluster(kubeconfig):
@@ -123,13 +135,60 @@ def new_api_client(kubeconfig: str | None, *, context: str | None = None) -> tup
     configuration.connection_pool_maxsize = max(
         configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
     )
+    return configuration, namespace, material
+
+
+def new_configuration(
+    kubeconfig: str | None, *, context: str | None = None
+) -> tuple[Configuration, str | None]:
+    """A fresh ``kubernetes`` ``Configuration`` for ``kubeconfig`` and the default namespace it
+    names (if any). A kubeconfig with a client certificate raises :class:`ConfigError`: its key
+    would have to be written to a file for a ``Configuration``; use :func:`new_connection`."""
+    configuration, namespace, material = _package_configuration(kubeconfig, context)
+    if material.identity is not None:
+        raise ConfigError(
+            f"kubeconfig {kubeconfig!r} authenticates with a client certificate: build the client "
+            "with new_connection (or load_config), which keeps the key in memory"
+        )
+    return configuration, namespace
+
+
+def _package_connection(kubeconfig: str, context: str | None) -> tuple[Connection, str | None]:
+    """A connection through the ``kubernetes`` package (exec plugins, auth providers, SOCKS)."""
+    from kubernetes.client import ApiClient
+
+    configuration, namespace, material = _package_configuration(kubeconfig, context)
     api_client = ApiClient(configuration=configuration)
     if material.identity is not None:
         try:
             use_identity(api_client, material.identity)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"kubeconfig {kubeconfig!r}: client certificate or key: {exc}") from exc
-    return api_client, namespace
+    return Connection.from_api_client(api_client), namespace
+
+
+def new_connection(kubeconfig: str | None, *, context: str | None = None) -> tuple[Connection, str | None]:
+    """A :class:`Connection` for ``kubeconfig`` and the default namespace it names (if any)."""
+    if _is_in_cluster(kubeconfig):
+        try:
+            return in_cluster_connection(SERVICE_ACCOUNT_DIR), _service_account_namespace()
+        except ValueError as exc:
+            raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    assert kubeconfig is not None
+    paths = _kubeconfig_paths(kubeconfig)
+    selection = select_context(paths, context)
+    if needs_kubernetes_package(selection.cluster, selection.user):
+        return _package_connection(kubeconfig, context)
+    try:
+        connection = kubeconfig_connection(
+            selection.cluster,
+            selection.user,
+            cluster_dir=os.path.dirname(os.path.abspath(selection.cluster_file)),
+            user_dir=os.path.dirname(os.path.abspath(selection.user_file)),
+        )
+    except (OSError, ValueError, TypeError) as exc:
+        raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
+    return connection, selection.namespace
 
 
 def load_config(
@@ -143,15 +202,15 @@ def load_config(
     max_retries: int = DEFAULT_MAX_RETRIES,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ClusterClient:
-    """A :class:`ClusterClient` with its own ``ApiClient`` for the cluster ``kubeconfig`` names.
+    """A :class:`ClusterClient` with its own connection for the cluster ``kubeconfig`` names.
 
     ``qps``/``burst`` set the client's token bucket: by default the machine-controller's flag
     defaults 20 / 30; ``qps`` 0 → 5 and ``burst`` 0 → 10 (client-go rest's defaults), negative
     ``qps`` → unthrottled, as client-go. ``timeout`` bounds the wait for each non-watch answer.
     """
-    api_client, namespace = new_api_client(kubeconfig, context=context)
+    connection, namespace = new_connection(kubeconfig, context=context)
     return ClusterClient(
-        api_client,
+        connection,
         qps=qps,
         burst=burst,
         namespace=namespace,
