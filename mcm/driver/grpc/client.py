@@ -106,6 +106,7 @@ class GrpcDriver(Driver):
         self.timeout = timeout
         self.transport = _transport(endpoint, credentials, insecure)
         self._channel = _channel(endpoint, credentials, server_name)
+        log.info("driver_client_started", endpoint=endpoint, transport=self.transport)
         self._stubs: dict[str, grpc.UnaryUnaryMultiCallable[Any, Any]] = {
             rpc.name: self._channel.unary_unary(
                 rpc.path,
