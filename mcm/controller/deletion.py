@@ -30,8 +30,9 @@ proceed``), so creation and deletion of one Machine never overlap.
 
 mcm: the ``node`` label alone never makes a Node the machine's. Before the node condition,
 cordon, drain, VolumeAttachment deletion and Node deletion, :func:`foreign_node` compares the
-Node's ``spec.providerID`` with the machine's; when both are set and differ, that Node is left
-alone with a Warning Event ``NodeProviderIDMismatch`` and the flow goes on (the VM is deleted).
+Node's ``spec.providerID`` with the machine's; when the Node has one and the machine has another
+or none, that Node is left alone with a Warning Event ``NodeProviderIDMismatch`` and the flow
+goes on (the VM is deleted).
 """
 
 from __future__ import annotations

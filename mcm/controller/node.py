@@ -12,8 +12,8 @@
 All API calls happen here, in the node queue's workers; the informer handlers only enqueue.
 A failed request is retried after ShortRetry (a conflict after ConflictRetry), never raised.
 Nodes carrying the not-managed-by-mcm annotation are ignored everywhere, and so is a Node whose
-``spec.providerID`` disagrees with its machine's (``provider_ids_disagree``): a ``node`` label is
-written by whoever may write Machines, so it alone never makes a Node the machine's.
+``spec.providerID`` is set and is not its machine's (``provider_ids_disagree``): a ``node`` label
+is written by whoever may write Machines, so it alone never makes a Node the machine's.
 """
 
 from __future__ import annotations
@@ -63,10 +63,12 @@ def is_not_managed(node: Mapping[str, Any]) -> bool:
 
 
 def provider_ids_disagree(machine: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """Both carry a ``spec.providerID`` and they differ: the Node is not the machine's VM."""
-    machine_id = o.text(machine, "spec", "providerID")
+    """The Node carries a ``spec.providerID`` and the machine does not carry the same one (a
+    different one, or none): the Node is not the machine's VM. A machine without a providerID
+    cannot claim a Node that has one, or clearing ``spec.providerID`` before relabelling would
+    get round the check. A Node without a providerID is trusted by the label (upstream)."""
     node_id = o.text(node, "spec", "providerID")
-    return bool(machine_id and node_id and machine_id != node_id)
+    return bool(node_id) and o.text(machine, "spec", "providerID") != node_id
 
 
 def foreign_node_message(machine: Mapping[str, Any], node: Mapping[str, Any], left_alone: str) -> str:

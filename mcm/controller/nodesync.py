@@ -5,7 +5,7 @@ upstream's ``syncMachineNodeTemplates`` does (keys recorded in the last-applied 
 gone from the template are removed; managed keys edited by hand are reverted; keys never
 managed are left alone) and, in the same Node write, the ``node.gardener.cloud/machine-name``
 label (``syncMachineNameToNode``). Nothing to change → no write. mcm: a Node whose
-``spec.providerID`` disagrees with the machine's is not written (Warning Event), so the
+``spec.providerID`` is set and is not the machine's is not written (Warning Event), so the
 ``node`` label of a Machine cannot put labels or taints on another VM's Node.
 """
 

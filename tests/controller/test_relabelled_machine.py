@@ -2,7 +2,7 @@
 
 The deletion flow used to trust the machine's ``node`` label alone: whoever may write Machines
 could set it to a control-plane Node and delete the Machine, and that Node was cordoned,
-drained and deleted. Now a Node whose ``spec.providerID`` is set and differs from the
+drained and deleted. Now a Node whose ``spec.providerID`` is set and is not the
 machine's is left alone (Warning Event ``NodeProviderIDMismatch``) while the VM is deleted.
 """
 
@@ -25,7 +25,9 @@ CONTROL_PLANE = "control-plane-0"
 FOREIGN_ID = "aws:///eu-1a/i-control-plane"
 
 
-def world_with(node_provider_id: str) -> tuple[World, StubDrainer, list[dict[str, Any]]]:
+def world_with(
+    node_provider_id: str, machine_provider_id: str = "fakeID-0"
+) -> tuple[World, StubDrainer, list[dict[str, Any]]]:
     drainer = StubDrainer()
     world = make_world(drainer=drainer)
     world.nodes.put(mk_node(CONTROL_PLANE, spec={"providerID": node_provider_id}))
@@ -34,7 +36,7 @@ def world_with(node_provider_id: str) -> tuple[World, StubDrainer, list[dict[str
             world.clock,
             phase=c.PHASE_TERMINATING,
             description=c.MARKER_GET_VM_STATUS,
-            provider_id="fakeID-0",
+            provider_id=machine_provider_id,
             node=CONTROL_PLANE,
             deleting_ago=0.0,
         )
@@ -65,6 +67,19 @@ def test_the_whole_deletion_leaves_a_foreign_node_alone_and_deletes_the_vm() -> 
     assert node["status"] == {}, "no Terminating condition was written"
     assert [verb for verb, name in world.nodes.writes if name == CONTROL_PLANE] == []
     assert warnings(events).count("NodeProviderIDMismatch") == 2  # drain and Node deletion
+
+
+def test_clearing_the_machines_provider_id_does_not_get_round_the_check() -> None:
+    """A Machine writer who empties ``spec.providerID`` in the edit that relabels it: a Node that
+    has a providerID is not the machine's."""
+    world, drainer, events = world_with(FOREIGN_ID, machine_provider_id="")
+    klass = MachineClass.from_dict(mk_class())
+    trigger_deletion_flow(world.deps, world.machines.get("machine-0"), klass, {})
+    assert "machine-0" not in world.machines.objects
+    assert drainer.cordoned == [] and drainer.drained == []
+    assert CONTROL_PLANE in world.nodes.objects
+    assert [verb for verb, name in world.nodes.writes if name == CONTROL_PLANE] == []
+    assert warnings(events).count("NodeProviderIDMismatch") == 2
 
 
 def test_the_drain_step_says_why_it_skipped() -> None:
