@@ -210,6 +210,51 @@ def test_machines_go_running_with_the_local_driver(
         assert controller.stop() == 0
 
 
+UPSTREAM_MANIFEST_ARGS = [
+    # The machine-controller container of machine-controller-manager-provider-aws's
+    # kubernetes/deployment.yaml (v0.4.0), kubeconfig paths aside ...
+    "--control-kubeconfig={control}",
+    "--target-kubeconfig={target}",
+    "--machine-creation-timeout=20m",
+    "--machine-drain-timeout=5m",
+    "--machine-health-timeout=10m",
+    "--machine-safety-orphan-vms-period=30m",
+    "--node-conditions=ReadonlyFilesystem,KernelDeadlock,DiskPressure",
+    "--v=3",
+    # ... and klog flags as other Kubernetes components' manifests pass them.
+    "--logtostderr=true",
+    "--alsologtostderr",
+    "--log_dir=/var/log",
+    "--stderrthreshold=info",
+    "--vmodule=controller=4",
+    "--add_dir_header",
+    "-v=3",
+]
+
+
+def test_an_upstream_manifests_args_start_the_controller_unchanged(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    args = [
+        a.format(control=pair.control_kubeconfig, target=pair.target_kubeconfig)
+        for a in UPSTREAM_MANIFEST_ARGS
+    ]
+    _create_machines(control, 1)
+    controller = Controller(tmp_path, pair, "mc", *args, "--driver=local")
+    try:
+        _wait("a Running machine", _all_running(control, 1))
+        warned = {e["flag"]: e["reason"] for e in controller.log() if e.get("msg") == "flag_has_no_effect"}
+        assert warned == {
+            "--alsologtostderr": "--logtostderr is true (as in klog)",
+            "--log-dir": "--logtostderr is true (as in klog)",
+            "--stderrthreshold": "--logtostderr is true (as in klog)",
+            "--vmodule": "one verbosity (--v) applies to all code",
+            "--add-dir-header": "mcm's log lines have no klog header",
+        }
+    finally:
+        assert controller.stop() == 0
+
+
 def test_machines_go_running_with_the_local_driver_over_grpc(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient
 ) -> None:
