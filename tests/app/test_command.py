@@ -350,3 +350,4 @@ def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
     report = json.loads(summary.read_text())
     assert report["machines_created"] == 3
     assert report["vms_left"] == 2 and report["nodes_left"] == 2
+    assert not any("joined" in step for step in report["deletion_steps"]), report["deletion_steps"]
