@@ -5,19 +5,20 @@ Each test names the upstream behaviour it would catch.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
 import pytest
 
-from mcm.drain import DrainOptions, DrainResult, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain import DrainOptions, DrainResult, PodDeletions, VolumeAttachmentHub, cordon_node, drain_node
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
 from mcm.runtime.client.errors import ApiError
 from mcm.runtime.client.resources import PODS
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import FakeClock
-from tests.drain.fakes import ClockDriver, FakeCluster, server_error, too_many_requests
+from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
 from tests.drain.scenario import NEW_NODE, NODE, Scenario, attachment, build, pod, pvc
 
 Obj = dict[str, Any]
@@ -373,3 +374,66 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
     s.cluster.handlers.append(s.delete_pod)
     result, _ = run(s, options())
     assert result.ok and result.evicted == ("default/p",)
+
+
+# --- the termination wait listens to the pod informer ------------------------------------------------
+
+
+def _bare_pods_deleted_after(seconds: float, *, informer: bool) -> tuple[DrainResult, float]:
+    """Two bare pods whose evictions take ``seconds`` of fake time to finish; the informer (the
+    listers' pod cache plus PodDeletions) sees each go when ``informer`` is true."""
+    clock = FakeClock()
+    cluster = FakeCluster()
+    pods = [pod(f"bare-{i}", tgp=2, owner_kind=None) for i in range(2)]
+    for p in pods:
+        cluster.add_pod(p)
+    cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}, "status": {}}
+    deletions = PodDeletions()
+    drain_listers = listers(pods)
+    if informer:
+        drain_listers = dataclasses.replace(drain_listers, pod_deletions=deletions)
+
+    def terminate(victim: Obj) -> None:
+        clock.sleep(seconds)
+        cluster.remove_pod(victim)
+        drain_listers.pods.indexer.delete(victim)
+        deletions.on_delete(victim)
+
+    cluster.handlers.append(terminate)
+    with ClockDriver(clock, lambda: sum(cluster.calls.values())) as clock_driver:
+        result = drain_node(
+            cluster.as_client(),
+            drain_listers,
+            FakeDriver(),
+            NODE,
+            options(),
+            clock=clock,
+            stop=threading.Event(),
+        )
+    return result, clock_driver.elapsed
+
+
+def test_wait_for_terminated_pods_ends_when_the_informer_sees_them_go() -> None:
+    """Upstream (and mcm before) polled every 5 s: two bare pods gone after 2 s took 5 s."""
+    result, elapsed = _bare_pods_deleted_after(2, informer=True)
+    assert result.ok and sorted(result.evicted) == ["default/bare-0", "default/bare-1"]
+    assert elapsed == pytest.approx(2.0)
+    polled, polled_elapsed = _bare_pods_deleted_after(2, informer=False)
+    assert polled.ok and polled_elapsed == pytest.approx(5.0)  # without the informer: the 5 s poll
+
+
+def test_pod_deletions_wake_every_watch_and_honour_stop() -> None:
+    deletions = PodDeletions()
+    stop = threading.Event()
+    first, second = deletions.watch(stop), deletions.watch()
+    deletions.on_update({}, {})
+    deletions.on_add({})
+    assert not first.is_set() and not second.is_set()
+    deletions.on_delete({"metadata": {"name": "p"}})
+    assert first.is_set() and second.is_set()
+    first.clear()
+    stop.set()
+    assert first.is_set() and first.wait(0)
+    deletions.unwatch(first)
+    deletions.unwatch(second)
+    assert deletions.watch_count == 0
