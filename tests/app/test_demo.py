@@ -102,7 +102,14 @@ def test_keep_prints_kubeconfigs_and_metrics_url_and_sigterm_stops_everything(tm
         control.close()
         target.close()
         with urllib.request.urlopen(paths["controller metrics"], timeout=10) as response:
-            assert b"mcm_machine_items_total" in response.read()
+            metrics = response.read().decode()
+        assert "mcm_machine_items_total 1.0" in metrics
+        # the local driver's API requests, labelled with the demo class's provider
+        assert 'mcm_cloud_api_requests_total{provider="local",service="configmaps"}' in metrics
+        assert (
+            'mcm_cloud_api_driver_request_duration_seconds_count{operation="CreateMachine",provider="local"}'
+            in metrics
+        )
     finally:
         _stop_and_check_nothing_is_left(demo, children)
 
