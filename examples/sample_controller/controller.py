@@ -7,11 +7,12 @@ garbage-collects it), keeps its replicas equal to the Foo's, and copies the Depl
 ``k8s.io/sample-controller``'s ``controller.go``, with one addition: a Foo whose spec cannot work
 (no deployment name, or a Deployment the API server refuses) gets a Warning Event
 ``ErrInvalidSpec`` and is not retried until it changes, where upstream only logs or retries.
+The status is written with a merge patch (upstream updates the cached Foo, which conflicts when
+the cache has not yet seen the controller's previous write).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 import threading
@@ -28,7 +29,7 @@ from mcm.runtime.cache import (
     wait_for_cache_sync,
 )
 from mcm.runtime.client import ClusterClient, Object, Resource
-from mcm.runtime.client.errors import Invalid, NotFound
+from mcm.runtime.client.errors import ApiError, ConnectionFailed, Invalid, NotFound
 from mcm.runtime.errors import handle_error
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventBroadcaster
 from mcm.runtime.worker import start_workers
@@ -83,20 +84,31 @@ class Controller:
         )
 
     def run(self, workers: int, stop: threading.Event) -> None:
-        """Wait for the caches, start ``workers`` workers and block until ``stop`` is set."""
+        """Wait for the caches, start ``workers`` workers and block until ``stop`` is set; then
+        let the workers finish their Foo before the event broadcaster stops (their last events
+        are still recorded)."""
         log.info("starting_foo_controller")
+        threads: list[threading.Thread] = []
         try:
             if not wait_for_cache_sync(stop, *self.synced):
                 raise RuntimeError("failed to wait for caches to sync")
-            threads = start_workers(self.workqueue, "Foos", workers, self.sync_handler, MAX_RETRIES, stop)
+            threads = start_workers(
+                self.workqueue,
+                "Foos",
+                workers,
+                self.sync_handler,
+                MAX_RETRIES,
+                stop,
+                forget_after_success=False,
+            )
             log.info("started_workers", count=workers)
             stop.wait()
             log.info("shutting_down_workers")
         finally:
             self.workqueue.shut_down()
+            for thread in threads:
+                thread.join()
             self.broadcaster.shutdown()
-        for thread in threads:
-            thread.join()
 
     # -- event handlers --------------------------------------------------------------------------
     def enqueue_foo(self, foo: Object) -> None:
@@ -126,6 +138,18 @@ class Controller:
 
     # -- reconcile -------------------------------------------------------------------------------
     def sync_handler(self, key: str) -> None:
+        """Sync one Foo, as upstream's ``processNextWorkItem``: a success forgets the key's
+        back-off; an API error or a Deployment owned by someone else is logged in one line and
+        the key retried with back-off (a failed call is a retry, not a bug)."""
+        try:
+            self.sync_foo(key)
+        except (ApiError, ConnectionFailed, ResourceExistsError) as err:
+            self.workqueue.add_rate_limited(key)
+            log.warning("error_syncing", key=key, error=str(err), outcome="requeuing")
+            return
+        self.workqueue.forget(key)
+
+    def sync_foo(self, key: str) -> None:
         """Converge the Foo's Deployment with its spec, then write the Foo's status."""
         namespace, name = split_meta_namespace_key(key)
         try:
@@ -164,10 +188,19 @@ class Controller:
         return deployment
 
     def update_foo_status(self, foo: Object, deployment: Object) -> None:
-        foo_copy = copy.deepcopy(foo)
+        """Copy the Deployment's ``availableReplicas`` into the Foo's status.
+
+        A merge patch of that one field, not an update of the cached Foo: right after this
+        controller's own status write the cache still holds the older Foo (until the watch
+        delivers the new one), and an update built from it would fail with a Conflict.
+        """
         available = (deployment.get("status") or {}).get("availableReplicas", 0)
-        foo_copy.setdefault("status", {})["availableReplicas"] = available
-        self.client.resource(FOOS).update_status(foo_copy)
+        self.client.resource(FOOS).patch(
+            foo["metadata"]["name"],
+            {"status": {"availableReplicas": available}},
+            namespace=foo["metadata"]["namespace"],
+            subresource="status",
+        )
 
     def invalid_spec(self, foo: Object, message: str) -> None:
         """Report a spec that retrying cannot fix; the Foo is synced again when it changes."""
