@@ -164,3 +164,14 @@ def test_dockerfile_lints_and_matches_the_chart() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert user and int(user.group(1)) == values["podSecurityContext"]["runAsUser"]
     assert 'machine-controller = "mcm.app.cli:main"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_the_readmes_offline_rendering_recipe_runs() -> None:
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    (recipe,) = re.findall(r"^```python\n(.*?)^```$", readme, flags=re.DOTALL | re.MULTILINE)
+    result = subprocess.run(
+        [sys.executable, "-c", recipe], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    kinds, problems = result.stdout.splitlines()
+    assert "'Deployment'" in kinds and problems == "[]"
