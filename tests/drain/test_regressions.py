@@ -379,9 +379,9 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
 # --- the termination wait listens to the pod informer ------------------------------------------------
 
 
-def _bare_pods_deleted_after(seconds: float, *, informer: bool) -> tuple[DrainResult, float]:
-    """Two bare pods whose evictions take ``seconds`` of fake time to finish; the informer (the
-    listers' pod cache plus PodDeletions) sees each go when ``informer`` is true."""
+def _drain_of_bare_pods_gone_after_2s(*, informer: bool) -> DrainResult:
+    """Two bare pods evicted at t=0 that leave at t=2 (fake time); the informer (the listers' pod
+    cache plus PodDeletions) sees them go when ``informer`` is true. The test moves the clock."""
     clock = FakeClock()
     cluster = FakeCluster()
     pods = [pod(f"bare-{i}", tgp=2, owner_kind=None) for i in range(2)]
@@ -392,34 +392,40 @@ def _bare_pods_deleted_after(seconds: float, *, informer: bool) -> tuple[DrainRe
     drain_listers = listers(pods)
     if informer:
         drain_listers = dataclasses.replace(drain_listers, pod_deletions=deletions)
+    results: list[DrainResult] = []
 
-    def terminate(victim: Obj) -> None:
-        clock.sleep(seconds)
-        cluster.remove_pod(victim)
-        drain_listers.pods.indexer.delete(victim)
-        deletions.on_delete(victim)
-
-    cluster.handlers.append(terminate)
-    with ClockDriver(clock, lambda: sum(cluster.calls.values())) as clock_driver:
-        result = drain_node(
-            cluster.as_client(),
-            drain_listers,
-            FakeDriver(),
-            NODE,
-            options(),
-            clock=clock,
-            stop=threading.Event(),
+    def run_drain() -> None:
+        stop = threading.Event()
+        results.append(
+            drain_node(
+                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(), clock=clock, stop=stop
+            )
         )
-    return result, clock_driver.elapsed
+
+    drain = threading.Thread(target=run_drain)
+    drain.start()
+    clock.block_until_waiters(1)  # both evicted, the drain waits for them to terminate
+    assert cluster.count("pods.evict") == 2
+    clock.step(2)
+    for p in pods:  # the kubelet is done: the pods leave the API server and the informer's cache
+        cluster.remove_pod(p)
+        drain_listers.pods.indexer.delete(p)
+        deletions.on_delete(p)
+    if not informer:
+        clock.block_until_waiters(1)  # still waiting for its next poll
+        clock.step(3)
+    drain.join(10)
+    assert not drain.is_alive()
+    return results[0]
 
 
 def test_wait_for_terminated_pods_ends_when_the_informer_sees_them_go() -> None:
     """Upstream (and mcm before) polled every 5 s: two bare pods gone after 2 s took 5 s."""
-    result, elapsed = _bare_pods_deleted_after(2, informer=True)
+    result = _drain_of_bare_pods_gone_after_2s(informer=True)
     assert result.ok and sorted(result.evicted) == ["default/bare-0", "default/bare-1"]
-    assert elapsed == pytest.approx(2.0)
-    polled, polled_elapsed = _bare_pods_deleted_after(2, informer=False)
-    assert polled.ok and polled_elapsed == pytest.approx(5.0)  # without the informer: the 5 s poll
+    assert result.duration == 2.0
+    polled = _drain_of_bare_pods_gone_after_2s(informer=False)
+    assert polled.ok and polled.duration == 5.0  # without the informer: the 5 s poll
 
 
 def test_pod_deletions_wake_every_watch_and_honour_stop() -> None:
