@@ -339,7 +339,8 @@ class Drain:
     def wait_for_termination(self, waiting: list[Removed]) -> None:
         """Wait until each pod is gone or its wait is over: woken by the pod informer's delete
         events when there are any (a pod gone from the cache is gone), and asking the API server
-        at once and then every 5 s in any case."""
+        at once, every 5 s and when a pod's wait runs out (without the events, exactly
+        upstream's 5 s poll)."""
         deletions = self.listers.pod_deletions
         woken = deletions.watch(self.stop) if deletions is not None else None
         try:
@@ -353,8 +354,8 @@ class Drain:
         while waiting:
             if woken is not None:
                 woken.clear()
-            polled = self.clock.monotonic() >= next_poll
-            if polled:
+            polled = woken is None or self.clock.monotonic() >= min(next_poll, *(i.until for i in waiting))
+            if polled:  # every 5 s, and before any pod's wait is declared over
                 waiting = self._poll_terminations(waiting)
                 next_poll = self.clock.monotonic() + POD_POLL_INTERVAL
             else:

@@ -428,6 +428,35 @@ def test_wait_for_terminated_pods_ends_when_the_informer_sees_them_go() -> None:
     assert polled.ok and polled.duration == 5.0  # without the informer: the 5 s poll
 
 
+def test_a_pod_the_informer_has_not_seen_go_is_asked_for_before_its_wait_runs_out() -> None:
+    """The cache can lag: at the drain deadline the API server decides, not the cache."""
+    clock = FakeClock()
+    cluster = FakeCluster()
+    victim = pod("bare", tgp=2, owner_kind=None)
+    cluster.add_pod(victim)
+    cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}, "status": {}}
+    drain_listers = dataclasses.replace(listers([victim]), pod_deletions=PodDeletions())
+    results: list[DrainResult] = []
+
+    def run_drain() -> None:
+        results.append(
+            drain_node(
+                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(timeout=3), clock=clock,
+                stop=threading.Event(),
+            )
+        )  # fmt: skip
+
+    drain = threading.Thread(target=run_drain)
+    drain.start()
+    clock.block_until_waiters(1)
+    clock.step(2)
+    cluster.remove_pod(victim)  # gone from the API server; the informer has not noticed
+    clock.block_until_waiters(1)
+    clock.step(1)  # the drain deadline, before the next 5 s poll
+    drain.join(10)
+    assert results[0].ok and results[0].evicted == ("default/bare",), results[0]
+
+
 def test_pod_deletions_wake_every_watch_and_honour_stop() -> None:
     deletions = PodDeletions()
     stop = threading.Event()
