@@ -7,8 +7,16 @@ garbage-collects it), keeps its replicas equal to the Foo's, and copies the Depl
 ``k8s.io/sample-controller``'s ``controller.go``, with one addition: a Foo whose spec cannot work
 (no deployment name, or a Deployment the API server refuses) gets a Warning Event
 ``ErrInvalidSpec`` and is not retried until it changes, where upstream only logs or retries.
+
+Retries follow ``mcm.runtime.worker``'s contract: :meth:`Controller.sync_handler` asks for a
+retry by raising a :class:`~mcm.runtime.errors.TransientError`, as upstream returns an error: a
+failed API call (every ``RequestError``, a reset connection included) or
+:class:`ResourceExistsError`. The worker logs it with the key and re-adds the key rate-limited;
+it never ends the process, even with ``REALLY_CRASH`` on. Anything else that escapes is a bug.
+
 The status is written with a merge patch (upstream updates the cached Foo, which conflicts when
-the cache has not yet seen the controller's previous write).
+the cache has not yet seen the controller's previous write), and on shutdown the workers finish
+the Foo in hand before the event broadcaster stops.
 """
 
 from __future__ import annotations
@@ -29,8 +37,8 @@ from mcm.runtime.cache import (
     wait_for_cache_sync,
 )
 from mcm.runtime.client import ClusterClient, Object, Resource
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, Invalid, NotFound
-from mcm.runtime.errors import handle_error
+from mcm.runtime.client.errors import Invalid, NotFound
+from mcm.runtime.errors import TransientError, handle_error
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventBroadcaster
 from mcm.runtime.worker import start_workers
 from mcm.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -55,8 +63,8 @@ MAX_RETRIES = sys.maxsize
 """sample-controller retries a failing Foo (with back-off) until it succeeds."""
 
 
-class ResourceExistsError(Exception):
-    """The Foo's Deployment exists but belongs to someone else."""
+class ResourceExistsError(TransientError):
+    """The Foo's Deployment exists but belongs to someone else (retried until it is freed)."""
 
 
 class Controller:
@@ -92,15 +100,7 @@ class Controller:
         try:
             if not wait_for_cache_sync(stop, *self.synced):
                 raise RuntimeError("failed to wait for caches to sync")
-            threads = start_workers(
-                self.workqueue,
-                "Foos",
-                workers,
-                self.sync_handler,
-                MAX_RETRIES,
-                stop,
-                forget_after_success=False,
-            )
+            threads = start_workers(self.workqueue, "Foos", workers, self.sync_handler, MAX_RETRIES, stop)
             log.info("started_workers", count=workers)
             stop.wait()
             log.info("shutting_down_workers")
@@ -138,19 +138,11 @@ class Controller:
 
     # -- reconcile -------------------------------------------------------------------------------
     def sync_handler(self, key: str) -> None:
-        """Sync one Foo, as upstream's ``processNextWorkItem``: a success forgets the key's
-        back-off; an API error or a Deployment owned by someone else is logged in one line and
-        the key retried with back-off (a failed call is a retry, not a bug)."""
-        try:
-            self.sync_foo(key)
-        except (ApiError, ConnectionFailed, ResourceExistsError) as err:
-            self.workqueue.add_rate_limited(key)
-            log.warning("error_syncing", key=key, error=str(err), outcome="requeuing")
-            return
-        self.workqueue.forget(key)
+        """Converge the Foo's Deployment with its spec, then write the Foo's status.
 
-    def sync_foo(self, key: str) -> None:
-        """Converge the Foo's Deployment with its spec, then write the Foo's status."""
+        Raises a ``TransientError`` (a failed request, :class:`ResourceExistsError`) to be
+        retried with back-off; a spec that retrying cannot fix is reported and not raised.
+        """
         namespace, name = split_meta_namespace_key(key)
         try:
             foo = self.foos.namespaced(namespace).get(name)

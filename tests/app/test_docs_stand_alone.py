@@ -15,8 +15,8 @@ USER_FACING = sorted(
     + [p for p in (REPO / "charts").rglob("*") if p.is_file() and "crds" not in p.parts]
 )
 NOT_SHIPPED = re.compile(
-    r"shared/|decisions\.md|\bseeds?\b|§|app-and-controller|machine-reconcile|safety-class-secret"
-    r"|apiserver-emulator\.md|spec (file|section)|design doc",
+    r"shared/|decisions\.md|\bseeds? 0\d\d|\bthe seeds\b|§|app-and-controller|machine-reconcile"
+    r"|safety-class-secret|apiserver-emulator\.md|spec (file|section)|design doc",
     re.IGNORECASE,
 )
 
