@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install everything mcm needs into .venv and run the whole check: ruff, mypy, import layers, tests.
 # Works on a fresh machine with only python3 and pip. Extra arguments go to pytest.
+# With `go` on PATH it first builds (or finds cached) the real control plane for tests/realapi
+# (hack/envtest.sh); without it that tier is skipped, and under CI=true that fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,5 +47,22 @@ if [ "$#" -eq 0 ]; then
     echo "vs_upstream smoke: skipped (upstream's machine controller is not built: hack/upstream-mcm.sh)"
   fi
 fi
+echo "== real control plane (hack/envtest.sh)"
+if command -v go >/dev/null 2>&1; then
+  if bin_dir=$(hack/envtest.sh | tail -n 1) && [ -n "$bin_dir" ]; then
+    export MCM_ENVTEST_ASSETS="$bin_dir"
+  elif [ "${CI:-}" = true ]; then
+    echo "realapi tier: hack/envtest.sh failed and CI=true requires the tier" >&2
+    exit 1
+  else
+    echo "realapi tier: hack/envtest.sh failed; tests/realapi will be skipped" >&2
+  fi
+elif [ "${CI:-}" = true ] && [ -z "${MCM_ENVTEST_ASSETS:-}" ]; then
+  echo "realapi tier: no 'go' on PATH to build the real control plane, and CI=true requires it" >&2
+  exit 1
+else
+  echo "realapi tier: no 'go' on PATH; tests/realapi will be skipped"
+fi
 echo "== pytest"
-pytest -n 2 "$@"
+# loadgroup: the real-API tests share one worker and so one real control plane.
+pytest -n 2 --dist loadgroup "$@"
