@@ -20,7 +20,7 @@ from mcm.app.demo import demo_objects
 from mcm.emulator import ClusterPair, Emulator
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
-from mcm.runtime.client.resources import LEASES
+from mcm.runtime.client.resources import EVENTS, LEASES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -290,6 +290,34 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
     finally:
         sidecar.send_signal(signal.SIGTERM)
         sidecar.wait(30)
+
+
+def _events(control: ClusterClient) -> list[dict[str, Any]]:
+    return list(control.resource(EVENTS).list(namespace="default").get("items") or [])
+
+
+def test_retried_conflicts_are_no_warning_events(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    """A 409 on a Machine write is routine (the next pass writes from fresh data): the machines
+    go Running and are deleted with Normal Events only, no ``StatusUpdateFailed`` Warning."""
+    status = pair.control.faults.add(
+        code=409, times=4, verb="update", resource="machines", subresource="status"
+    )
+    _create_machines(control, 2)
+    controller = Controller(tmp_path, pair, "mc", "--driver=local")
+    try:
+        _wait("2 Running machines", _all_running(control, 2))
+        control.resource(MACHINES).delete("demo-machine-1", namespace="default")
+        _wait("the deleted machine gone", lambda: "demo-machine-1" not in _phases(control))
+        _wait(
+            "the Running events of both machines",
+            lambda: sum(e["reason"] == "MachineRunning" for e in _events(control)) == 2,
+        )
+    finally:
+        assert controller.stop() == 0
+    assert status.hits == 4
+    assert [(e["reason"], e["message"]) for e in _events(control) if e["type"] == "Warning"] == []
 
 
 def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
