@@ -55,23 +55,25 @@ class Processes:
     logs: list[IO[bytes]] = field(default_factory=list)
 
     def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a child and register it; an interrupt meanwhile is acted on once it is
+        registered, so :meth:`stop_all` always sees every child that was started."""
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop_all
         self.logs.append(log)
-        child = subprocess.Popen(
-            args,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
-        self.children.append((name, child))
+        with _interrupts_deferred():
+            child = subprocess.Popen(
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+            self.children.append((name, child))
         return child
 
     def stop_all(self) -> None:
         """SIGTERM every child, wait for each (SIGKILL after 15 s); a second Ctrl-C or SIGTERM
         meanwhile is held back until all are gone, so none is left running."""
-        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
         try:
             for _, child in reversed(self.children):
                 if child.poll() is None:
@@ -86,6 +88,39 @@ class Processes:
                 log.close()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back for the block: the first that arrives is raised
+    again, to its own handler, when the block ends (main thread only). Without it, an interrupt
+    while ``Popen`` waits for the exec leaves the new child running, unknown to the demo."""
+    arrived: list[int] = []
+
+    def remember(signum: int, _frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous = _set_handlers(dict.fromkeys(_INTERRUPTS, remember))
+    try:
+        yield
+    finally:
+        _set_handlers(previous)
+    if arrived:
+        signal.raise_signal(arrived[0])
+
+
+def _set_handlers(handlers: dict[signal.Signals, Any]) -> dict[signal.Signals, Any]:
+    """Install ``handlers`` with the signals blocked meanwhile; returns the ones replaced."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        replaced = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    # None: a handler not installed from Python, which cannot be put back; the default is.
+    return {sig: signal.SIG_DFL if handler is None else handler for sig, handler in replaced.items()}
 
 
 class DemoFailed(Exception):

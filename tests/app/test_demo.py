@@ -11,11 +11,12 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcm.apis.machine.resources import MACHINES
-from mcm.app.demo import _DeletionWatch, _table
+from mcm.app.demo import Processes, Terminated, _DeletionWatch, _stop_on_signals, _table
 from mcm.emulator import Emulator
 from mcm.runtime.client import load_config
 
@@ -112,6 +113,41 @@ def test_keep_prints_kubeconfigs_and_metrics_url_and_sigterm_stops_everything(tm
         )
     finally:
         _stop_and_check_nothing_is_left(demo, children)
+
+
+def test_a_sigterm_while_a_child_starts_still_stops_that_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM landing inside ``Popen`` (the demo had printed "running machine-controller" and
+    was starting it) used to leave that child running: it was never registered."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_sigterm(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(real_popen(*args, **kwargs))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return started[-1]
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(subprocess, "Popen", popen_then_sigterm)
+    procs = Processes(tmp_path)
+    _stop_on_signals()
+    try:
+        with pytest.raises(Terminated):
+            try:
+                procs.spawn("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+            finally:
+                procs.stop_all()
+        after = signal.getsignal(signal.SIGTERM)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        left = [child for child in started if child.poll() is None]
+        for child in left:
+            child.kill()
+            child.wait()
+    assert len(started) == 1 and left == []
+    assert getattr(after, "__name__", "") == "interrupt"  # the demo's own handler is back
 
 
 def test_the_machine_table_shows_whole_descriptions() -> None:
