@@ -316,7 +316,8 @@ def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
 def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | Result | MachineError:
     """A machine without ``node`` label gets it from its Node: the one labelled with its name
     (HEAD), else the one carrying its VM's provider ID (``spec.providerID``, or, when the
-    creation never got to write it, the provider ID the driver lists for this machine). Without
+    creation never got to write it, the provider ID the driver lists for this machine, which is
+    then written to ``spec.providerID`` too so the later steps' provider-ID check agrees). Without
     it the deletion would delete the VM and leave its Node behind, so a listing that failed
     with a retryable code is returned (the step is retried like a failed GetMachineStatus)."""
     nodes = deps.listers.nodes
@@ -324,9 +325,7 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | R
         return machine
     every = nodes.list()
     name = o.name_of(machine)
-    matches: list[Mapping[str, Any]] = [
-        n for n in every if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == name
-    ]
+    matches: list[Mapping[str, Any]] = [n for n in every if _labelled_for(n, name)]
     if not matches:
         provider_ids = _provider_ids(deps, machine, inputs)
         if isinstance(provider_ids, MachineError):
@@ -341,10 +340,18 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | R
         return machine
     new = o.clone(machine)
     new.setdefault("metadata", {})["labels"] = {**o.labels_of(machine), c.LABEL_NODE: o.name_of(matches[0])}
+    node_provider_id = o.text(matches[0], "spec", "providerID")
+    if not o.text(machine, "spec", "providerID") and node_provider_id and not _labelled_for(matches[0], name):
+        # learned from the driver's listing: the later steps' provider-ID check must agree
+        new.setdefault("spec", {})["providerID"] = node_provider_id
     write = write_object(deps.writers.machines, machine, new)
     if not write.ok:
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
+
+
+def _labelled_for(node: Mapping[str, Any], machine_name: str) -> bool:
+    return o.labels_of(node).get(c.LABEL_NODE_MACHINE_NAME) == machine_name
 
 
 def _nodes_by_provider_id(

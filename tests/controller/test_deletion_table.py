@@ -412,6 +412,27 @@ def test_the_node_of_an_uninitialized_vm_not_in_the_cache_yet_is_found_on_the_ap
     assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
 
 
+def test_the_node_found_by_the_listed_provider_id_is_drained_and_deleted() -> None:
+    """Found by the chaos suite (long profile, mixed): the Node found by the provider ID the
+    driver listed got the node label, but the Machine still had no provider ID, so the drain
+    and node steps took the Node for another VM's and left it for ever. The listed provider ID
+    is written to the Machine with the label."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=None)
+    )
+    world.driver.remove_vm("fakeID-0")
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0", initialized=False)
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    stored: Any = machine
+    for _ in range(8):
+        _result, after = step(world, stored)
+        stored = after or stored
+        if "fakeNode-0" not in world.nodes.objects:
+            break
+    assert stored["spec"]["providerID"] == "fakeID-0"
+    assert "fakeNode-0" not in world.nodes.objects
+
+
 def test_get_vm_status_matches_a_node_by_the_machines_own_provider_id() -> None:
     world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None))
     world.nodes.put(mk_node("other", spec={"providerID": "fakeID-other"}))
