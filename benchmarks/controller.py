@@ -40,7 +40,8 @@ from _scenario import machine, node_simulator, percentile  # noqa: E402
 
 from mcm.apis.machine import constants as c  # noqa: E402
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
-from mcm.controller import Controller, ControllerOptions, DrainRequest  # noqa: E402
+from mcm.controller import Controller, ControllerOptions  # noqa: E402
+from mcm.drain import Drainer, DrainOptions, DrainResult  # noqa: E402
 from mcm.driver import FakeDriver  # noqa: E402
 from mcm.emulator import ClusterPair  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs  # noqa: E402
@@ -51,14 +52,17 @@ NS = "default"
 Obj = dict[str, Any]
 
 
-class NoPodsDrainer:
-    """The benchmark's nodes run no pods: cordon and drain have nothing to evict."""
+class NoPodsDrainer(Drainer):
+    """The benchmark's nodes run no pods: cordon and drain have nothing to do (no API calls)."""
+
+    def __init__(self) -> None:
+        """Nothing to hold: no method below reaches a cluster."""
 
     def cordon(self, node_name: str) -> None:
         return None
 
-    def drain(self, request: DrainRequest) -> None:
-        return None
+    def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Any = None) -> DrainResult:
+        return DrainResult(node=node_name, duration=0.0)
 
 
 def watch_running(controller: Controller) -> dict[str, float]:

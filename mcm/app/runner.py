@@ -42,7 +42,6 @@ import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.app.drainer import drain_factory
 from mcm.app.logs import configure_logging
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
@@ -259,7 +258,6 @@ def new_controller(
         recorder=recorder,
         registry=prometheus_client.REGISTRY,
         workqueue_metrics=workqueue_metrics_provider(),
-        drainer_factory=drain_factory,
     )
     return _Readiness(controller)
 

@@ -53,7 +53,6 @@ from mcm.controller.common import (
     typed_machine,
 )
 from mcm.controller.context import Deps
-from mcm.controller.drainer import DrainRequest
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.status import (
     current_status,
@@ -62,6 +61,7 @@ from mcm.controller.status import (
     write_object,
     write_status,
 )
+from mcm.drain import DrainOptions
 from mcm.driver import RETRYABLE_CODES, Code, DeleteMachineRequest, GetMachineStatusRequest, MachineError
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.worker import DONE, Result
@@ -319,25 +319,28 @@ def _cordon_and_drain(deps: Deps, machine: Obj, node: str, force: bool) -> str |
     """The failure text, or ``None`` when the node was cordoned and drained."""
     if deps.drainer is None:
         return "no drainer configured"
+    try:
+        deps.drainer.cordon(node)
+        result = deps.drainer.drain(node, drain_options(deps, machine, force), machine_ref=machine)
+    except Exception as err:
+        return str(err) or type(err).__name__
+    return None if result.ok else result.error or "drain failed"
+
+
+def drain_options(deps: Deps, machine: Mapping[str, Any], force: bool) -> DrainOptions:
+    """The drain of this Machine: its (or the flag's) timeout and evict retries, capped at one
+    retry per 20 s of timeout; a forced drain gets 1 min and one attempt (upstream ``drainNode``)."""
     timeout = FORCED_DRAIN_TIMEOUT if force else drain_timeout(deps, machine)
     retries = (
         1 if force else max(1, min(max_evict_retries(deps, machine), int(timeout / EVICTION_RETRY_PERIOD)))
     )
-    request = DrainRequest(
-        node_name=node,
+    return DrainOptions(
         timeout=timeout,
         max_evict_retries=retries,
         force=force,
         pv_detach_timeout=deps.options.machine_pv_detach_timeout,
         pv_reattach_timeout=deps.options.machine_pv_reattach_timeout,
-        machine=machine,
     )
-    try:
-        deps.drainer.cordon(node)
-        deps.drainer.drain(request)
-    except Exception as err:
-        return str(err) or type(err).__name__
-    return None
 
 
 def _truthy(value: str | None) -> bool:

@@ -9,11 +9,10 @@ that reason, never counted as drained.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import structlog
 
 from mcm.drain.pods import pod_key
+from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
     API_ERRORS,
     DETACH_TIMEOUT_TEXT,
@@ -26,9 +25,6 @@ from mcm.drain.state import (
 )
 from mcm.drain.volumes import TrackedVolume, VolumeWatch, is_attached
 from mcm.runtime.client.errors import NotFound, TooManyRequests
-
-if TYPE_CHECKING:
-    from mcm.drain.drain import Drain
 
 __all__ = ["SerialPass", "priority"]
 
@@ -43,8 +39,8 @@ def priority(pod: Obj) -> int:
 class SerialPass:
     """The PV pods, one at a time: passes of evictions, then one delete pass (§5.8, HEAD)."""
 
-    def __init__(self, drain: Drain, volumes: dict[str, list[TrackedVolume]]) -> None:
-        self.d = drain
+    def __init__(self, run: DrainRun, volumes: dict[str, list[TrackedVolume]]) -> None:
+        self.d = run
         self.volumes = volumes
         self.halted: str | None = None
         self.last_action: dict[str, str] = {}
@@ -142,9 +138,7 @@ class SerialPass:
             try:
                 node = self.d.nodes_api.get(self.d.node)
             except NotFound:
-                log.info("Node not found anymore", node=self.d.node)
-                with self.d.tally.lock:
-                    self.d.tally.node_gone = True
+                self.d.mark_node_gone()
                 self.halted = LEFT_NODE_GONE
                 self.d.tally.record(pod, "left", LEFT_NODE_GONE)
                 return LEFT_NODE_GONE
