@@ -42,6 +42,7 @@ import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.app.logs import configure_logging
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
@@ -80,7 +81,6 @@ log = structlog.get_logger("machine-controller")
 
 LEASE_NAME = "machine-controller"
 """The leader-election Lease (no flag changes it, as upstream)."""
-MACHINE_GROUP_VERSION = "machine.sapcloud.io/v1alpha1"
 DISCOVERY_TIMEOUT = 10.0
 """How long discovery waits for the control cluster's ``/healthz`` (upstream: 10 s)."""
 
@@ -170,7 +170,7 @@ def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIM
             raise StartupError(f"control cluster {control.host} is not reachable: {last[0]}")
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     try:
-        served = discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines")
+        served = discovery.discovery().has_resource(API_VERSION, "machines")
     except NotFound:
         served = False
     except (ApiError, ConnectionFailed) as exc:
@@ -178,7 +178,7 @@ def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIM
     if not served:
         raise StartupError(
             f"unable to start machine controller: the control cluster {control.host} does not serve "
-            f"{MACHINE_GROUP_VERSION} machines (are the Machine CRDs installed?)"
+            f"{API_VERSION} machines (are the Machine CRDs installed?)"
         )
 
 

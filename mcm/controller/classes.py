@@ -29,7 +29,7 @@ from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_of_class
 from mcm.runtime.cache.keys import split_meta_namespace_key
-from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
+from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
@@ -101,12 +101,9 @@ def machines_for_class(deps: Deps, class_name: str) -> list[Mapping[str, Any]]:
 
 def reconcile_machine_class_key(deps: Deps, key: str) -> Result:
     _, name = split_meta_namespace_key(key)
-    try:
-        machine_class = dict(deps.listers.classes.get(name))
-    except ApiError as err:
-        if is_not_found(err):
-            return DONE
-        raise
+    machine_class = o.cached(deps.listers.classes, name)
+    if machine_class is None:
+        return DONE
     try:
         reconcile_machine_class(deps, machine_class)
     except (FinalizerUpdateError, ClassInUse) as err:
@@ -152,12 +149,9 @@ def reconcile_secret_key(deps: Deps, key: str) -> Result:
     namespace, name = split_meta_namespace_key(key)
     if namespace != deps.namespace:
         return DONE
-    try:
-        secret = dict(deps.listers.secrets.get(name))
-    except ApiError as err:
-        if is_not_found(err):
-            return DONE
-        raise
+    secret = o.cached(deps.listers.secrets, name)
+    if secret is None:
+        return DONE
     try:
         reconcile_secret(deps, secret)
     except FinalizerUpdateError as err:

@@ -40,6 +40,7 @@ from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller import objects as o
 from mcm.controller.bootstrap import UserDataError, ensure_bootstrap_token, render_user_data
 from mcm.controller.common import (
+    FlowInputs,
     creation_timeout,
     elapsed_since,
     machine_key,
@@ -49,6 +50,7 @@ from mcm.controller.common import (
     record_warning,
     record_write_failure,
     typed_machine,
+    write_status_or_retry,
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
@@ -57,7 +59,6 @@ from mcm.controller.status import (
     last_operation,
     machine_status_update,
     write_object,
-    write_status,
 )
 from mcm.driver import (
     RETRYABLE_CODES,
@@ -69,7 +70,6 @@ from mcm.driver import (
     MachineError,
     code_name,
 )
-from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
@@ -90,15 +90,6 @@ class VM:
     addresses: tuple[dict[str, str], ...] = field(default=())
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """The class and the prepared secret data of one creation pass."""
-
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes]
-    class_dict: Mapping[str, Any]
-
-
 def trigger_creation_flow(
     deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
 ) -> Result:
@@ -113,7 +104,7 @@ def trigger_creation_flow(
         prepared = prepare_user_data(deps, machine, secret_data)
         if isinstance(prepared, Result):
             return prepared
-        inputs = Inputs(machine_class, prepared, machine_class.to_dict())
+        inputs = FlowInputs.of(machine_class, prepared)
         vm = find_or_create_vm(deps, machine, inputs)
         if isinstance(vm, Result):
             return vm
@@ -127,13 +118,10 @@ def still_to_create(deps: Deps, machine: Mapping[str, Any]) -> bool:
     goes back, so a creation pass that starts after (or between) deletion passes sees it here,
     even when it was handed an older copy.
     """
-    try:
-        cached = deps.listers.machines.get(o.name_of(machine))
-    except ApiError as err:
-        if is_not_found(err):
-            log.info("creation_skipped_machine_gone", machine=machine_key(machine))
-            return False
-        raise
+    cached = o.cached(deps.listers.machines, o.name_of(machine))
+    if cached is None:
+        log.info("creation_skipped_machine_gone", machine=machine_key(machine))
+        return False
     if o.meta(cached).get("uid") != o.meta(machine).get("uid"):
         log.info("creation_skipped_machine_replaced", machine=machine_key(machine))
         return False
@@ -144,7 +132,7 @@ def still_to_create(deps: Deps, machine: Mapping[str, Any]) -> bool:
     return True
 
 
-def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result:
+def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, vm: VM) -> Result:
     if not vm.provider_id or (deps.has_target and not vm.node_name):
         err = MachineError(Code.Internal, "driver returned an empty providerID or node name")
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
@@ -192,7 +180,7 @@ def prepare_user_data(
 # --- 2. find or create the VM -----------------------------------------------------------------
 
 
-def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Result:
+def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
     """Adopt the existing VM or create one (see the module docstring)."""
     typed = typed_machine(machine)
     request = GetMachineStatusRequest(typed, inputs.machine_class, inputs.secret_data)
@@ -212,7 +200,7 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) ->
     return VM(response.provider_id, response.node_name, addresses=addresses)
 
 
-def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Result:
+def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
     """``CreateMachine``; then the stale-node check."""
     request = CreateMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
@@ -244,28 +232,44 @@ def machine_create_error_handler(
     deps: Deps, machine: Mapping[str, Any], err: MachineError, *, reason: str
 ) -> Result:
     """Record a failed create/status call: Failed or CrashLoopBackOff, retry by error code."""
-    retry = _create_retry(deps, err.code)
-    when = now(deps)
-    state = err.last_known_state  # empty: the stored lastKnownState is kept (decisions.md §3)
-    operation = last_operation(
+    return write_failed_creation(
+        deps,
+        machine,
         c.DESC_PROVIDER_ERROR.format(err=str(err)),
-        c.STATE_FAILED,
-        c.OPERATION_CREATE,
-        when,
-        code_name(err.code),
+        phase=create_failure_phase(deps, machine),
+        event=(reason, str(err)),
+        retry=_create_retry(deps, err.code),
+        error_code=code_name(err.code),
+        last_known_state=err.last_known_state,  # empty: the stored one is kept (decisions.md §3)
     )
-    phase = create_failure_phase(deps, machine)
+
+
+def write_failed_creation(
+    deps: Deps,
+    machine: Mapping[str, Any],
+    description: str,
+    *,
+    phase: str,
+    event: tuple[str, str],
+    retry: float,
+    error_code: str = "",
+    last_known_state: str = "",
+) -> Result:
+    """A Failed creation step: lastOperation and ``phase`` (upstream ``machineStatusUpdate``),
+    the Warning ``event`` (reason, message), a phase Event; ``retry`` (sooner after a failed write)."""
+    when = now(deps)
+    operation = last_operation(description, c.STATE_FAILED, c.OPERATION_CREATE, when, error_code)
     write = machine_status_update(
         deps.writers.machines,
         machine,
         operation,
         current_status(phase, when),
         now=when,
-        last_known_state=state,
+        last_known_state=last_known_state,
     )
-    record_warning(deps, machine, reason, str(err))
+    record_warning(deps, machine, *event)
     _phase_event(deps, machine, phase)
-    return Result.after(write.retry(retry) if not write.ok else retry)
+    return Result.after(write.retry(retry))
 
 
 def _create_retry(deps: Deps, code: Code) -> float:
@@ -292,17 +296,13 @@ def _phase_event(deps: Deps, machine: Mapping[str, Any], phase: str) -> None:
 # --- 3. stale node ----------------------------------------------------------------------------
 
 
-def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result | None:
+def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, vm: VM) -> Result | None:
     """A Node named differently from the machine already exists: drop the new VM, mark Failed."""
     nodes = deps.listers.nodes
     if nodes is None or vm.node_name == o.name_of(machine) or not vm.node_name:
         return None
-    try:
-        nodes.get(vm.node_name)
-    except ApiError as err:
-        if is_not_found(err):
-            return None
-        raise
+    if o.cached(nodes, vm.node_name) is None:
+        return None
     stale = o.clone(machine)
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
     request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
@@ -310,14 +310,14 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm:
         deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
     except MachineError as err:
         log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
-    when = now(deps)
-    operation = last_operation(c.DESC_OLD_NODE_OBJECT, c.STATE_FAILED, c.OPERATION_CREATE, when)
-    write = machine_status_update(
-        deps.writers.machines, machine, operation, current_status(c.PHASE_FAILED, when), now=when
+    return write_failed_creation(
+        deps,
+        machine,
+        c.DESC_OLD_NODE_OBJECT,
+        phase=c.PHASE_FAILED,
+        event=("StaleNode", f"VM uses the old node object {vm.node_name}"),
+        retry=c.SHORT_RETRY,
     )
-    record_warning(deps, machine, "StaleNode", f"VM uses the old node object {vm.node_name}")
-    _phase_event(deps, machine, c.PHASE_FAILED)
-    return Result.after(write.retry(c.SHORT_RETRY))
 
 
 # --- 4. metadata ------------------------------------------------------------------------------
@@ -344,7 +344,7 @@ def write_creation_metadata(deps: Deps, machine: Mapping[str, Any], vm: VM) -> O
 
 
 def initialize_vm(
-    deps: Deps, machine: Mapping[str, Any], inputs: Inputs, created_state: str = ""
+    deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, created_state: str = ""
 ) -> Result | None:
     """``InitializeMachine``; ``None`` when done or not implemented. A failure is written with
     ``created_state`` (what ``CreateMachine`` returned) unless the error brings its own."""
@@ -364,26 +364,16 @@ def initialize_vm(
 def _initialization_failed(
     deps: Deps, machine: Mapping[str, Any], err: MachineError, last_known_state: str
 ) -> Result:
-    when = now(deps)
-    operation = last_operation(
-        c.DESC_INITIALIZE_FAILED.format(err=str(err)),
-        c.STATE_FAILED,
-        c.OPERATION_CREATE,
-        when,
-        code_name(err.code),
-    )
-    phase = create_failure_phase(deps, machine)
-    write = machine_status_update(
-        deps.writers.machines,
+    return write_failed_creation(
+        deps,
         machine,
-        operation,
-        current_status(phase, when),
-        now=when,
+        c.DESC_INITIALIZE_FAILED.format(err=str(err)),
+        phase=create_failure_phase(deps, machine),
+        event=("InitializeFailed", str(err)),
+        retry=c.SHORT_RETRY,
+        error_code=code_name(err.code),
         last_known_state=last_known_state,
     )
-    record_warning(deps, machine, "InitializeFailed", str(err))
-    _phase_event(deps, machine, phase)
-    return Result.after(write.retry(c.SHORT_RETRY))
 
 
 # --- 6. pending -------------------------------------------------------------------------------
@@ -394,12 +384,8 @@ def keep_last_known_state(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Res
     status = o.sub(machine, "status")
     if not vm.last_known_state or status.get("lastKnownState") == vm.last_known_state:
         return Result.after(c.LONG_RETRY)
-    write = write_status(deps.writers.machines, machine, {**status, "lastKnownState": vm.last_known_state})
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return Result.after(write.retry(c.SHORT_RETRY))
-    return Result.after(c.LONG_RETRY)
+    written = write_status_or_retry(deps, machine, {**status, "lastKnownState": vm.last_known_state})
+    return written if isinstance(written, Result) else Result.after(c.LONG_RETRY)
 
 
 def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
@@ -426,10 +412,8 @@ def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
         status["addresses"] = [dict(a) for a in vm.addresses]
     if vm.last_known_state:
         status["lastKnownState"] = vm.last_known_state
-    write = write_status(deps.writers.machines, machine, status)
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return Result.after(write.retry(c.SHORT_RETRY))
+    written = write_status_or_retry(deps, machine, status)
+    if isinstance(written, Result):
+        return written
     _phase_event(deps, machine, phase)
     return Result.after(c.SHORT_RETRY if deps.has_target else c.LONG_RETRY)

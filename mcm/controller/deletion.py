@@ -41,6 +41,7 @@ from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller import objects as o
 from mcm.controller.common import (
+    FlowInputs,
     drain_timeout,
     elapsed_since,
     machine_key,
@@ -51,6 +52,7 @@ from mcm.controller.common import (
     record_warning,
     record_write_failure,
     typed_machine,
+    write_status_or_retry,
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
@@ -59,7 +61,6 @@ from mcm.controller.status import (
     last_operation,
     machine_status_update,
     write_object,
-    write_status,
 )
 from mcm.drain import DrainOptions
 from mcm.driver import RETRYABLE_CODES, Code, DeleteMachineRequest, GetMachineStatusRequest, MachineError
@@ -90,13 +91,6 @@ DESC_NODE_FINALIZER_FAILED = c.DESC_NODE_FINALIZER_FAILED
 
 
 @dataclass(frozen=True)
-class DeletionInputs:
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes]
-    class_dict: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
 class StepOutcome:
     """The machine after a step and, unless the flow goes on at once, the pass's result."""
 
@@ -104,7 +98,7 @@ class StepOutcome:
     result: Result | None = None
 
 
-Step = Callable[[Deps, Obj, DeletionInputs], StepOutcome]
+Step = Callable[[Deps, Obj, FlowInputs], StepOutcome]
 
 
 def trigger_deletion_flow(
@@ -125,12 +119,10 @@ def trigger_deletion_flow(
                 message=f'machine "{name}" is in creation flow. Deletion cannot proceed',
             )
             return Result.after(c.MEDIUM_RETRY)
-        return run_deletion_steps(
-            deps, machine, DeletionInputs(machine_class, secret_data, machine_class.to_dict())
-        )
+        return run_deletion_steps(deps, machine, FlowInputs.of(machine_class, secret_data))
 
 
-def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: DeletionInputs) -> Result:
+def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> Result:
     """Chain steps until one needs to wait (at most :data:`MAX_STEPS_PER_PASS`)."""
     current = dict(machine)
     for _ in range(MAX_STEPS_PER_PASS):
@@ -204,7 +196,7 @@ def _node_name(machine: Mapping[str, Any]) -> str:
 # --- steps ------------------------------------------------------------------------------------
 
 
-def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def set_machine_termination_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Phase Terminating with the GetVMStatus marker (its time is the start of the deletion)."""
     when = now(deps)
     status = o.clone(o.sub(machine, "status"))
@@ -214,7 +206,7 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInp
     status["currentStatus"] = current_status(c.PHASE_TERMINATING, when)
     new = o.clone(machine)
     new["status"] = status
-    write = write_object_status(deps, machine, new)
+    write = write_status_or_retry(deps, machine, new["status"])
     if isinstance(write, Result):
         return StepOutcome(machine, write)
     if phase_of(machine) != c.PHASE_TERMINATING:
@@ -222,22 +214,12 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInp
     return StepOutcome(write)
 
 
-def write_object_status(deps: Deps, machine: Obj, new: Obj) -> Obj | Result:
-
-    write = write_status(deps.writers.machines, machine, new["status"])
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return Result.after(write.retry(c.SHORT_RETRY))
-    return write.obj
-
-
-def _reinitiate(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def _reinitiate(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     log.warning("undecodable_deletion_state", machine=machine_key(machine))
     return set_machine_termination_status(deps, machine, inputs)
 
 
-def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def get_vm_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
     filled = fill_node_label(deps, machine)
     if isinstance(filled, Result):
@@ -289,7 +271,7 @@ def fill_node_label(deps: Deps, machine: Obj) -> Obj | Result:
     return write.obj
 
 
-def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def drain_node(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Termination condition, cordon and drain the node; forced drains go to the VolumeAttachments step."""
     node = _node_name(machine)
     if not node or not deps.has_target:
@@ -415,7 +397,7 @@ def _with_termination_condition(deps: Deps, machine: Mapping[str, Any], node: Ma
     return new
 
 
-def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """After a forced drain: delete the node's VolumeAttachments, wait until none is left (HEAD).
 
     One that already has a deletionTimestamp is gone as far as this step is concerned (HEAD
@@ -450,7 +432,7 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) 
     return StepOutcome(machine, Result.after(c.SHORT_RETRY))
 
 
-def delete_vm(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def delete_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """``DeleteMachine``; the driver's lastKnownState is kept."""
     request = DeleteMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
@@ -481,7 +463,7 @@ def _vm_delete_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
     )
 
 
-def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def delete_node_object(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Remove the node finalizer, then delete the Node (a missing Node is fine)."""
     node_name = _node_name(machine)
     nodes, writer = deps.listers.nodes, deps.writers.nodes
@@ -521,7 +503,7 @@ def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:
     return _advance(deps, machine, c.DESC_NODE_DELETED.format(node=node_name))
 
 
-def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Drop the MCM finalizer; the API server then removes the Machine."""
     write = write_object(deps.writers.machines, machine, o.without_finalizer(machine, c.MCM_FINALIZER))
     if not write.ok:

@@ -11,7 +11,8 @@ import pytest
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller import ControllerOptions
-from mcm.controller.deletion import DeletionInputs, dispatch, trigger_deletion_flow
+from mcm.controller.common import FlowInputs
+from mcm.controller.deletion import dispatch, trigger_deletion_flow
 from mcm.driver import Code, GetMachineStatusResponse, MachineError
 from mcm.runtime.client.errors import InternalError
 from mcm.runtime.worker import DONE, Result
@@ -40,9 +41,9 @@ def world_for(case_builder: Any) -> tuple[World, StubDrainer, dict[str, Any]]:
     return world, drainer, world.machines.get("machine-0")
 
 
-def inputs() -> DeletionInputs:
+def inputs() -> FlowInputs:
     klass = MachineClass.from_dict(mk_class())
-    return DeletionInputs(klass, {}, klass.to_dict())
+    return FlowInputs(klass, {}, klass.to_dict())
 
 
 def step(world: World, machine: dict[str, Any]) -> tuple[Result | None, dict[str, Any] | None]:
