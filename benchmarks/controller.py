@@ -91,7 +91,7 @@ def run_size(pair: ClusterPair, n: int, report: Report, timeout: float, workers:
     target = load_config(str(pair.target_kubeconfig), qps=-1, burst=0)
     machines = control.resource(MACHINES)
     driver = FakeDriver()
-    options = ControllerOptions(namespace=NS, kube_api_qps=-1, kube_api_burst=0, concurrent_syncs=workers)
+    options = ControllerOptions(namespace=NS)
     controller = Controller(control, target, driver, options, drainer=NoPodsDrainer())
     reconciles: Counter[str] = Counter()
     for name, reconcile in list(controller.reconcilers.items()):
@@ -103,7 +103,7 @@ def run_size(pair: ClusterPair, n: int, report: Report, timeout: float, workers:
         controller.reconcilers[name] = counted
     running = watch_running(controller)
     stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(options.concurrent_syncs, stop), daemon=True)
+    runner = threading.Thread(target=controller.run, args=(workers, stop), daemon=True)
     cpu0 = cpu_seconds()
     runner.start()
     assert all(f.wait_for_cache_sync(stop, timeout=30) for f in (controller.control_factory,))

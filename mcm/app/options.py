@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcm.controller.options import DEFAULT_NODE_CONDITIONS
+
 __all__ = [
     "DEFAULT_NODE_CONDITIONS",
     "FLAGS",
@@ -28,7 +30,6 @@ __all__ = [
 
 FlagType = Literal["int32", "float32", "string", "bool", "duration", "ip"]
 
-DEFAULT_NODE_CONDITIONS = "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable"
 NO_TARGET = "none"
 """``--target-kubeconfig=none``: no target cluster (HEAD)."""
 IN_CLUSTER_CONFIG = "inClusterConfig"
@@ -436,10 +437,6 @@ class Options:
                 f"--driver-endpoint must be unix:///absolute/path or host:port, got {self.driver_endpoint!r}"
             ]
         return []
-
-    def controller_values(self, names: set[str]) -> dict[str, Any]:
-        """The values whose field names are in ``names`` (the controller's options fields)."""
-        return {key: value for key, value in self.as_dict().items() if key in names}
 
 
 _MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")

@@ -241,9 +241,11 @@ def _import_driver(spec: str, options: Options) -> Driver:
 
 
 def controller_options(options: Options) -> ControllerOptions:
-    """``ControllerOptions`` from the flags (its fields are the flags' snake_case names)."""
-    names = {f.name for f in dataclasses.fields(ControllerOptions)}
-    return ControllerOptions(**options.controller_values(names))
+    """``ControllerOptions`` from the flags (its fields are the flags' snake_case names; the
+    other flags are the process's)."""
+    return ControllerOptions(
+        **{f.name: getattr(options, f.name) for f in dataclasses.fields(ControllerOptions)}
+    )
 
 
 def new_controller(

@@ -35,9 +35,7 @@ from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
 
 __all__ = [
-    "ERR_CLASS_IN_USE",
     "SECRET_RESYNC",
-    "machines_for_class",
     "reconcile_machine_class",
     "reconcile_machine_class_key",
     "reconcile_secret",
@@ -47,7 +45,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-ERR_CLASS_IN_USE = c.ERR_CLASS_IN_USE
 SECRET_RESYNC = 600.0
 """Every Secret is reconciled again after 10 minutes (upstream)."""
 FINALIZER_ATTEMPTS = 3
@@ -91,11 +88,6 @@ def update_finalizers(
     raise FinalizerUpdateError(last.message if last else "finalizer update failed")
 
 
-def machines_for_class(deps: Deps, class_name: str) -> list[Mapping[str, Any]]:
-    """Cached machines whose ``spec.class`` is ``MachineClass``/``class_name`` (deleting ones included)."""
-    return machines_of_class(deps, class_name)
-
-
 # --- MachineClass ---------------------------------------------------------------------------
 
 
@@ -119,11 +111,11 @@ class ClassInUse(TransientError):
 def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> None:
     """Upstream's decision table; raises :class:`ClassInUse` or :class:`FinalizerUpdateError` to retry."""
     name = o.name_of(machine_class)
-    machines = machines_for_class(deps, name)
+    machines = machines_of_class(deps, name)
     has_finalizer = c.MCM_FINALIZER in o.finalizers(machine_class)
     if machines and o.deletion_timestamp(machine_class):
         log.info("machine_class_still_referenced", machine_class=name, machines=len(machines))
-        raise ClassInUse(ERR_CLASS_IN_USE)
+        raise ClassInUse(c.ERR_CLASS_IN_USE)
     if machines:
         if not has_finalizer:
             update_finalizers(deps.writers.classes, deps.namespace, name, add=c.MCM_FINALIZER)

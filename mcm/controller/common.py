@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import API_VERSION, Machine, MachineClass
+from mcm.apis.machine.v1alpha1 import API_VERSION, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.status import Write, write_status
@@ -35,7 +35,6 @@ __all__ = [
     "record_normal",
     "record_warning",
     "record_write_failure",
-    "typed_machine",
     "write_status_or_retry",
 ]
 
@@ -163,11 +162,3 @@ def elapsed_since(deps: Deps, timestamp: object) -> float | None:
 
 def now(deps: Deps) -> _dt.datetime:
     return deps.clock.now().astimezone(_dt.UTC)
-
-
-def typed_machine(machine: Mapping[str, Any]) -> Machine:
-    return Machine.from_dict(machine)
-
-
-def typed_class(machine_class: Mapping[str, Any] | MachineClass) -> MachineClass:
-    return machine_class if isinstance(machine_class, MachineClass) else MachineClass.from_dict(machine_class)

@@ -36,7 +36,7 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.apis.machine.v1alpha1 import Machine, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.bootstrap import UserDataError, ensure_bootstrap_token, render_user_data
 from mcm.controller.common import (
@@ -49,7 +49,6 @@ from mcm.controller.common import (
     record_normal,
     record_warning,
     record_write_failure,
-    typed_machine,
     write_status_or_retry,
 )
 from mcm.controller.context import Deps
@@ -182,7 +181,7 @@ def prepare_user_data(
 
 def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
     """Adopt the existing VM or create one (see the module docstring)."""
-    typed = typed_machine(machine)
+    typed = Machine.from_dict(machine)
     request = GetMachineStatusRequest(typed, inputs.machine_class, inputs.secret_data)
     provider_id = o.text(machine, "spec", "providerID")
     try:
@@ -202,7 +201,7 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs
 
 def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
     """``CreateMachine``; then the stale-node check."""
-    request = CreateMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = CreateMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
     key = machine_key(machine)
@@ -305,7 +304,7 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs,
         return None
     stale = o.clone(machine)
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
-    request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
+    request = DeleteMachineRequest(Machine.from_dict(stale), inputs.machine_class, inputs.secret_data)
     try:
         deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
     except MachineError as err:
@@ -348,7 +347,7 @@ def initialize_vm(
 ) -> Result | None:
     """``InitializeMachine``; ``None`` when done or not implemented. A failure is written with
     ``created_state`` (what ``CreateMachine`` returned) unless the error brings its own."""
-    request = InitializeMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = InitializeMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     try:
         deps.calls.call("initialize_machine", lambda ctx: deps.driver.initialize_machine(ctx, request))

@@ -38,7 +38,7 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.apis.machine.v1alpha1 import Machine, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.common import (
     FlowInputs,
@@ -51,7 +51,6 @@ from mcm.controller.common import (
     record_normal,
     record_warning,
     record_write_failure,
-    typed_machine,
     write_status_or_retry,
 )
 from mcm.controller.context import Deps
@@ -82,12 +81,6 @@ FORCED_DRAIN_TIMEOUT = 60.0
 EVICTION_RETRY_PERIOD = 20.0
 """Upstream caps evict retries at drain timeout / 20 s."""
 NODE_CONDITION_ATTEMPTS = 5
-
-DESC_VA_NODE_MISSING = c.DESC_VA_NODE_MISSING
-DESC_VA_DETACHED = c.DESC_VA_DETACHED
-DESC_VA_NONE_LIVE = c.DESC_VA_NONE_LIVE
-DESC_NODE_GET_FAILED = c.DESC_NODE_GET_FAILED
-DESC_NODE_FINALIZER_FAILED = c.DESC_NODE_FINALIZER_FAILED
 
 
 @dataclass(frozen=True)
@@ -225,7 +218,7 @@ def get_vm_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     if isinstance(filled, Result):
         return StepOutcome(machine, filled)
     machine = filled
-    request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = GetMachineStatusRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     try:
         deps.calls.call("get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request))
     except MachineError as err:
@@ -407,20 +400,22 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> S
     node_name = _node_name(machine)
     nodes, attachments = deps.listers.nodes, deps.listers.volume_attachments
     if nodes is None or attachments is None or deps.writers.volume_attachments is None:
-        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type)
+        return _advance(
+            deps, machine, c.DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type
+        )
     try:
         node = nodes.get(node_name)
     except ApiError as err:
-        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
     if not o.sub(node, "status").get("volumesAttached"):
-        return _advance(deps, machine, DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
     live = [
         va
         for va in attachments.list()
         if o.text(va, "spec", "nodeName") == node_name and not o.deletion_timestamp(va)
     ]
     if not live:
-        return _advance(deps, machine, DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
     for va in live:
         try:
             deps.writers.volume_attachments.delete(o.name_of(va))
@@ -434,7 +429,7 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> S
 
 def delete_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """``DeleteMachine``; the driver's lastKnownState is kept."""
-    request = DeleteMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = DeleteMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     try:
         response = deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
     except MachineError as err:
@@ -474,7 +469,7 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutc
     except ApiError as err:
         if is_not_found(err):
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
-        description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
+        description = c.DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
         return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     if c.NODE_FINALIZER in o.finalizers(node):
         finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
@@ -486,7 +481,7 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutc
                 log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
                 return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
             if not is_not_found(err):
-                description = DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
+                description = c.DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
                 return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     return _delete_node(deps, machine, node_name)
 

@@ -194,7 +194,3 @@ def is_misconfigured(pdb: Obj) -> bool:
         and int(status.get("disruptionsAllowed") or 0) == 0
         and not status.get("disruptedPods")
     )
-
-
-def pdb_key(pdb: Obj) -> str:
-    return pod_key(pdb)
