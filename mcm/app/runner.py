@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, Protocol
 
-import prometheus_client
 import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.app.logs import configure_logging
+from mcm.app.metrics import ProcessMetrics
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
 from mcm.controller import Controller, ControllerOptions
@@ -57,12 +57,9 @@ from mcm.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaseLock,
-    PrometheusLeaderMetrics,
     new_leader_elector,
 )
-from mcm.runtime.leaderelection import set_provider as set_leader_metrics_provider
 from mcm.runtime.record import EventBroadcaster, EventRecorder
-from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
 
 __all__ = [
     "LEASE_NAME",
@@ -249,17 +246,24 @@ def controller_options(options: Options) -> ControllerOptions:
 
 
 def new_controller(
-    options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
+    options: Options,
+    driver: Driver,
+    clients: Clients,
+    recorder: EventRecorder | None = None,
+    metrics: ProcessMetrics | None = None,
 ) -> RunnableController:
-    """Build the machine controller: the one place that knows its constructor."""
+    """Build the machine controller: the one place that knows its constructor. Its metrics go
+    on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given)."""
+    metrics = metrics or ProcessMetrics.new()
     controller = Controller(
         clients.control,
         clients.target,
         driver,
         controller_options(options),
         recorder=recorder,
-        registry=prometheus_client.REGISTRY,
-        workqueue_metrics=workqueue_metrics_provider(),
+        registry=metrics.registry,
+        drain_metrics=metrics.drain,
+        workqueue_metrics=metrics.workqueue,
     )
     return _Readiness(controller)
 
@@ -281,23 +285,6 @@ class _Readiness:
         if self.controller.target_factory is not None:
             informers.append(self.controller.target_factory.informer_for(NODES))
         return all(informer.has_synced() for informer in informers)
-
-
-_METRICS_LOCK = threading.Lock()
-_WORKQUEUE_PROVIDER: list[Any] = []
-
-
-def workqueue_metrics_provider() -> Any:
-    """The process's work-queue metrics under upstream's names (``mcm_workqueue_*``), built once.
-
-    Also installs the leader-election gauge ``leader_election_master_status`` on the default
-    registry (once per process).
-    """
-    with _METRICS_LOCK:
-        if not _WORKQUEUE_PROVIDER:
-            _WORKQUEUE_PROVIDER.append(PrometheusMetricsProvider(namespace="mcm", stability=None))
-            set_leader_metrics_provider(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
-        return _WORKQUEUE_PROVIDER[0]
 
 
 def event_recorder(control: ClusterClient) -> tuple[EventBroadcaster, EventRecorder]:
@@ -353,9 +340,15 @@ class _Process:
         self.exit_code = 0
         """1 once the lease was lost or the controller could not start; 0 for a requested stop."""
         self.healthz = HealthzAdaptor(timeout=20.0)
-        workqueue_metrics_provider()  # installs the process's metric providers once
+        self.metrics = ProcessMetrics.new()
         self.broadcaster, self.recorder = event_recorder(clients.control)
-        self.server = HealthServer(options.address, options.port, healthz=self._healthz, readyz=self._readyz)
+        self.server = HealthServer(
+            options.address,
+            options.port,
+            healthz=self._healthz,
+            readyz=self._readyz,
+            registry=self.metrics.registry,
+        )
 
     def _healthz(self) -> str | None:
         err = self.healthz.check()
@@ -368,7 +361,9 @@ class _Process:
 
     def run_controller(self, stop: threading.Event) -> None:
         try:
-            self.controller = new_controller(self.options, self.driver, self.clients, self.recorder)
+            self.controller = new_controller(
+                self.options, self.driver, self.clients, self.recorder, metrics=self.metrics
+            )
             log.info("starting the machine controller", workers=self.options.concurrent_syncs)
             self.controller.run(self.options.concurrent_syncs, stop)
         finally:
@@ -433,7 +428,7 @@ class _Process:
                 lease=f"{self.options.namespace}/{LEASE_NAME}",
                 identity=identity,
             )
-            new_leader_elector(config).run(self.stop)
+            new_leader_elector(config, metrics=self.metrics.leader).run(self.stop)
         self._wait_for_workers()
         return self.exit_code
 

@@ -1,6 +1,7 @@
 """The command's HTTP server: ``/metrics``, ``/healthz``, ``/readyz``, ``/configz`` (§2.4).
 
-- ``/metrics``: Prometheus text exposition of the default registry; a collector failure is a 500.
+- ``/metrics``: Prometheus text exposition of the registry given (default: the default
+  registry); a collector failure is a 500.
 - ``/healthz``: ``200 ok`` unless the health check returns a reason (the leader-election
   adaptor: a leader that failed to renew past its lease), then ``500`` with the reason.
 - ``/readyz``: ``200 ok`` once the controller's caches synced, else ``500`` with the reason.
@@ -19,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import prometheus_client
 import structlog
+from prometheus_client import CollectorRegistry
 
 __all__ = ["HealthServer"]
 
@@ -39,8 +41,17 @@ class _Server6(_Server):
 class HealthServer:
     """See the module docstring."""
 
-    def __init__(self, address: str, port: int, *, healthz: Check, readyz: Check) -> None:
+    def __init__(
+        self,
+        address: str,
+        port: int,
+        *,
+        healthz: Check,
+        readyz: Check,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         checks = {"/healthz": healthz, "/readyz": readyz}
+        metrics_registry = registry if registry is not None else prometheus_client.REGISTRY
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -57,7 +68,7 @@ class HealthServer:
 
             def _metrics(self) -> None:
                 try:
-                    body = prometheus_client.generate_latest(prometheus_client.REGISTRY)
+                    body = prometheus_client.generate_latest(metrics_registry)
                 except Exception as exc:
                     self._reply(500, f"error gathering metrics: {exc}")
                     return
