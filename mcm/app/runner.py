@@ -113,7 +113,7 @@ class Clients:
 
 def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterClient:
     if not kubeconfig:
-        log.warning(f"--{what}-kubeconfig not set, using the in-cluster configuration")
+        log.warning("kubeconfig_not_set_using_in_cluster_config", flag=f"--{what}-kubeconfig")
     try:
         return load_config(
             kubeconfig or IN_CLUSTER_CONFIG,
@@ -364,7 +364,6 @@ class _Process:
             self.controller = new_controller(
                 self.options, self.driver, self.clients, self.recorder, metrics=self.metrics
             )
-            log.info("starting the machine controller", workers=self.options.concurrent_syncs)
             self.controller.run(self.options.concurrent_syncs, stop)
         finally:
             self.controller_done.set()
@@ -392,11 +391,11 @@ class _Process:
         try:
             self.run_controller(stop)
         except StartupError as exc:
-            self._fail("controller failed to start", error=str(exc))
+            self._fail("controller_failed_to_start", error=str(exc))
 
-    def _fail(self, message: str, **context: Any) -> None:
+    def _fail(self, event: str, **context: Any) -> None:
         if not self.stop.is_set():
-            log.error(message, **context)
+            log.error(event, **context)
             self.exit_code = 1
             self.stop.set()
 
@@ -414,7 +413,7 @@ class _Process:
                 LeaderCallbacks(
                     on_started_leading=self._started_leading,
                     on_stopped_leading=self._stopped_leading,
-                    on_new_leader=lambda leader: log.info("new leader elected", leader=leader),
+                    on_new_leader=lambda leader: log.info("new_leader_elected", leader=leader),
                 ),
                 lease_duration=self.options.leader_elect_lease_duration,
                 renew_deadline=self.options.leader_elect_renew_deadline,
@@ -424,7 +423,7 @@ class _Process:
                 watchdog=self.healthz,
             )
             log.info(
-                "campaigning for leadership",
+                "campaigning_for_leadership",
                 lease=f"{self.options.namespace}/{LEASE_NAME}",
                 identity=identity,
             )
@@ -433,19 +432,17 @@ class _Process:
         return self.exit_code
 
     def _started_leading(self, lead_stop: threading.Event) -> None:
-        log.info("became leader")
+        log.info("became_leader")
         self._guarded_controller(lead_stop)
 
     def _stopped_leading(self) -> None:
-        self._fail("leaderelection lost")
+        self._fail("leader_election_lost")
 
     def _wait_for_workers(self) -> None:
         if self.controller is None:
             return
         if not self.controller_done.wait(self.options.shutdown_grace_period):
-            log.warning(
-                "workers did not stop within the grace period", grace=self.options.shutdown_grace_period
-            )
+            log.warning("workers_not_stopped_within_grace_period", grace=self.options.shutdown_grace_period)
 
 
 @contextlib.contextmanager
@@ -456,7 +453,7 @@ def _signals_set(stop: threading.Event) -> Iterator[None]:
         return
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        log.info("shutting down", signal=signal.Signals(signum).name)
+        log.info("shutting_down", signal=signal.Signals(signum).name)
         stop.set()
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -82,11 +82,11 @@ def drain_node(
         recorder=recorder,
         machine_ref=machine_ref,
     )
-    log.info("Machine drain started", node=node_name, force=options.force)
+    log.info("drain_started", node=node_name, force=options.force)
     run.event("Normal", REASON_DRAIN_STARTED, f"Drain of node {node_name!r} started")
     result = _result(run, _drain(run))
     log.info(
-        "Machine drain ended",
+        "drain_ended",
         node=node_name,
         took=round(result.duration, 3),
         evicted=len(result.evicted),
@@ -116,7 +116,7 @@ def _drain(run: DrainRun) -> str | None:
     if fatal:
         return fatal
     if not selection.pods:
-        log.info("no pods found in store", node=run.node)
+        log.info("drain_no_pods_on_node", node=run.node)
         return None
     if not run.options.force:
         try:
@@ -136,10 +136,10 @@ def _eviction_supported(client: ClusterClient) -> bool:
 
 def _remove(run: DrainRun, pods: list[Obj]) -> None:
     if run.options.force:
-        log.info("Forceful eviction of pods on the node", node=run.node)
+        log.info("drain_force_deleting_pods", node=run.node)
         remove_in_parallel(run, pods)
         return
-    log.info("Normal eviction of pods on the node", node=run.node)
+    log.info("drain_evicting_pods", node=run.node)
     with_pv = [p for p in pods if uses_pvc(p)]
     without_pv = [p for p in pods if not uses_pvc(p)]
     serial = threading.Thread(

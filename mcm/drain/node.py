@@ -46,7 +46,7 @@ def cordon_node(client: ClusterClient, node_name: str) -> None:
                 raise
             continue
         except ApiError as err:
-            log.error("Drain Error: Cordoning of node failed with error", node=node_name, error=str(err))
+            log.error("cordon_failed", node=node_name, error=str(err))
             raise
         log.info("node_cordoned", node=node_name)
         return

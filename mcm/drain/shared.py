@@ -89,10 +89,10 @@ class DrainRun:
         if evict:
             grace = self.options.grace_period
             body = delete_options(grace_period_seconds=grace) if grace is not None and grace >= 0 else None
-            log.debug("Attempting to evict the pod", pod=pod_key(pod), node=self.node)
+            log.debug("evicting_pod", pod=pod_key(pod), node=self.node)
             self.pods_api.evict(name, namespace, body)
             return "evicted"
-        log.debug("Attempting to force-delete the pod", pod=pod_key(pod), node=self.node)
+        log.debug("force_deleting_pod", pod=pod_key(pod), node=self.node)
         self.pods_api.delete(name, namespace=namespace, grace_period_seconds=0)
         return "deleted"
 
@@ -102,7 +102,7 @@ class DrainRun:
         pdb_name = pod_key(pdb) if pdb is not None else None
         disrupted = sorted(((pdb or {}).get("status") or {}).get("disruptedPods") or {})
         log.info(
-            "Pod couldn't be evicted from node. This may also occur due to PDB violation. Will be retried.",
+            "pod_eviction_refused_will_retry",
             pod=pod_key(pod),
             node=self.node,
             pdb=pdb_name,
@@ -207,6 +207,6 @@ class DrainRun:
         return False
 
     def mark_node_gone(self) -> None:
-        log.info("Node not found anymore", node=self.node)
+        log.info("drain_node_not_found", node=self.node)
         with self.tally.lock:
             self.tally.node_gone = True

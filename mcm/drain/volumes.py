@@ -124,7 +124,7 @@ def _volume_id(
         response = driver.get_volume_ids(ctx, GetVolumeIDsRequest(pv_specs=[pv.get("spec") or {}]))
     except Exception as err:
         log.error(
-            "error getting volume ID from cloud provider. Skipping volume",
+            "volume_id_lookup_failed_volume_skipped",
             pv=pv_name,
             pod=pod_key,
             error=str(err),

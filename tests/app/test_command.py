@@ -273,10 +273,10 @@ def test_two_replicas_one_leads_the_other_takes_over(
     _wait("the first replica to lead", lambda: first.logged("became leader"))
     second = Controller(tmp_path, pair, "second", *election)
     try:
-        _wait("the second replica to campaign", lambda: second.logged("campaigning for leadership"))
+        _wait("the second replica to campaign", lambda: second.logged("campaigning_for_leadership"))
         _create_machines(control, 2)
         _wait("2 Running machines", _all_running(control, 2))
-        assert not second.logged("starting the machine controller"), "only the leader reconciles"
+        assert not second.logged("starting_machine_controller"), "only the leader reconciles"
         first.stop(signal.SIGKILL)
         _wait("the second replica to take over", lambda: second.logged("became leader"), timeout=30)
         _create_machines(control, 1, first=3)

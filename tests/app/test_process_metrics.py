@@ -23,4 +23,7 @@ def test_each_run_builds_its_own_providers_and_leaves_the_default_registry_alone
     assert 'leader_election_master_status{name="machine-controller"} 1.0' in served
     assert "mcm_workqueue_depth" in served
     assert "python_info" in served  # the default registry is forwarded
-    assert "mcm_machine_drain_evicted_pods_total 0.0" in prometheus_client.generate_latest(second.registry).decode()
+    assert (
+        "mcm_machine_drain_evicted_pods_total 0.0"
+        in prometheus_client.generate_latest(second.registry).decode()
+    )

@@ -139,12 +139,12 @@ def test_two_replicas_one_leads_the_other_takes_over_and_sigterm_releases_the_le
         leader = eventually(ns.lease_holder, "a holder of the real Lease")
         second = Controller(tmp_path, real_pair, "second", *ns.args())  # type: ignore[arg-type]
         eventually(
-            lambda: second is not None and second.logged("campaigning for leadership"),
+            lambda: second is not None and second.logged("campaigning_for_leadership"),
             "the second to campaign",
         )
         ns.create(2)
         eventually(ns.all_running, "2 Running machines")
-        assert not second.logged("starting the machine controller"), "only the leader reconciles"
+        assert not second.logged("starting_machine_controller"), "only the leader reconciles"
         assert ns.lease_holder() == leader
 
         status, body = _get(first.port, "/metrics")
