@@ -20,8 +20,9 @@ registry.
   :class:`~mcm.controller.safety.OrphanCollector` and
   :class:`~mcm.controller.freeze.APIServerSafety` (``safety_reconcilers`` replaces them).
 - The drain: with a target cluster, one :class:`mcm.drain.Drainer` over the target informers
-  (its :class:`~mcm.drain.VolumeAttachmentHub` on the VolumeAttachment informer, its pod
-  counters ``drain_metrics`` or new ones on ``registry``); ``drainer`` replaces it (tests).
+  (its :class:`~mcm.drain.VolumeAttachmentHub` on the VolumeAttachment informer, its
+  :class:`~mcm.drain.PodDeletions` on the pod informer, its pod counters ``drain_metrics`` or
+  new ones on ``registry``); ``drainer`` replaces it (tests).
 - :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
   ``workers`` workers per queue and blocks until ``stop``; then it shuts every queue down with
   drain and joins the workers, so no reconcile is cut in half.
@@ -48,7 +49,7 @@ from mcm.controller.node import reconcile_node_key
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
 from mcm.controller.safety import OrphanCollector
-from mcm.drain import Drainer, DrainListers, DrainMetrics, VolumeAttachmentHub
+from mcm.drain import Drainer, DrainListers, DrainMetrics, PodDeletions, VolumeAttachmentHub
 from mcm.driver import Driver, SafeDriver
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory
 from mcm.runtime.cache.mutation_cache import MutationCache, MutationLister, RecordingRESTClient
@@ -183,14 +184,16 @@ class Controller:
     ) -> Drainer:
         factory = self.target_factory
         assert factory is not None
-        hub = VolumeAttachmentHub()
+        hub, pod_deletions = VolumeAttachmentHub(), PodDeletions()
         factory.informer_for(VOLUME_ATTACHMENTS).add_event_handler(hub)
+        factory.informer_for(PODS).add_event_handler(pod_deletions)
         listers = DrainListers(
             pods=factory.lister(PODS),
             pdbs=factory.lister(POD_DISRUPTION_BUDGETS),
             pvs=factory.lister(PERSISTENT_VOLUMES),
             pvcs=factory.lister(PERSISTENT_VOLUME_CLAIMS),
             pods_synced=factory.informer_for(PODS).has_synced,
+            pod_deletions=pod_deletions,
         )
         return Drainer(
             target,

@@ -212,7 +212,9 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs
     provider_id = o.text(machine, "spec", "providerID")
     try:
         response = deps.calls.call(
-            "get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request)
+            "get_machine_status",
+            lambda ctx: deps.driver.get_machine_status(ctx, request),
+            provider=inputs.machine_class.provider,
         )
     except MachineError as err:
         if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized) and not provider_id:
@@ -236,6 +238,7 @@ def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM 
             "create_machine",
             lambda ctx: deps.driver.create_machine(ctx, request),
             on_abandon=lambda: deps.creation.abandoned(key),
+            provider=inputs.machine_class.provider,
         )
     except MachineError as err:
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
@@ -332,7 +335,11 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs,
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
     request = DeleteMachineRequest(Machine.from_dict(stale), inputs.machine_class, inputs.secret_data)
     try:
-        deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+        deps.calls.call(
+            "delete_machine",
+            lambda ctx: deps.driver.delete_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
     return write_failed_creation(
@@ -376,7 +383,11 @@ def initialize_vm(
     request = InitializeMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     try:
-        deps.calls.call("initialize_machine", lambda ctx: deps.driver.initialize_machine(ctx, request))
+        deps.calls.call(
+            "initialize_machine",
+            lambda ctx: deps.driver.initialize_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         if err.code == Code.Unimplemented:
             return None

@@ -3,15 +3,17 @@
 Start with :func:`drain_node` (after :func:`cordon_node`). The caller
 supplies the target-cluster client, :class:`DrainListers` over its informers, the driver (for
 ``get_volume_ids``), a clock and a stop event; :class:`VolumeAttachmentHub` turns the
-VolumeAttachment informer's events into early wake-ups of waiting drains. :class:`Drainer`
-holds all of it for the machine controller, whose deletion step builds the options of each drain
-and calls it. ``docs/drain.md`` describes the flow and where mcm differs from upstream.
+VolumeAttachment informer's events, :class:`PodDeletions` the pod informer's delete events,
+into early wake-ups of waiting drains. :class:`Drainer` holds all of it for the machine
+controller, whose deletion step builds the options of each drain and calls it.
+``docs/drain.md`` describes the flow and where mcm differs from upstream.
 """
 
 from mcm.drain.drain import drain_node
 from mcm.drain.drainer import Drainer
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
+from mcm.drain.podevents import PodDeletions
 from mcm.drain.pods import is_misconfigured
 from mcm.drain.state import (
     EVICTION_RETRY_INTERVAL,
@@ -51,6 +53,7 @@ __all__ = [
     "DrainOptions",
     "DrainResult",
     "Drainer",
+    "PodDeletions",
     "PodOutcome",
     "VolumeAttachmentHub",
     "cordon_node",
