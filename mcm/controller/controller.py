@@ -93,6 +93,16 @@ JOIN_TIMEOUT = 60.0
 """How long :meth:`Controller.run` waits for each worker after the queues were drained."""
 
 
+def _named_queues(clock: Clock, metrics: MetricsProvider) -> dict[str, RateLimitingQueue[str]]:
+    """One rate-limited queue per name of :data:`QUEUE_NAMES` (client-go's default limiter)."""
+    return {
+        name: RateLimitingQueue(
+            default_controller_rate_limiter(clock=clock), name, clock=clock, metrics_provider=metrics
+        )
+        for name in QUEUE_NAMES
+    }
+
+
 class Controller:
     """The provider-side machine controller; see the module docstring."""
 
@@ -117,15 +127,7 @@ class Controller:
         self.frozen = False
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry, self.options.cloud_provider)
-        self.queues: dict[str, RateLimitingQueue[str]] = {
-            name: RateLimitingQueue(
-                default_controller_rate_limiter(clock=clock),
-                name,
-                clock=clock,
-                metrics_provider=workqueue_metrics or NOOP_PROVIDER,
-            )
-            for name in QUEUE_NAMES
-        }
+        self.queues = _named_queues(clock, workqueue_metrics or NOOP_PROVIDER)
         self.drain_stop = threading.Event()
         """Set when the controller shuts down: interrupts running drains (they are retried)."""
         self._build_informers(control, target)

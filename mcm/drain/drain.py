@@ -70,18 +70,7 @@ def drain_node(
     detach is polled and the reattach wait lasts ``pv_reattach_timeout``, as upstream. Events go
     to ``machine_ref`` through ``recorder`` when both are given. Never raises for API errors.
     """
-    run = DrainRun(
-        client,
-        listers,
-        driver,
-        node_name,
-        options,
-        clock,
-        stop,
-        hub=hub,
-        recorder=recorder,
-        machine_ref=machine_ref,
-    )
+    run = DrainRun(client, listers, driver, node_name, options, clock, stop, hub, recorder, machine_ref)
     log.info("drain_started", node=node_name, force=options.force)
     run.event("Normal", REASON_DRAIN_STARTED, f"Drain of node {node_name!r} started")
     result = _result(run, _drain(run))
