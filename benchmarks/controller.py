@@ -40,7 +40,8 @@ from _scenario import machine, node_simulator, percentile  # noqa: E402
 
 from mcm.apis.machine import constants as c  # noqa: E402
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
-from mcm.controller import Controller, ControllerOptions, DrainRequest  # noqa: E402
+from mcm.controller import Controller, ControllerOptions  # noqa: E402
+from mcm.drain import Drainer, DrainOptions, DrainResult  # noqa: E402
 from mcm.driver import FakeDriver  # noqa: E402
 from mcm.emulator import ClusterPair  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs  # noqa: E402
@@ -51,14 +52,17 @@ NS = "default"
 Obj = dict[str, Any]
 
 
-class NoPodsDrainer:
-    """The benchmark's nodes run no pods: cordon and drain have nothing to evict."""
+class NoPodsDrainer(Drainer):
+    """The benchmark's nodes run no pods: cordon and drain have nothing to do (no API calls)."""
+
+    def __init__(self) -> None:
+        """Nothing to hold: no method below reaches a cluster."""
 
     def cordon(self, node_name: str) -> None:
         return None
 
-    def drain(self, request: DrainRequest) -> None:
-        return None
+    def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Any = None) -> DrainResult:
+        return DrainResult(node=node_name, duration=0.0)
 
 
 def watch_running(controller: Controller) -> dict[str, float]:
@@ -87,7 +91,7 @@ def run_size(pair: ClusterPair, n: int, report: Report, timeout: float, workers:
     target = load_config(str(pair.target_kubeconfig), qps=-1, burst=0)
     machines = control.resource(MACHINES)
     driver = FakeDriver()
-    options = ControllerOptions(namespace=NS, kube_api_qps=-1, kube_api_burst=0, concurrent_syncs=workers)
+    options = ControllerOptions(namespace=NS)
     controller = Controller(control, target, driver, options, drainer=NoPodsDrainer())
     reconciles: Counter[str] = Counter()
     for name, reconcile in list(controller.reconcilers.items()):
@@ -99,7 +103,7 @@ def run_size(pair: ClusterPair, n: int, report: Report, timeout: float, workers:
         controller.reconcilers[name] = counted
     running = watch_running(controller)
     stop = threading.Event()
-    runner = threading.Thread(target=controller.run, args=(options.concurrent_syncs, stop), daemon=True)
+    runner = threading.Thread(target=controller.run, args=(workers, stop), daemon=True)
     cpu0 = cpu_seconds()
     runner.start()
     assert all(f.wait_for_cache_sync(stop, timeout=30) for f in (controller.control_factory,))

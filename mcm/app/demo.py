@@ -34,6 +34,7 @@ from typing import IO, Any
 import click
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.driver.local import DEFAULT_NAMESPACE, VM_LABEL
 from mcm.runtime.client import ClusterClient, ListOptions, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
@@ -164,7 +165,7 @@ def demo_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any
         "stringData": {"userData": "#!/bin/sh\necho hello from the local provider\n"},
     }
     machine_class = {
-        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "apiVersion": API_VERSION,
         "kind": "MachineClass",
         "metadata": {"name": CLASS_NAME, "namespace": NAMESPACE},
         "provider": "local",
@@ -179,7 +180,7 @@ def demo_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any
     }
     machines = [
         {
-            "apiVersion": "machine.sapcloud.io/v1alpha1",
+            "apiVersion": API_VERSION,
             "kind": "Machine",
             "metadata": {"name": f"demo-machine-{i}", "namespace": NAMESPACE},
             "spec": {"class": {"kind": "MachineClass", "name": CLASS_NAME}},

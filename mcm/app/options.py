@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcm.controller.options import DEFAULT_NODE_CONDITIONS
 from mcm.driver.grpc.tls import is_local_endpoint
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
 
 FlagType = Literal["int32", "uint64", "float32", "string", "bool", "duration", "ip", "severity"]
 
-DEFAULT_NODE_CONDITIONS = "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable"
 NO_TARGET = "none"
 """``--target-kubeconfig=none``: no target cluster (HEAD)."""
 IN_CLUSTER_CONFIG = "inClusterConfig"
@@ -632,10 +632,6 @@ class Options:
         if not self.logtostderr and self.alsologtostderr and "stderrthreshold" in changed:
             found.append(("stderrthreshold", "--alsologtostderr copies every line to stderr"))
         return [(f"--{field.replace('_', '-')}", reason) for field, reason in found]
-
-    def controller_values(self, names: set[str]) -> dict[str, Any]:
-        """The values whose field names are in ``names`` (the controller's options fields)."""
-        return {key: value for key, value in self.as_dict().items() if key in names}
 
 
 _NO_EFFECT: dict[str, str] = {

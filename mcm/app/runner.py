@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, Protocol
 
-import prometheus_client
 import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.app.drainer import drain_factory
+from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.app.logs import configure_logging, log_output
+from mcm.app.metrics import ProcessMetrics
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
 from mcm.controller import Controller, ControllerOptions
@@ -57,12 +57,9 @@ from mcm.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaseLock,
-    PrometheusLeaderMetrics,
     new_leader_elector,
 )
-from mcm.runtime.leaderelection import set_provider as set_leader_metrics_provider
 from mcm.runtime.record import EventBroadcaster, EventRecorder
-from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
 
 __all__ = [
     "LEASE_NAME",
@@ -81,7 +78,6 @@ log = structlog.get_logger("machine-controller")
 
 LEASE_NAME = "machine-controller"
 """The leader-election Lease (no flag changes it, as upstream)."""
-MACHINE_GROUP_VERSION = "machine.sapcloud.io/v1alpha1"
 DISCOVERY_TIMEOUT = 10.0
 """How long discovery waits for the control cluster's ``/healthz`` (upstream: 10 s)."""
 
@@ -117,7 +113,7 @@ class Clients:
 
 def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterClient:
     if not kubeconfig:
-        log.warning(f"--{what}-kubeconfig not set, using the in-cluster configuration")
+        log.warning("kubeconfig_not_set_using_in_cluster_config", flag=f"--{what}-kubeconfig")
     try:
         return load_config(
             kubeconfig or IN_CLUSTER_CONFIG,
@@ -175,7 +171,7 @@ def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIM
             body = discovery.get_bytes("/healthz").strip()
             if body != b"ok":
                 return f"/healthz answered {body[:80]!r}"
-            served.append(discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines"))
+            served.append(discovery.discovery().has_resource(API_VERSION, "machines"))
         except NotFound:
             served.append(False)
         except (ApiError, ConnectionFailed) as exc:
@@ -188,7 +184,7 @@ def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIM
     if not served[-1]:
         raise StartupError(
             f"unable to start machine controller: the control cluster {control.host} does not serve "
-            f"{MACHINE_GROUP_VERSION} machines (are the Machine CRDs installed?)"
+            f"{API_VERSION} machines (are the Machine CRDs installed?)"
         )
 
 
@@ -276,24 +272,32 @@ def _import_driver(spec: str, options: Options) -> Driver:
 
 
 def controller_options(options: Options) -> ControllerOptions:
-    """``ControllerOptions`` from the flags (its fields are the flags' snake_case names)."""
-    names = {f.name for f in dataclasses.fields(ControllerOptions)}
-    return ControllerOptions(**options.controller_values(names))
+    """``ControllerOptions`` from the flags (its fields are the flags' snake_case names; the
+    other flags are the process's)."""
+    return ControllerOptions(
+        **{f.name: getattr(options, f.name) for f in dataclasses.fields(ControllerOptions)}
+    )
 
 
 def new_controller(
-    options: Options, driver: Driver, clients: Clients, recorder: EventRecorder | None = None
+    options: Options,
+    driver: Driver,
+    clients: Clients,
+    recorder: EventRecorder | None = None,
+    metrics: ProcessMetrics | None = None,
 ) -> RunnableController:
-    """Build the machine controller: the one place that knows its constructor."""
+    """Build the machine controller: the one place that knows its constructor. Its metrics go
+    on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given)."""
+    metrics = metrics or ProcessMetrics.new()
     controller = Controller(
         clients.control,
         clients.target,
         driver,
         controller_options(options),
         recorder=recorder,
-        registry=prometheus_client.REGISTRY,
-        workqueue_metrics=workqueue_metrics_provider(),
-        drainer_factory=drain_factory,
+        registry=metrics.registry,
+        drain_metrics=metrics.drain,
+        workqueue_metrics=metrics.workqueue,
     )
     return _Readiness(controller)
 
@@ -315,23 +319,6 @@ class _Readiness:
         if self.controller.target_factory is not None:
             informers.append(self.controller.target_factory.informer_for(NODES))
         return all(informer.has_synced() for informer in informers)
-
-
-_METRICS_LOCK = threading.Lock()
-_WORKQUEUE_PROVIDER: list[Any] = []
-
-
-def workqueue_metrics_provider() -> Any:
-    """The process's work-queue metrics under upstream's names (``mcm_workqueue_*``), built once.
-
-    Also installs the leader-election gauge ``leader_election_master_status`` on the default
-    registry (once per process).
-    """
-    with _METRICS_LOCK:
-        if not _WORKQUEUE_PROVIDER:
-            _WORKQUEUE_PROVIDER.append(PrometheusMetricsProvider(namespace="mcm", stability=None))
-            set_leader_metrics_provider(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
-        return _WORKQUEUE_PROVIDER[0]
 
 
 def event_recorder(control: ClusterClient) -> tuple[EventBroadcaster, EventRecorder]:
@@ -390,9 +377,15 @@ class _Process:
         self.exit_code = 0
         """1 once the lease was lost or the controller could not start; 0 for a requested stop."""
         self.healthz = HealthzAdaptor(timeout=20.0)
-        workqueue_metrics_provider()  # installs the process's metric providers once
+        self.metrics = ProcessMetrics.new()
         self.broadcaster, self.recorder = event_recorder(clients.control)
-        self.server = HealthServer(options.address, options.port, healthz=self._healthz, readyz=self._readyz)
+        self.server = HealthServer(
+            options.address,
+            options.port,
+            healthz=self._healthz,
+            readyz=self._readyz,
+            registry=self.metrics.registry,
+        )
 
     def _healthz(self) -> str | None:
         err = self.healthz.check()
@@ -405,8 +398,9 @@ class _Process:
 
     def run_controller(self, stop: threading.Event) -> None:
         try:
-            self.controller = new_controller(self.options, self.driver, self.clients, self.recorder)
-            log.info("starting the machine controller", workers=self.options.concurrent_syncs)
+            self.controller = new_controller(
+                self.options, self.driver, self.clients, self.recorder, metrics=self.metrics
+            )
             self.controller.run(self.options.concurrent_syncs, stop)
         finally:
             self.controller_done.set()
@@ -434,11 +428,11 @@ class _Process:
         try:
             self.run_controller(stop)
         except StartupError as exc:
-            self._fail("controller failed to start", error=str(exc))
+            self._fail("controller_failed_to_start", error=str(exc))
 
-    def _fail(self, message: str, **context: Any) -> None:
+    def _fail(self, event: str, **context: Any) -> None:
         if not self.stop.is_set():
-            log.error(message, **context)
+            log.error(event, **context)
             self.exit_code = 1
             self.stop.set()
 
@@ -456,7 +450,7 @@ class _Process:
                 LeaderCallbacks(
                     on_started_leading=self._started_leading,
                     on_stopped_leading=self._stopped_leading,
-                    on_new_leader=lambda leader: log.info("new leader elected", leader=leader),
+                    on_new_leader=lambda leader: log.info("new_leader_elected", leader=leader),
                 ),
                 lease_duration=self.options.leader_elect_lease_duration,
                 renew_deadline=self.options.leader_elect_renew_deadline,
@@ -466,28 +460,26 @@ class _Process:
                 watchdog=self.healthz,
             )
             log.info(
-                "campaigning for leadership",
+                "campaigning_for_leadership",
                 lease=f"{self.options.namespace}/{LEASE_NAME}",
                 identity=identity,
             )
-            new_leader_elector(config).run(self.stop)
+            new_leader_elector(config, metrics=self.metrics.leader).run(self.stop)
         self._wait_for_workers()
         return self.exit_code
 
     def _started_leading(self, lead_stop: threading.Event) -> None:
-        log.info("became leader")
+        log.info("became_leader")
         self._guarded_controller(lead_stop)
 
     def _stopped_leading(self) -> None:
-        self._fail("leaderelection lost")
+        self._fail("leader_election_lost")
 
     def _wait_for_workers(self) -> None:
         if self.controller is None:
             return
         if not self.controller_done.wait(self.options.shutdown_grace_period):
-            log.warning(
-                "workers did not stop within the grace period", grace=self.options.shutdown_grace_period
-            )
+            log.warning("workers_not_stopped_within_grace_period", grace=self.options.shutdown_grace_period)
 
 
 @contextlib.contextmanager
@@ -498,7 +490,7 @@ def _signals_set(stop: threading.Event) -> Iterator[None]:
         return
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
-        log.info("shutting down", signal=signal.Signals(signum).name)
+        log.info("shutting_down", signal=signal.Signals(signum).name)
         stop.set()
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -1,6 +1,7 @@
 """The command's HTTP server: ``/metrics``, ``/healthz``, ``/readyz``, ``/configz`` (§2.4).
 
-- ``/metrics``: Prometheus text exposition of the default registry; a collector failure is a 500.
+- ``/metrics``: Prometheus text exposition of the registry given (default: the default
+  registry); a collector failure is a 500.
 - ``/healthz``: ``200 ok`` unless the health check returns a reason (the leader-election
   adaptor: a leader that failed to renew past its lease), then ``500`` with the reason.
 - ``/readyz``: ``200 ok`` once the controller's caches synced, else ``500`` with the reason.
@@ -38,6 +39,7 @@ from typing import Any
 
 import prometheus_client
 import structlog
+from prometheus_client import CollectorRegistry
 
 __all__ = ["IDLE_TIMEOUT", "MAX_CONNECTIONS", "MAX_HEAD", "MAX_IN_FLIGHT", "HealthServer"]
 
@@ -74,8 +76,10 @@ class HealthServer:
         max_connections: int = MAX_CONNECTIONS,
         max_in_flight: int = MAX_IN_FLIGHT,
         workers: int = WORKERS,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self._checks = {"/healthz": healthz, "/readyz": readyz}
+        self._registry = registry if registry is not None else prometheus_client.REGISTRY
         self.idle_timeout = idle_timeout
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight
@@ -214,7 +218,7 @@ class HealthServer:
 
     def _respond(self, path: str) -> Answer:
         if path == "/metrics":
-            return _metrics()
+            return _metrics(self._registry)
         check = self._checks.get(path)
         if check is not None:
             reason = check()
@@ -224,9 +228,9 @@ class HealthServer:
         return _reply(404, "404 page not found")
 
 
-def _metrics() -> Answer:
+def _metrics(registry: CollectorRegistry) -> Answer:
     try:
-        body = prometheus_client.generate_latest(prometheus_client.REGISTRY)
+        body = prometheus_client.generate_latest(registry)
     except Exception as exc:
         return _reply(500, f"error gathering metrics: {exc}")
     return 200, body, prometheus_client.CONTENT_TYPE_LATEST

@@ -3,21 +3,15 @@
 Start with :class:`Controller` (wiring, queues, ``run``) and :class:`ControllerOptions` (every
 ``machine-controller`` flag). The loops live in :mod:`.machine` (entry), :mod:`.creation`,
 :mod:`.health`, :mod:`.nodesync`, :mod:`.deletion` (the step table), :mod:`.classes`
-(MachineClass and Secret finalizers) and :mod:`.node` (the HEAD node loop). The drain is
-reached through :class:`Drainer` (:mod:`.drainer`).
+(MachineClass and Secret finalizers) and :mod:`.node` (the HEAD node loop). The deletion
+step drains nodes with :mod:`mcm.drain` directly.
 """
 
 from mcm.controller.controller import QUEUE_NAMES, Controller
-from mcm.controller.drainer import Drainer, DrainerFactory, DrainFailed, DrainRequest, DrainWiring
 from mcm.controller.options import ControllerOptions
 
 __all__ = [
     "QUEUE_NAMES",
     "Controller",
     "ControllerOptions",
-    "DrainFailed",
-    "DrainRequest",
-    "DrainWiring",
-    "Drainer",
-    "DrainerFactory",
 ]

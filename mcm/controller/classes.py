@@ -29,15 +29,13 @@ from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_of_class
 from mcm.runtime.cache.keys import split_meta_namespace_key
-from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
+from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
 
 __all__ = [
-    "ERR_CLASS_IN_USE",
     "SECRET_RESYNC",
-    "machines_for_class",
     "reconcile_machine_class",
     "reconcile_machine_class_key",
     "reconcile_secret",
@@ -47,7 +45,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-ERR_CLASS_IN_USE = c.ERR_CLASS_IN_USE
 SECRET_RESYNC = 600.0
 """Every Secret is reconciled again after 10 minutes (upstream)."""
 FINALIZER_ATTEMPTS = 3
@@ -91,22 +88,14 @@ def update_finalizers(
     raise FinalizerUpdateError(last.message if last else "finalizer update failed")
 
 
-def machines_for_class(deps: Deps, class_name: str) -> list[Mapping[str, Any]]:
-    """Cached machines whose ``spec.class`` is ``MachineClass``/``class_name`` (deleting ones included)."""
-    return machines_of_class(deps, class_name)
-
-
 # --- MachineClass ---------------------------------------------------------------------------
 
 
 def reconcile_machine_class_key(deps: Deps, key: str) -> Result:
     _, name = split_meta_namespace_key(key)
-    try:
-        machine_class = dict(deps.listers.classes.get(name))
-    except ApiError as err:
-        if is_not_found(err):
-            return DONE
-        raise
+    machine_class = o.cached(deps.listers.classes, name)
+    if machine_class is None:
+        return DONE
     try:
         reconcile_machine_class(deps, machine_class)
     except (FinalizerUpdateError, ClassInUse) as err:
@@ -122,11 +111,11 @@ class ClassInUse(TransientError):
 def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> None:
     """Upstream's decision table; raises :class:`ClassInUse` or :class:`FinalizerUpdateError` to retry."""
     name = o.name_of(machine_class)
-    machines = machines_for_class(deps, name)
+    machines = machines_of_class(deps, name)
     has_finalizer = c.MCM_FINALIZER in o.finalizers(machine_class)
     if machines and o.deletion_timestamp(machine_class):
         log.info("machine_class_still_referenced", machine_class=name, machines=len(machines))
-        raise ClassInUse(ERR_CLASS_IN_USE)
+        raise ClassInUse(c.ERR_CLASS_IN_USE)
     if machines:
         if not has_finalizer:
             update_finalizers(deps.writers.classes, deps.namespace, name, add=c.MCM_FINALIZER)
@@ -152,12 +141,9 @@ def reconcile_secret_key(deps: Deps, key: str) -> Result:
     namespace, name = split_meta_namespace_key(key)
     if namespace != deps.namespace:
         return DONE
-    try:
-        secret = dict(deps.listers.secrets.get(name))
-    except ApiError as err:
-        if is_not_found(err):
-            return DONE
-        raise
+    secret = o.cached(deps.listers.secrets, name)
+    if secret is None:
+        return DONE
     try:
         reconcile_secret(deps, secret)
     except FinalizerUpdateError as err:

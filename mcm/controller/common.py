@@ -8,38 +8,57 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import Machine, MachineClass
+from mcm.apis.machine.v1alpha1 import API_VERSION, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
-from mcm.controller.status import Write
+from mcm.controller.status import Write, write_status
+from mcm.runtime.client.errors import ApiError
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
+from mcm.runtime.worker import Result
 
 __all__ = [
+    "FlowInputs",
     "creation_timeout",
     "drain_timeout",
     "health_timeout",
     "machine_key",
+    "machine_node",
     "max_evict_retries",
     "node_condition_types",
     "phase_of",
     "record_normal",
     "record_warning",
     "record_write_failure",
-    "typed_machine",
+    "write_status_or_retry",
 ]
 
 log = structlog.get_logger(__name__)
 
-_API_VERSION = "machine.sapcloud.io/v1alpha1"
+Obj = dict[str, Any]
 
 
 def machine_key(machine: Mapping[str, Any]) -> str:
     return f"{o.namespace_of(machine)}/{o.name_of(machine)}"
+
+
+def machine_node(deps: Deps, machine: Mapping[str, Any]) -> dict[str, Any] | Result | None:
+    """The cached Node the machine's ``node`` label names; ``None`` without a target cluster, a
+    label or such a Node; a short retry (logged) when the cache cannot answer."""
+    nodes = deps.listers.nodes
+    name = o.label(machine, c.LABEL_NODE) or ""
+    if nodes is None or not name:
+        return None
+    try:
+        return o.cached(nodes, name)
+    except ApiError as err:
+        log.error("node_lookup_failed", machine=machine_key(machine), error=str(err))
+        return Result.after(c.SHORT_RETRY)
 
 
 def phase_of(machine: Mapping[str, Any]) -> str:
@@ -47,7 +66,7 @@ def phase_of(machine: Mapping[str, Any]) -> str:
 
 
 def _event_object(machine: Mapping[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": _API_VERSION, "kind": "Machine", "metadata": dict(o.meta(machine))}
+    return {"apiVersion": API_VERSION, "kind": "Machine", "metadata": dict(o.meta(machine))}
 
 
 def record_normal(deps: Deps, machine: Mapping[str, Any], reason: str, message: str) -> None:
@@ -59,6 +78,31 @@ def record_warning(deps: Deps, machine: Mapping[str, Any], reason: str, message:
     log.warning("machine_step_failed", machine=machine_key(machine), reason=reason, message=message)
     if deps.recorder is not None:
         deps.recorder.event(_event_object(machine), EVENT_TYPE_WARNING, reason, message)
+
+
+@dataclass(frozen=True)
+class FlowInputs:
+    """What one pass of the creation or deletion flow hands every step: the MachineClass, the
+    secret data for the driver, and the class as a dict (for metric labels)."""
+
+    machine_class: MachineClass
+    secret_data: Mapping[str, bytes]
+    class_dict: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, machine_class: MachineClass, secret_data: Mapping[str, bytes]) -> FlowInputs:
+        return cls(machine_class, secret_data, machine_class.to_dict())
+
+
+def write_status_or_retry(deps: Deps, machine: Mapping[str, Any], status: Mapping[str, Any]) -> Obj | Result:
+    """Write ``status`` (skipped when unchanged); the stored machine, or after a failed write its
+    retry (a Warning ``StatusUpdateFailed`` Event unless the failure was a conflict)."""
+    write = write_status(deps.writers.machines, machine, status)
+    if not write.ok:
+        message = f"Machine/status UPDATE failed: {write.error}"
+        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
+        return Result.after(write.retry(c.SHORT_RETRY))
+    return write.obj
 
 
 def record_write_failure(
@@ -118,11 +162,3 @@ def elapsed_since(deps: Deps, timestamp: object) -> float | None:
 
 def now(deps: Deps) -> _dt.datetime:
     return deps.clock.now().astimezone(_dt.UTC)
-
-
-def typed_machine(machine: Mapping[str, Any]) -> Machine:
-    return Machine.from_dict(machine)
-
-
-def typed_class(machine_class: Mapping[str, Any] | MachineClass) -> MachineClass:
-    return machine_class if isinstance(machine_class, MachineClass) else MachineClass.from_dict(machine_class)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from mcm.controller.drainer import Drainer
 from mcm.controller.drivercalls import DriverCaller
 from mcm.controller.metrics import ControllerMetrics
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
+from mcm.drain import Drainer
 from mcm.driver import Driver
 from mcm.runtime.cache.listers import Lister, NamespaceLister
 from mcm.runtime.cache.store import Indexer

@@ -19,10 +19,10 @@ registry.
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
   :class:`~mcm.controller.safety.OrphanCollector` and
   :class:`~mcm.controller.freeze.APIServerSafety` (``safety_reconcilers`` replaces them).
-- The drain: ``drainer`` (a ready :class:`~mcm.controller.drainer.Drainer`) or
-  ``drainer_factory`` (built from a :class:`~mcm.controller.drainer.DrainWiring`; the application
-  passes one on ``mcm.drain``). Without either, a Machine with a Node fails its drain step
-  ("no drainer configured") and retries, unless the deletion is forced.
+- The drain: with a target cluster, one :class:`mcm.drain.Drainer` over the target informers
+  (its :class:`~mcm.drain.VolumeAttachmentHub` on the VolumeAttachment informer, its
+  :class:`~mcm.drain.PodDeletions` on the pod informer, its pod counters ``drain_metrics`` or
+  new ones on ``registry``); ``drainer`` replaces it (tests).
 - :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
   ``workers`` workers per queue and blocks until ``stop``; then it shuts every queue down with
   drain and joins the workers, so no reconcile is cut in half.
@@ -30,7 +30,6 @@ registry.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable, Mapping
 
@@ -40,7 +39,6 @@ from prometheus_client import CollectorRegistry
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.controller.classes import reconcile_machine_class_key, reconcile_secret_key
 from mcm.controller.context import Deps, Listers, Writers
-from mcm.controller.drainer import Drainer, DrainerFactory, DrainWiring
 from mcm.controller.drivercalls import DriverCaller
 from mcm.controller.freeze import APIServerSafety
 from mcm.controller.handlers import EventHandlers
@@ -51,13 +49,9 @@ from mcm.controller.node import reconcile_node_key
 from mcm.controller.options import ControllerOptions
 from mcm.controller.permits import PermitGiver
 from mcm.controller.safety import OrphanCollector
+from mcm.drain import Drainer, DrainListers, DrainMetrics, PodDeletions, VolumeAttachmentHub
 from mcm.driver import Driver, SafeDriver
-from mcm.runtime.cache import (
-    ResourceEventHandler,
-    ResourceEventHandlerFuncs,
-    SharedIndexInformer,
-    SharedInformerFactory,
-)
+from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory
 from mcm.runtime.cache.mutation_cache import MutationCache, MutationLister, RecordingRESTClient
 from mcm.runtime.cache.transforms import strip_managed_fields, strip_node_images
 from mcm.runtime.client import ClusterClient
@@ -99,8 +93,14 @@ JOIN_TIMEOUT = 60.0
 """How long :meth:`Controller.run` waits for each worker after the queues were drained."""
 
 
-def _add_handler(informer: SharedIndexInformer, handler: ResourceEventHandler) -> None:
-    informer.add_event_handler(handler)
+def _named_queues(clock: Clock, metrics: MetricsProvider) -> dict[str, RateLimitingQueue[str]]:
+    """One rate-limited queue per name of :data:`QUEUE_NAMES` (client-go's default limiter)."""
+    return {
+        name: RateLimitingQueue(
+            default_controller_rate_limiter(clock=clock), name, clock=clock, metrics_provider=metrics
+        )
+        for name in QUEUE_NAMES
+    }
 
 
 class Controller:
@@ -117,7 +117,7 @@ class Controller:
         recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
         drainer: Drainer | None = None,
-        drainer_factory: DrainerFactory | None = None,
+        drain_metrics: DrainMetrics | None = None,
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
     ) -> None:
@@ -127,20 +127,12 @@ class Controller:
         self.frozen = False
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry, self.options.cloud_provider)
-        self.queues: dict[str, RateLimitingQueue[str]] = {
-            name: RateLimitingQueue(
-                default_controller_rate_limiter(clock=clock),
-                name,
-                clock=clock,
-                metrics_provider=workqueue_metrics or NOOP_PROVIDER,
-            )
-            for name in QUEUE_NAMES
-        }
+        self.queues = _named_queues(clock, workqueue_metrics or NOOP_PROVIDER)
         self.drain_stop = threading.Event()
         """Set when the controller shuts down: interrupts running drains (they are retried)."""
         self._build_informers(control, target)
-        if drainer is None and drainer_factory is not None and target is not None:
-            drainer = drainer_factory(self._drain_wiring(target, driver, recorder))
+        if drainer is None and target is not None:
+            drainer = self._build_drainer(target, driver, recorder, drain_metrics)
         self.deps = self._build_deps(control, target, driver, recorder, drainer)
         self.machines = MachineReconciler(self.deps)
         self.orphans = OrphanCollector(self.deps, self.control_factory.informer_for(MACHINES).has_synced)
@@ -185,26 +177,35 @@ class Controller:
                 transform = strip_node_images if resource == NODES else strip_managed_fields
                 self.target_factory.informer_for(resource).set_transform(transform)
 
-    def _drain_wiring(
-        self, target: ClusterClient, driver: Driver, recorder: EventRecorder | None
-    ) -> DrainWiring:
+    def _build_drainer(
+        self,
+        target: ClusterClient,
+        driver: Driver,
+        recorder: EventRecorder | None,
+        metrics: DrainMetrics | None,
+    ) -> Drainer:
         factory = self.target_factory
         assert factory is not None
-        attachments = factory.informer_for(VOLUME_ATTACHMENTS)
-        return DrainWiring(
-            target=target,
+        hub, pod_deletions = VolumeAttachmentHub(), PodDeletions()
+        factory.informer_for(VOLUME_ATTACHMENTS).add_event_handler(hub)
+        factory.informer_for(PODS).add_event_handler(pod_deletions)
+        listers = DrainListers(
             pods=factory.lister(PODS),
             pdbs=factory.lister(POD_DISRUPTION_BUDGETS),
             pvs=factory.lister(PERSISTENT_VOLUMES),
             pvcs=factory.lister(PERSISTENT_VOLUME_CLAIMS),
-            volume_attachments=factory.lister(VOLUME_ATTACHMENTS),
             pods_synced=factory.informer_for(PODS).has_synced,
-            driver=driver,
+            pod_deletions=pod_deletions,
+        )
+        return Drainer(
+            target,
+            listers,
+            driver,
             clock=self.clock,
             stop=self.drain_stop,
+            hub=hub,
             recorder=recorder,
-            add_volume_attachment_handler=functools.partial(_add_handler, attachments),
-            add_pod_handler=functools.partial(_add_handler, factory.informer_for(PODS)),
+            metrics=metrics if metrics is not None else DrainMetrics(self.registry, with_duration=False),
         )
 
     def _build_deps(

@@ -43,10 +43,11 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.apis.machine.v1alpha1 import Machine, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.bootstrap import UserDataError, ensure_bootstrap_token, render_user_data
 from mcm.controller.common import (
+    FlowInputs,
     creation_timeout,
     elapsed_since,
     machine_key,
@@ -55,7 +56,7 @@ from mcm.controller.common import (
     record_normal,
     record_warning,
     record_write_failure,
-    typed_machine,
+    write_status_or_retry,
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
@@ -64,7 +65,6 @@ from mcm.controller.status import (
     last_operation,
     machine_status_update,
     write_object,
-    write_status,
 )
 from mcm.driver import (
     RETRYABLE_CODES,
@@ -78,7 +78,7 @@ from mcm.driver import (
     MachineError,
     code_name,
 )
-from mcm.runtime.client.errors import ApiError, RequestError, is_not_found
+from mcm.runtime.client.errors import RequestError
 from mcm.runtime.labels import is_valid_label_value
 from mcm.runtime.worker import DONE, Result
 
@@ -100,15 +100,6 @@ class VM:
     addresses: tuple[dict[str, str], ...] = field(default=())
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """The class and the prepared secret data of one creation pass."""
-
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes]
-    class_dict: Mapping[str, Any]
-
-
 def trigger_creation_flow(
     deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
 ) -> Result:
@@ -126,7 +117,7 @@ def trigger_creation_flow(
         prepared = prepare_user_data(deps, machine, secret_data)
         if isinstance(prepared, Result):
             return prepared
-        inputs = Inputs(machine_class, prepared, machine_class.to_dict())
+        inputs = FlowInputs.of(machine_class, prepared)
         vm = find_or_create_vm(deps, machine, inputs)
         if isinstance(vm, Result):
             return vm
@@ -140,13 +131,10 @@ def still_to_create(deps: Deps, machine: Mapping[str, Any]) -> bool:
     goes back, so a creation pass that starts after (or between) deletion passes sees it here,
     even when it was handed an older copy.
     """
-    try:
-        cached = deps.listers.machines.get(o.name_of(machine))
-    except ApiError as err:
-        if is_not_found(err):
-            log.info("creation_skipped_machine_gone", machine=machine_key(machine))
-            return False
-        raise
+    cached = o.cached(deps.listers.machines, o.name_of(machine))
+    if cached is None:
+        log.info("creation_skipped_machine_gone", machine=machine_key(machine))
+        return False
     if o.meta(cached).get("uid") != o.meta(machine).get("uid"):
         log.info("creation_skipped_machine_replaced", machine=machine_key(machine))
         return False
@@ -157,7 +145,7 @@ def still_to_create(deps: Deps, machine: Mapping[str, Any]) -> bool:
     return True
 
 
-def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result:
+def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, vm: VM) -> Result:
     if not vm.provider_id or (deps.has_target and not vm.node_name):
         err = MachineError(Code.Internal, "driver returned an empty providerID or node name")
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
@@ -224,9 +212,9 @@ def prepare_user_data(
 # --- 2. find or create the VM -----------------------------------------------------------------
 
 
-def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Result:
+def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
     """Adopt the existing VM or create one (see the module docstring)."""
-    typed = typed_machine(machine)
+    typed = Machine.from_dict(machine)
     request = GetMachineStatusRequest(typed, inputs.machine_class, inputs.secret_data)
     provider_id = o.text(machine, "spec", "providerID")
     try:
@@ -246,9 +234,9 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) ->
     return VM(response.provider_id, response.node_name, addresses=addresses)
 
 
-def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Result:
+def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
     """``CreateMachine``; then the stale-node check."""
-    request = CreateMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = CreateMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
     key = machine_key(machine)
@@ -296,28 +284,44 @@ def machine_create_error_handler(
     deps: Deps, machine: Mapping[str, Any], err: MachineError, *, reason: str
 ) -> Result:
     """Record a failed create/status call: Failed or CrashLoopBackOff, retry by error code."""
-    retry = _create_retry(deps, err.code)
-    when = now(deps)
-    state = err.last_known_state  # empty: the stored lastKnownState is kept (decisions.md §3)
-    operation = last_operation(
+    return write_failed_creation(
+        deps,
+        machine,
         c.DESC_PROVIDER_ERROR.format(err=str(err)),
-        c.STATE_FAILED,
-        c.OPERATION_CREATE,
-        when,
-        code_name(err.code),
+        phase=create_failure_phase(deps, machine),
+        event=(reason, str(err)),
+        retry=_create_retry(deps, err.code),
+        error_code=code_name(err.code),
+        last_known_state=err.last_known_state,  # empty: the stored one is kept (decisions.md §3)
     )
-    phase = create_failure_phase(deps, machine)
+
+
+def write_failed_creation(
+    deps: Deps,
+    machine: Mapping[str, Any],
+    description: str,
+    *,
+    phase: str,
+    event: tuple[str, str],
+    retry: float,
+    error_code: str = "",
+    last_known_state: str = "",
+) -> Result:
+    """A Failed creation step: lastOperation and ``phase`` (upstream ``machineStatusUpdate``),
+    the Warning ``event`` (reason, message), a phase Event; ``retry`` (sooner after a failed write)."""
+    when = now(deps)
+    operation = last_operation(description, c.STATE_FAILED, c.OPERATION_CREATE, when, error_code)
     write = machine_status_update(
         deps.writers.machines,
         machine,
         operation,
         current_status(phase, when),
         now=when,
-        last_known_state=state,
+        last_known_state=last_known_state,
     )
-    record_warning(deps, machine, reason, str(err))
+    record_warning(deps, machine, *event)
     _phase_event(deps, machine, phase)
-    return Result.after(write.retry(retry) if not write.ok else retry)
+    return Result.after(write.retry(retry))
 
 
 def _create_retry(deps: Deps, code: Code) -> float:
@@ -344,7 +348,7 @@ def _phase_event(deps: Deps, machine: Mapping[str, Any], phase: str) -> None:
 # --- 3. stale node ----------------------------------------------------------------------------
 
 
-def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result | None:
+def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, vm: VM) -> Result | None:
     """A Node named differently from the machine already exists: drop the new VM, mark Failed.
 
     A Node whose ``spec.providerID`` is the VM's own is not stale: the VM registered it before
@@ -354,18 +358,15 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm:
     nodes = deps.listers.nodes
     if nodes is None or vm.node_name == o.name_of(machine) or not vm.node_name:
         return None
-    try:
-        node = nodes.get(vm.node_name)
-    except ApiError as err:
-        if is_not_found(err):
-            return None
-        raise
+    node = o.cached(nodes, vm.node_name)
+    if node is None:
+        return None
     if vm.provider_id and o.text(node, "spec", "providerID") == vm.provider_id:
         log.info("vm_node_already_registered", machine=machine_key(machine), node=vm.node_name)
         return None
     stale = o.clone(machine)
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
-    request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
+    request = DeleteMachineRequest(Machine.from_dict(stale), inputs.machine_class, inputs.secret_data)
     try:
         deps.calls.call(
             "delete_machine",
@@ -374,14 +375,14 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm:
         )
     except MachineError as err:
         log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
-    when = now(deps)
-    operation = last_operation(c.DESC_OLD_NODE_OBJECT, c.STATE_FAILED, c.OPERATION_CREATE, when)
-    write = machine_status_update(
-        deps.writers.machines, machine, operation, current_status(c.PHASE_FAILED, when), now=when
+    return write_failed_creation(
+        deps,
+        machine,
+        c.DESC_OLD_NODE_OBJECT,
+        phase=c.PHASE_FAILED,
+        event=("StaleNode", f"VM uses the old node object {vm.node_name}"),
+        retry=c.SHORT_RETRY,
     )
-    record_warning(deps, machine, "StaleNode", f"VM uses the old node object {vm.node_name}")
-    _phase_event(deps, machine, c.PHASE_FAILED)
-    return Result.after(write.retry(c.SHORT_RETRY))
 
 
 # --- 4. metadata ------------------------------------------------------------------------------
@@ -429,11 +430,11 @@ def keep_vm_identity(deps: Deps, machine: Mapping[str, Any], vm: VM) -> None:
 
 
 def initialize_vm(
-    deps: Deps, machine: Mapping[str, Any], inputs: Inputs, created_state: str = ""
+    deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, created_state: str = ""
 ) -> Result | None:
     """``InitializeMachine``; ``None`` when done or not implemented. A failure is written with
     ``created_state`` (what ``CreateMachine`` returned) unless the error brings its own."""
-    request = InitializeMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = InitializeMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     try:
         deps.calls.call(
@@ -453,26 +454,16 @@ def initialize_vm(
 def _initialization_failed(
     deps: Deps, machine: Mapping[str, Any], err: MachineError, last_known_state: str
 ) -> Result:
-    when = now(deps)
-    operation = last_operation(
-        c.DESC_INITIALIZE_FAILED.format(err=str(err)),
-        c.STATE_FAILED,
-        c.OPERATION_CREATE,
-        when,
-        code_name(err.code),
-    )
-    phase = create_failure_phase(deps, machine)
-    write = machine_status_update(
-        deps.writers.machines,
+    return write_failed_creation(
+        deps,
         machine,
-        operation,
-        current_status(phase, when),
-        now=when,
+        c.DESC_INITIALIZE_FAILED.format(err=str(err)),
+        phase=create_failure_phase(deps, machine),
+        event=("InitializeFailed", str(err)),
+        retry=c.SHORT_RETRY,
+        error_code=code_name(err.code),
         last_known_state=last_known_state,
     )
-    record_warning(deps, machine, "InitializeFailed", str(err))
-    _phase_event(deps, machine, phase)
-    return Result.after(write.retry(c.SHORT_RETRY))
 
 
 # --- 6. pending -------------------------------------------------------------------------------
@@ -483,12 +474,8 @@ def keep_last_known_state(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Res
     status = o.sub(machine, "status")
     if not vm.last_known_state or status.get("lastKnownState") == vm.last_known_state:
         return Result.after(c.LONG_RETRY)
-    write = write_status(deps.writers.machines, machine, {**status, "lastKnownState": vm.last_known_state})
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return Result.after(write.retry(c.SHORT_RETRY))
-    return Result.after(c.LONG_RETRY)
+    written = write_status_or_retry(deps, machine, {**status, "lastKnownState": vm.last_known_state})
+    return written if isinstance(written, Result) else Result.after(c.LONG_RETRY)
 
 
 def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
@@ -515,10 +502,8 @@ def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
         status["addresses"] = [dict(a) for a in vm.addresses]
     if vm.last_known_state:
         status["lastKnownState"] = vm.last_known_state
-    write = write_status(deps.writers.machines, machine, status)
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return Result.after(write.retry(c.SHORT_RETRY))
+    written = write_status_or_retry(deps, machine, status)
+    if isinstance(written, Result):
+        return written
     _phase_event(deps, machine, phase)
     return Result.after(c.SHORT_RETRY if deps.has_target else c.LONG_RETRY)

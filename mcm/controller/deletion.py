@@ -44,9 +44,10 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.apis.machine.v1alpha1 import Machine, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.common import (
+    FlowInputs,
     drain_timeout,
     elapsed_since,
     machine_key,
@@ -56,10 +57,9 @@ from mcm.controller.common import (
     record_normal,
     record_warning,
     record_write_failure,
-    typed_machine,
+    write_status_or_retry,
 )
 from mcm.controller.context import Deps
-from mcm.controller.drainer import DrainRequest
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.node import foreign_node_message, provider_ids_disagree
 from mcm.controller.status import (
@@ -67,8 +67,8 @@ from mcm.controller.status import (
     last_operation,
     machine_status_update,
     write_object,
-    write_status,
 )
+from mcm.drain import DrainOptions
 from mcm.driver import (
     RETRYABLE_CODES,
     Code,
@@ -96,19 +96,6 @@ EVICTION_RETRY_PERIOD = 20.0
 """Upstream caps evict retries at drain timeout / 20 s."""
 NODE_CONDITION_ATTEMPTS = 5
 
-DESC_VA_NODE_MISSING = c.DESC_VA_NODE_MISSING
-DESC_VA_DETACHED = c.DESC_VA_DETACHED
-DESC_VA_NONE_LIVE = c.DESC_VA_NONE_LIVE
-DESC_NODE_GET_FAILED = c.DESC_NODE_GET_FAILED
-DESC_NODE_FINALIZER_FAILED = c.DESC_NODE_FINALIZER_FAILED
-
-
-@dataclass(frozen=True)
-class DeletionInputs:
-    machine_class: MachineClass
-    secret_data: Mapping[str, bytes]
-    class_dict: Mapping[str, Any]
-
 
 @dataclass(frozen=True)
 class StepOutcome:
@@ -118,7 +105,7 @@ class StepOutcome:
     result: Result | None = None
 
 
-Step = Callable[[Deps, Obj, DeletionInputs], StepOutcome]
+Step = Callable[[Deps, Obj, FlowInputs], StepOutcome]
 
 
 def trigger_deletion_flow(
@@ -139,12 +126,10 @@ def trigger_deletion_flow(
                 message=f'machine "{name}" is in creation flow. Deletion cannot proceed',
             )
             return Result.after(c.MEDIUM_RETRY)
-        return run_deletion_steps(
-            deps, machine, DeletionInputs(machine_class, secret_data, machine_class.to_dict())
-        )
+        return run_deletion_steps(deps, machine, FlowInputs.of(machine_class, secret_data))
 
 
-def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: DeletionInputs) -> Result:
+def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> Result:
     """Chain steps until one needs to wait (at most :data:`MAX_STEPS_PER_PASS`)."""
     current = dict(machine)
     for _ in range(MAX_STEPS_PER_PASS):
@@ -243,7 +228,7 @@ def _mismatch(machine: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, 
 # --- steps ------------------------------------------------------------------------------------
 
 
-def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def set_machine_termination_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Phase Terminating with the GetVMStatus marker (its time is the start of the deletion)."""
     when = now(deps)
     status = o.clone(o.sub(machine, "status"))
@@ -253,7 +238,7 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInp
     status["currentStatus"] = current_status(c.PHASE_TERMINATING, when)
     new = o.clone(machine)
     new["status"] = status
-    write = write_object_status(deps, machine, new)
+    write = write_status_or_retry(deps, machine, new["status"])
     if isinstance(write, Result):
         return StepOutcome(machine, write)
     if phase_of(machine) != c.PHASE_TERMINATING:
@@ -261,22 +246,12 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: DeletionInp
     return StepOutcome(write)
 
 
-def write_object_status(deps: Deps, machine: Obj, new: Obj) -> Obj | Result:
-
-    write = write_status(deps.writers.machines, machine, new["status"])
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return Result.after(write.retry(c.SHORT_RETRY))
-    return write.obj
-
-
-def _reinitiate(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def _reinitiate(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     log.warning("undecodable_deletion_state", machine=machine_key(machine))
     return set_machine_termination_status(deps, machine, inputs)
 
 
-def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def get_vm_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
     filled = fill_node_label(deps, machine, inputs)
     if isinstance(filled, Result):
@@ -284,7 +259,7 @@ def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutco
     if isinstance(filled, MachineError):
         return _vm_status_error(deps, machine, filled)
     machine = filled
-    request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = GetMachineStatusRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     try:
         deps.calls.call(
             "get_machine_status",
@@ -313,7 +288,7 @@ def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
     )
 
 
-def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | Result | MachineError:
+def fill_node_label(deps: Deps, machine: Obj, inputs: FlowInputs) -> Obj | Result | MachineError:
     """A machine without ``node`` label gets it from its Node: the one labelled with its name
     (HEAD), else the one carrying its VM's provider ID (``spec.providerID``, or, when the
     creation never got to write it, the provider ID the driver lists for this machine, which is
@@ -372,7 +347,7 @@ def _live_nodes(deps: Deps) -> list[Mapping[str, Any]] | Result:
     return list(listed.get("items") or [])
 
 
-def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str] | MachineError:
+def _provider_ids(deps: Deps, machine: Obj, inputs: FlowInputs) -> set[str] | MachineError:
     """The machine's provider ID, else those of the VMs the driver lists for its name. A listing
     failing with a retryable code is returned; with any other code (``Unimplemented``: a driver
     that cannot list) there are none and the flow goes on without the Node."""
@@ -392,7 +367,7 @@ def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str] 
     return {pid for pid, owner in listed.machine_list.items() if owner == o.name_of(machine)}
 
 
-def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def drain_node(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Termination condition, cordon and drain the node; forced drains go to the VolumeAttachments step."""
     node = _node_name(machine)
     if not node or not deps.has_target:
@@ -427,25 +402,28 @@ def _cordon_and_drain(deps: Deps, machine: Obj, node: str, force: bool) -> str |
     """The failure text, or ``None`` when the node was cordoned and drained."""
     if deps.drainer is None:
         return "no drainer configured"
+    try:
+        deps.drainer.cordon(node)
+        result = deps.drainer.drain(node, drain_options(deps, machine, force), machine_ref=machine)
+    except Exception as err:
+        return str(err) or type(err).__name__
+    return None if result.ok else result.error or "drain failed"
+
+
+def drain_options(deps: Deps, machine: Mapping[str, Any], force: bool) -> DrainOptions:
+    """The drain of this Machine: its (or the flag's) timeout and evict retries, capped at one
+    retry per 20 s of timeout; a forced drain gets 1 min and one attempt (upstream ``drainNode``)."""
     timeout = FORCED_DRAIN_TIMEOUT if force else drain_timeout(deps, machine)
     retries = (
         1 if force else max(1, min(max_evict_retries(deps, machine), int(timeout / EVICTION_RETRY_PERIOD)))
     )
-    request = DrainRequest(
-        node_name=node,
+    return DrainOptions(
         timeout=timeout,
         max_evict_retries=retries,
         force=force,
         pv_detach_timeout=deps.options.machine_pv_detach_timeout,
         pv_reattach_timeout=deps.options.machine_pv_reattach_timeout,
-        machine=machine,
     )
-    try:
-        deps.drainer.cordon(node)
-        deps.drainer.drain(request)
-    except Exception as err:
-        return str(err) or type(err).__name__
-    return None
 
 
 def _truthy(value: str | None) -> bool:
@@ -520,7 +498,7 @@ def _with_termination_condition(deps: Deps, machine: Mapping[str, Any], node: Ma
     return new
 
 
-def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """After a forced drain: delete the node's VolumeAttachments, wait until none is left (HEAD).
 
     One that already has a deletionTimestamp is gone as far as this step is concerned (HEAD
@@ -530,23 +508,25 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) 
     node_name = _node_name(machine)
     nodes, attachments = deps.listers.nodes, deps.listers.volume_attachments
     if nodes is None or attachments is None or deps.writers.volume_attachments is None:
-        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type)
+        return _advance(
+            deps, machine, c.DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type
+        )
     try:
         node = nodes.get(node_name)
     except ApiError as err:
-        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
     if provider_ids_disagree(machine, node):
         reason = f"node {node_name} has providerID {o.text(node, 'spec', 'providerID')}, not the machine's"
-        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=reason), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=reason), op_type=op_type)
     if not o.sub(node, "status").get("volumesAttached"):
-        return _advance(deps, machine, DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
     live = [
         va
         for va in attachments.list()
         if o.text(va, "spec", "nodeName") == node_name and not o.deletion_timestamp(va)
     ]
     if not live:
-        return _advance(deps, machine, DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
+        return _advance(deps, machine, c.DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
     for va in live:
         try:
             deps.writers.volume_attachments.delete(o.name_of(va))
@@ -558,9 +538,9 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) 
     return StepOutcome(machine, Result.after(c.SHORT_RETRY))
 
 
-def delete_vm(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def delete_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """``DeleteMachine``; the driver's lastKnownState is kept."""
-    request = DeleteMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
+    request = DeleteMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     try:
         response = deps.calls.call(
             "delete_machine",
@@ -593,7 +573,7 @@ def _vm_delete_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
     )
 
 
-def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def delete_node_object(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Remove the node finalizer, then delete the Node (a missing Node is fine)."""
     node_name = _node_name(machine)
     nodes, writer = deps.listers.nodes, deps.writers.nodes
@@ -604,7 +584,7 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
     except RequestError as err:
         if is_not_found(err):
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
-        description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
+        description = c.DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
         return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     if foreign_node(deps, machine, node_name, "not deleted") is not None:
         description = c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(**_mismatch(machine, node))
@@ -619,7 +599,7 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
                 log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
                 return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
             if not is_not_found(err):
-                description = DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
+                description = c.DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
                 return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     return _delete_node(deps, machine, node_name)
 
@@ -650,7 +630,7 @@ def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:
     return _advance(deps, machine, c.DESC_NODE_DELETED.format(node=node_name))
 
 
-def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
+def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Drop the MCM finalizer; the API server then removes the Machine."""
     write = write_object(deps.writers.machines, machine, o.without_finalizer(machine, c.MCM_FINALIZER))
     if not write.ok:

@@ -53,7 +53,16 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 class EventHandlers:
-    """Handlers bound to one controller's queues (``enqueue``) and :class:`Deps`."""
+    """Handlers bound to one controller's queues (``enqueue``) and :class:`Deps`.
+
+    Threads: each method runs on the listener thread the informer starts for the handler it was
+    registered in (``mcm.runtime.cache.processor_listener``): one thread per registration, events
+    in order, never on a worker. What every handler must not do: call an API server or a driver,
+    sleep or wait on a lock another thread holds across a call (it would stall every later event
+    of that informer for this handler), mutate the object it is given (it is the cache's), or
+    write to :class:`Deps` state; it reads the caches and enqueues keys. An exception is reported
+    by the informer and the next event is still delivered.
+    """
 
     def __init__(self, deps: Deps, enqueue: Enqueue) -> None:
         self.deps = deps
@@ -65,6 +74,7 @@ class EventHandlers:
     # --- Secrets and MachineClasses -----------------------------------------------------------
 
     def secret_event(self, obj: Any) -> None:
+        """Secret added or deleted: enqueue it. Secret informer's listener thread; only enqueues."""
         secret = _unwrap(obj)
         if secret is not None:
             self.enqueue("secret", _key(secret), 0.0)
@@ -78,6 +88,8 @@ class EventHandlers:
         return refs if o.sub(machine_class, "secretRef") else []
 
     def class_added_or_deleted(self, obj: Any) -> None:
+        """MachineClass added or deleted: enqueue it and its Secrets. MachineClass informer's
+        listener thread; only reads the object and enqueues."""
         machine_class = _unwrap(obj)
         if machine_class is None:
             return
@@ -86,6 +98,8 @@ class EventHandlers:
             self.enqueue("secret", ref, 0.0)
 
     def class_updated(self, old: Any, new: Any) -> None:
+        """MachineClass updated: enqueue it and the Secrets it stopped or started referring to.
+        MachineClass informer's listener thread; only reads the objects and enqueues."""
         self.enqueue("machineclass", _key(new), 0.0)
         old_refs, new_refs = self._class_secret_refs(old), self._class_secret_refs(new)
         for ref in set(old_refs) ^ set(new_refs):
@@ -98,6 +112,8 @@ class EventHandlers:
         self.enqueue(queue, _key(machine), 0.0)
 
     def machine_added(self, obj: Any) -> None:
+        """Machine added: its queue (termination when deleting) and its class. Machine
+        informer's listener thread; only reads the object and enqueues."""
         machine = _unwrap(obj)
         if machine is None:
             return
@@ -105,6 +121,9 @@ class EventHandlers:
         self._enqueue_class_of(machine)
 
     def machine_updated(self, old: Any, new: Any) -> None:
+        """Machine updated: re-queued when spec, metadata or deletion changed; an ``OutOfRange``
+        operation schedules an orphan scan. Machine informer's listener thread; only reads the
+        objects and enqueues."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return
         old_desc = o.text(old, "status", "lastOperation", "description")
@@ -125,6 +144,8 @@ class EventHandlers:
         return o.annotation(old, preserve) != o.annotation(new, preserve)
 
     def machine_deleted(self, obj: Any) -> None:
+        """Machine deleted (or its tombstone): termination queue, its class, an orphan scan.
+        Machine informer's listener thread; only reads the object and enqueues."""
         machine = _unwrap(obj)
         self.enqueue("machinesafetyorphanvms", "", ORPHAN_SCAN_COALESCE_PERIOD)
         if machine is None:
@@ -141,6 +162,8 @@ class EventHandlers:
     # --- Nodes --------------------------------------------------------------------------------
 
     def node_added(self, obj: Any) -> None:
+        """Node added: the node queue unless it is not managed. Node informer's listener
+        thread; only reads the object and enqueues."""
         node = _unwrap(obj)
         if node is not None and not is_not_managed(node):
             self.enqueue("node", o.name_of(node), 0.0)
@@ -153,6 +176,9 @@ class EventHandlers:
             return None
 
     def node_updated(self, old: Any, new: Any) -> None:
+        """Node updated: the node queue (deleting, or its finalizer missing) and, for a relevant
+        change, its Machine's queue. Node informer's listener thread; reads the Machine cache
+        (an index lookup) and enqueues, never calls the API."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping) or is_not_managed(new):
             return
         machine = self._machine_of(new)
@@ -186,6 +212,8 @@ class EventHandlers:
         return o.annotation(old, c.ANNOTATION_PRESERVE) != o.annotation(new, c.ANNOTATION_PRESERVE)
 
     def node_deleted(self, obj: Any) -> None:
+        """Node deleted: its deleted-node key on the node queue, whose worker deletes the
+        Machine. Node informer's listener thread; never deletes anything itself."""
         node = _unwrap(obj)
         if node is None or is_not_managed(node):
             return

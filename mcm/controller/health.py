@@ -30,17 +30,17 @@ from mcm.controller.common import (
     elapsed_since,
     health_timeout,
     machine_key,
+    machine_node,
     node_condition_types,
     now,
     phase_of,
     record_normal,
     record_warning,
-    record_write_failure,
+    write_status_or_retry,
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.status import current_status, last_operation, write_status
-from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.worker import Result
 
 __all__ = [
@@ -164,34 +164,18 @@ def reconcile_machine_health(
     """One health pass over ``machine`` (which has a ``node`` label and a phase)."""
     if phase_of(machine) in _SKIP_HEALTH_PHASES:
         return HealthOutcome(machine)
-    node = _lookup_node(deps, machine)
+    node = machine_node(deps, machine)
     if isinstance(node, Result):
         return HealthOutcome(machine, node)
     status = o.clone(o.sub(machine, "status"))
     decide_phase(deps, machine, node, status, class_dict)
     if status == o.sub(machine, "status"):
         return check_timeouts(deps, machine, marks)
-    write = write_status(deps.writers.machines, machine, status)
-    if not write.ok:
-        message = f"Machine/status UPDATE failed: {write.error}"
-        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
-        return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
+    written = write_status_or_retry(deps, machine, status)
+    if isinstance(written, Result):
+        return HealthOutcome(machine, written)
     _phase_events(deps, machine, status)
-    return HealthOutcome(write.obj)
-
-
-def _lookup_node(deps: Deps, machine: Mapping[str, Any]) -> Obj | Result | None:
-    nodes = deps.listers.nodes
-    name = o.label(machine, c.LABEL_NODE) or ""
-    if nodes is None or not name:
-        return None
-    try:
-        return dict(nodes.get(name))
-    except ApiError as err:
-        if is_not_found(err):
-            return None
-        log.error("node_lookup_failed", machine=machine_key(machine), error=str(err))
-        return Result.after(c.SHORT_RETRY)
+    return HealthOutcome(written)
 
 
 def decide_phase(

@@ -36,7 +36,6 @@ from mcm.controller.health import FailedMarks, reconcile_machine_health
 from mcm.controller.nodesync import sync_node_templates
 from mcm.controller.status import write_object
 from mcm.runtime.cache.keys import split_meta_namespace_key
-from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["MachineReconciler"]
@@ -66,13 +65,10 @@ class MachineReconciler:
 
     def _get(self, key: str) -> Obj | None:
         _, name = split_meta_namespace_key(key)
-        try:
-            return dict(self.deps.listers.machines.get(name))
-        except ApiError as err:
-            if is_not_found(err):
-                log.debug("machine_not_found", key=key)
-                return None
-            raise
+        machine = o.cached(self.deps.listers.machines, name)
+        if machine is None:
+            log.debug("machine_not_found", key=key)
+        return machine
 
     def reconcile_machine_key(self, key: str) -> Result:
         """Queue ``machine``: everything but deletion."""
@@ -155,13 +151,7 @@ class MachineReconciler:
     def _cached(self, lister: Any, namespace: str, name: str) -> Mapping[str, Any] | None:
         if namespace != self.deps.namespace:
             return None
-        try:
-            obj: Mapping[str, Any] = lister.get(name)
-        except ApiError as err:
-            if is_not_found(err):
-                return None
-            raise
-        return obj
+        return o.cached(lister, name)
 
     def _cached_class(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._cached(self.deps.listers.classes, namespace, name)

@@ -27,7 +27,7 @@ from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_by_node
-from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
+from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
 from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
 
@@ -107,12 +107,9 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
         return DONE
     if key.startswith(DELETED_NODE_PREFIX):
         return reconcile_deleted_node(deps, key[len(DELETED_NODE_PREFIX) :])
-    try:
-        node = nodes.get(key)
-    except ApiError as err:
-        if is_not_found(err):
-            return DONE
-        raise
+    node = o.cached(nodes, key)
+    if node is None:
+        return DONE
     if is_not_managed(node):
         return DONE
     try:
@@ -156,15 +153,10 @@ def add_node_finalizer(deps: Deps, node: Mapping[str, Any]) -> Result:
 def reconcile_deleted_node(deps: Deps, node_name: str) -> Result:
     """The informer saw the Node deleted: delete its Machine, unless the Node is back."""
     assert deps.listers.nodes is not None
-    try:
-        node = deps.listers.nodes.get(node_name)
-    except ApiError as err:
-        if not is_not_found(err):
-            raise
-    else:
-        if not o.deletion_timestamp(node):
-            log.info("deleted_node_is_back", node=node_name)
-            return DONE
+    node = o.cached(deps.listers.nodes, node_name)
+    if node is not None and not o.deletion_timestamp(node):
+        log.info("deleted_node_is_back", node=node_name)
+        return DONE
     try:
         machine = machine_for_node(deps, node_name)
     except MultipleMachines as err:

@@ -19,11 +19,10 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
-from mcm.controller.common import machine_key, record_warning, record_write_failure
+from mcm.controller.common import machine_node, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.node import foreign_node_message, provider_ids_disagree
 from mcm.controller.status import write_object
-from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.worker import Result
 
 __all__ = ["sync_annotations_or_labels", "sync_node_templates", "sync_taints"]
@@ -138,17 +137,12 @@ def desired_node(machine: Mapping[str, Any], node: Mapping[str, Any]) -> Obj | N
 
 def sync_node_templates(deps: Deps, machine: Mapping[str, Any]) -> Result | None:
     """Write the Node if the template or the machine-name label differs; ``None`` = go on."""
-    nodes, writer = deps.listers.nodes, deps.writers.nodes
-    name = o.label(machine, c.LABEL_NODE) or ""
-    if nodes is None or writer is None or not name:
+    writer = deps.writers.nodes
+    if writer is None:
         return None
-    try:
-        node = dict(nodes.get(name))
-    except ApiError as err:
-        if is_not_found(err):
-            return None
-        log.error("node_lookup_failed", machine=machine_key(machine), error=str(err))
-        return Result.after(c.SHORT_RETRY)
+    node = machine_node(deps, machine)
+    if node is None or isinstance(node, Result):
+        return node
     if provider_ids_disagree(machine, node):
         message = foreign_node_message(machine, node, "no template or label is written to it")
         record_warning(deps, machine, "NodeProviderIDMismatch", message)

@@ -11,11 +11,14 @@ import copy
 import datetime as _dt
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+
+from mcm.runtime.client.errors import ApiError, is_not_found
 
 __all__ = [
     "annotation",
     "annotations_of",
+    "cached",
     "clone",
     "conditions",
     "deletion_timestamp",
@@ -36,6 +39,21 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+
+class _Getter(Protocol):
+    def get(self, name: str) -> Mapping[str, Any]: ...
+
+
+def cached(lister: _Getter, name: str) -> Obj | None:
+    """``lister.get(name)`` as a shallow copy, or ``None`` when there is no such object
+    (NotFound); any other error is raised."""
+    try:
+        return dict(lister.get(name))
+    except ApiError as err:
+        if is_not_found(err):
+            return None
+        raise
 
 
 _IMMUTABLE = (str, int, float, bool, type(None))

@@ -1,14 +1,15 @@
-"""Options of the machine controller: every ``machine-controller`` flag, with upstream defaults.
+"""Options of the machine controller: what the controller reads, with upstream defaults.
 
-Field names are the snake_case of the flag names (``--machine-creation-timeout`` →
-``machine_creation_timeout``); durations are seconds (``float``). Defaults are upstream v0.47.0
-(app-and-controller.md §1.2) except where decisions.md adopts HEAD (§9.1): the orphan-VM safety
-period is 15 min. HEAD-only flags (in-place update timeout, preserve timeout, resource-exhausted
-retry) are present with their HEAD defaults. ``max_failed_machines_per_deployment`` is mcm's
-configurable meltdown protection (decisions.md §4); 1 is upstream's fixed behaviour.
+Each field is the snake_case name of the ``machine-controller`` flag that sets it
+(``--machine-creation-timeout`` → ``machine_creation_timeout``); durations are seconds
+(``float``). Defaults are upstream v0.47.0 except where mcm adopts HEAD: the orphan-VM safety
+period is 15 min and ``resource_exhausted_retry`` is HEAD's. ``max_failed_machines_per_deployment``
+is mcm's configurable meltdown protection; 1 is upstream's fixed behaviour.
 
-The runtime state upstream keeps in ``SafetyOptions`` (API-server outage start, frozen flag) is
-not an option: it lives in the controller.
+The flags only the process reads (server, clients, kubeconfigs, worker count, leader election,
+logging, the driver) live in ``mcm.app.options.Options``, which maps its values onto these
+fields. The runtime state upstream keeps in ``SafetyOptions`` (API-server outage start, frozen
+flag) is not an option: it lives in the controller.
 """
 
 from __future__ import annotations
@@ -26,25 +27,13 @@ _HOUR = 60 * _MINUTE
 
 @dataclass(slots=True)
 class ControllerOptions:
-    """Everything the controller and the command line share (one field per flag)."""
+    """Everything the controller reads (each field set by the flag of the same name)."""
 
-    # --- server and clients (§1.2) ---
-    port: int = 10259
-    address: str = "0.0.0.0"
-    cloud_provider: str = ""
-    concurrent_syncs: int = 50
-    min_resync_period: float = 12 * _HOUR
-    profiling: bool = True
-    contention_profiling: bool = False
-    target_kubeconfig: str = ""
-    control_kubeconfig: str = ""
     namespace: str = "default"
-    kube_api_content_type: str = "application/vnd.kubernetes.protobuf"
-    kube_api_qps: float = 20.0
-    kube_api_burst: int = 30
-    controller_start_interval: float = 0.0
+    cloud_provider: str = ""
+    min_resync_period: float = 12 * _HOUR
 
-    # --- safety options (§1.4 SafetyOptions) ---
+    # --- safety options (upstream SafetyOptions) ---
     machine_creation_timeout: float = 20 * _MINUTE
     machine_health_timeout: float = 10 * _MINUTE
     machine_drain_timeout: float = 2 * _HOUR
@@ -58,17 +47,6 @@ class ControllerOptions:
     # --- machine behaviour ---
     node_conditions: str = DEFAULT_NODE_CONDITIONS
     bootstrap_token_auth_extra_groups: str = ""
-
-    # --- leader election ---
-    leader_elect: bool = True
-    leader_elect_lease_duration: float = 15.0
-    leader_elect_renew_deadline: float = 10.0
-    leader_elect_retry_period: float = 2.0
-    leader_elect_resource_lock: str = "leases"
-
-    # --- HEAD additions (§9.1) ---
-    machine_inplace_update_timeout: float = 20 * _MINUTE
-    machine_preserve_timeout: float = 96 * _HOUR
     resource_exhausted_retry: float = 10 * _MINUTE
 
     # --- mcm additions ---
@@ -76,7 +54,3 @@ class ControllerOptions:
     """How many machines of one MachineDeployment may be marked Failed at once (upstream: 1)."""
     driver_call_timeout: float = 5 * _MINUTE
     """Deadline of one driver call; a hanging driver is cut off and the step retried."""
-
-    def node_condition_types(self) -> list[str]:
-        """``node_conditions`` split on commas, empty entries dropped."""
-        return [part for part in self.node_conditions.split(",") if part]

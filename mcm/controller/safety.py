@@ -42,7 +42,7 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.v1alpha1 import Machine, MachineClass
+from mcm.apis.machine.v1alpha1 import API_VERSION, Machine, MachineClass
 from mcm.apis.machine.validation import format_error_list, type_errors
 from mcm.controller import objects as o
 from mcm.controller.common import now
@@ -72,7 +72,6 @@ REASON_PROVIDER_ID_MISMATCH = "ProviderIDMismatch"
 _REQUEST_ERRORS = (ApiError, ConnectionFailed)
 """What a request may raise: an API error or no answer at all."""
 _STILL_CREATING = ("", c.PHASE_CRASH_LOOP_BACK_OFF)
-_CLASS_API_VERSION = "machine.sapcloud.io/v1alpha1"
 
 
 class ClassSkipped(Exception):
@@ -109,11 +108,11 @@ def class_secret_data(deps: Deps, machine_class: MachineClass) -> dict[str, byte
         if ref is None or not ref.name or (ref.namespace and ref.namespace != deps.namespace):
             continue
         try:
-            secret = deps.listers.secrets.get(ref.name)
+            secret = o.cached(deps.listers.secrets, ref.name)
         except ApiError as err:
-            if is_not_found(err):
-                continue
             raise ClassSkipped(f"Secret {ref.name!r} could not be read: {err.message}") from err
+        if secret is None:
+            continue
         merged.update(_decoded(secret, ref.name))
     return merged
 
@@ -307,7 +306,7 @@ class OrphanCollector:
         if self.deps.recorder is None:
             return
         kind = c.MACHINE_CLASS_KIND
-        reference = {"apiVersion": _CLASS_API_VERSION, "kind": kind, "metadata": o.meta(raw_class)}
+        reference = {"apiVersion": API_VERSION, "kind": kind, "metadata": o.meta(raw_class)}
         self.deps.recorder.event(reference, event_type, reason, message)
 
     # --- nodes --------------------------------------------------------------------------------

@@ -1,19 +1,18 @@
 """Node drain: cordon, evict or delete the pods of a node, wait for their volumes, clean up.
 
-Start with :func:`drain_node` (after :func:`cordon_node`); after a forced drain,
-:func:`delete_volume_attachments` is the HEAD step ``Delete Volume Attachments``. The caller
+Start with :func:`drain_node` (after :func:`cordon_node`). The caller
 supplies the target-cluster client, :class:`DrainListers` over its informers, the driver (for
 ``get_volume_ids``), a clock and a stop event; :class:`VolumeAttachmentHub` turns the
 VolumeAttachment informer's events, :class:`PodDeletions` the pod informer's delete events,
-into early wake-ups of waiting drains. :class:`NodeDrainer`
-wraps all of it behind the machine controller's ``Drainer`` seam. ``docs/drain.md``
-describes the flow and where mcm differs from upstream.
+into early wake-ups of waiting drains. :class:`Drainer` holds all of it for the machine
+controller, whose deletion step builds the options of each drain and calls it.
+``docs/drain.md`` describes the flow and where mcm differs from upstream.
 """
 
 from mcm.drain.drain import drain_node
-from mcm.drain.drainer import DrainError, NodeDrainer
+from mcm.drain.drainer import Drainer
 from mcm.drain.metrics import DrainMetrics
-from mcm.drain.node import cordon_node, delete_volume_attachments
+from mcm.drain.node import cordon_node
 from mcm.drain.podevents import PodDeletions
 from mcm.drain.pods import is_misconfigured
 from mcm.drain.state import (
@@ -49,17 +48,15 @@ __all__ = [
     "REASON_DRAIN_FAILED",
     "REASON_DRAIN_STARTED",
     "REASON_DRAIN_SUCCEEDED",
-    "DrainError",
     "DrainListers",
     "DrainMetrics",
     "DrainOptions",
     "DrainResult",
-    "NodeDrainer",
+    "Drainer",
     "PodDeletions",
     "PodOutcome",
     "VolumeAttachmentHub",
     "cordon_node",
-    "delete_volume_attachments",
     "drain_node",
     "is_misconfigured",
 ]

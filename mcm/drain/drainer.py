@@ -1,60 +1,37 @@
-""":class:`NodeDrainer`: the drain behind the machine controller's ``Drainer`` seam.
+""":class:`Drainer`: the drain of one target cluster, as the machine controller's deletion step uses it.
 
-``mcm.controller`` and ``mcm.drain`` do not import each other; the app builds a
-:class:`NodeDrainer` and hands it to the controller, whose ``Drainer`` protocol it satisfies
-structurally: ``cordon(node_name)`` and ``drain(request)``, raising :class:`DrainError` (its
-``str()`` is the aggregated drain error for ``lastOperation``) when the drain did not succeed.
+The controller builds one :class:`Drainer` over its target-cluster informers; its deletion step
+builds the :class:`~mcm.drain.DrainOptions` of each drain from the Machine and the flags and
+calls :meth:`Drainer.cordon` and :meth:`Drainer.drain` (upstream v0.47.0's ``drainNode`` in
+``pkg/util/provider/machinecontroller/machine_util.go`` builds its drain options and calls
+``RunDrain`` the same way). :meth:`Drainer.drain` never raises for API errors: a failed drain
+is a :class:`~mcm.drain.DrainResult` whose ``error`` is the text for ``lastOperation``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any, Protocol
 
 from mcm.drain.drain import drain_node
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
-from mcm.drain.types import DEFAULT_MAX_PARALLEL_EVICTIONS, DrainListers, DrainOptions, DrainResult
+from mcm.drain.state import Obj
+from mcm.drain.types import DrainListers, DrainOptions, DrainResult
 from mcm.drain.volumes import VolumeAttachmentHub
 from mcm.driver import Driver
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
-from mcm.runtime.errors import TransientError
 from mcm.runtime.record import EventRecorder
 
-__all__ = ["DrainError", "DrainRequestLike", "NodeDrainer"]
+__all__ = ["Drainer"]
 
 
-class DrainRequestLike(Protocol):
-    """What :meth:`NodeDrainer.drain` reads from the controller's ``DrainRequest``."""
+class Drainer:
+    """Cordons and drains nodes of one target cluster (thread-safe; one per controller).
 
-    @property
-    def node_name(self) -> str: ...
-    @property
-    def timeout(self) -> float: ...
-    @property
-    def max_evict_retries(self) -> int: ...
-    @property
-    def force(self) -> bool: ...
-    @property
-    def pv_detach_timeout(self) -> float: ...
-    @property
-    def pv_reattach_timeout(self) -> float: ...
-    @property
-    def machine(self) -> Mapping[str, Any]: ...
-
-
-class DrainError(TransientError):
-    """The drain did not succeed; ``result`` has the details."""
-
-    def __init__(self, result: DrainResult) -> None:
-        super().__init__(result.error or "drain failed")
-        self.result = result
-
-
-class NodeDrainer:
-    """Cordons and drains nodes of one target cluster (thread-safe; one per controller)."""
+    ``stop`` interrupts running drains (set at shutdown; the deletion flow retries them),
+    ``hub`` must be on the VolumeAttachment informer, ``metrics`` counts the pods drained.
+    """
 
     def __init__(
         self,
@@ -67,7 +44,6 @@ class NodeDrainer:
         hub: VolumeAttachmentHub | None = None,
         recorder: EventRecorder | None = None,
         metrics: DrainMetrics | None = None,
-        max_parallel_evictions: int = DEFAULT_MAX_PARALLEL_EVICTIONS,
     ) -> None:
         self.client = client
         self.listers = listers
@@ -77,34 +53,23 @@ class NodeDrainer:
         self.hub = hub
         self.recorder = recorder
         self.metrics = metrics
-        self.max_parallel_evictions = max_parallel_evictions
 
     def cordon(self, node_name: str) -> None:
+        """Mark the node unschedulable (a missing or cordoned node is fine); API errors raise."""
         cordon_node(self.client, node_name)
 
-    def drain(self, request: DrainRequestLike) -> DrainResult:
-        """Drain ``request.node_name``; return the result, or raise :class:`DrainError`."""
-        options = DrainOptions(
-            timeout=request.timeout,
-            max_evict_retries=request.max_evict_retries,
-            pv_detach_timeout=request.pv_detach_timeout,
-            pv_reattach_timeout=request.pv_reattach_timeout,
-            force=request.force,
-            max_parallel_evictions=self.max_parallel_evictions,
-        )
-        result = drain_node(
+    def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Obj | None = None) -> DrainResult:
+        """Drain ``node_name``; Events go to ``machine_ref`` (the Machine) when given."""
+        return drain_node(
             self.client,
             self.listers,
             self.driver,
-            request.node_name,
+            node_name,
             options,
             clock=self.clock,
             stop=self.stop,
             hub=self.hub,
             recorder=self.recorder,
-            machine_ref=request.machine or None,
+            machine_ref=machine_ref,
             metrics=self.metrics,
         )
-        if not result.ok:
-            raise DrainError(result)
-        return result

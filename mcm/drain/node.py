@@ -1,13 +1,9 @@
-"""The node steps around the drain: cordon before it, VolumeAttachment deletion after a forced one.
+"""The node step before the drain: :func:`cordon_node`.
 
-Guarantees:
-
-- :func:`cordon_node` marks the Node unschedulable through the API (HEAD ``cordonNode``): a
-  missing Node is not an error, an already cordoned Node is left alone, a write conflict is
-  retried with fresh data, any other error is raised.
-- :func:`delete_volume_attachments` (HEAD step ``Delete Volume Attachments``) deletes every
-  VolumeAttachment the cache holds for the node, tolerates ones already gone, tries them all and
-  then raises the first other error.
+Guarantee: it marks the Node unschedulable through the API (HEAD ``cordonNode``): a missing
+Node is not an error, an already cordoned Node is left alone, a write conflict is retried with
+fresh data, any other error is raised. (Deleting the node's VolumeAttachments after a forced
+drain is the machine controller's deletion step ``Delete Volume Attachments``.)
 """
 
 from __future__ import annotations
@@ -16,12 +12,11 @@ import copy
 
 import structlog
 
-from mcm.runtime.cache import Lister
 from mcm.runtime.client import ClusterClient
-from mcm.runtime.client.errors import ApiError, Conflict, ConnectionFailed, NotFound
-from mcm.runtime.client.resources import NODES, VOLUME_ATTACHMENTS
+from mcm.runtime.client.errors import ApiError, Conflict, NotFound
+from mcm.runtime.client.resources import NODES
 
-__all__ = ["cordon_node", "delete_volume_attachments"]
+__all__ = ["cordon_node"]
 
 log = structlog.get_logger(__name__)
 
@@ -51,31 +46,7 @@ def cordon_node(client: ClusterClient, node_name: str) -> None:
                 raise
             continue
         except ApiError as err:
-            log.error("Drain Error: Cordoning of node failed with error", node=node_name, error=str(err))
+            log.error("cordon_failed", node=node_name, error=str(err))
             raise
         log.info("node_cordoned", node=node_name)
         return
-
-
-def delete_volume_attachments(client: ClusterClient, va_lister: Lister, node_name: str) -> int:
-    """Delete the node's VolumeAttachments; return how many deletions the API accepted."""
-    attachments = client.resource(VOLUME_ATTACHMENTS)
-    deleted = 0
-    first_error: Exception | None = None
-    for attachment in va_lister.list():
-        if (attachment.get("spec") or {}).get("nodeName") != node_name:
-            continue
-        name = str(attachment["metadata"]["name"])
-        try:
-            attachments.delete(name)
-        except NotFound:
-            continue
-        except (ApiError, ConnectionFailed) as err:
-            log.error("volume_attachment_delete_failed", node=node_name, attachment=name, error=str(err))
-            first_error = first_error or err
-            continue
-        deleted += 1
-        log.info("volume_attachment_deleted", node=node_name, attachment=name)
-    if first_error is not None:
-        raise first_error
-    return deleted

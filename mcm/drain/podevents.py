@@ -17,7 +17,9 @@ __all__ = ["PodDeletions"]
 
 
 class PodDeletions:
-    """Fans pod deletions out to waiting drains. Informer callbacks only set events."""
+    """Fans pod deletions out to waiting drains. The ``on_*`` methods run on the listener thread
+    the pod informer starts for this handler, never on a drain's thread; they only set events
+    under one short lock: they must not call an API, block or mutate the object."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -42,13 +44,16 @@ class PodDeletions:
             return len(self._watches)
 
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        """Pods that appear end no wait."""
+        """Pods that appear end no wait (pod informer's listener thread; never blocks)."""
 
     def on_update(self, old: Any, new: Any) -> None:
-        """A pod that is still there (even terminating) ends no wait."""
+        """A pod that is still there (even terminating) ends no wait (pod informer's listener
+        thread; never blocks)."""
 
     def on_delete(self, obj: Any) -> None:
-        """A pod (or a tombstone of one) left the cache: wake every waiting drain."""
+        """A pod (or a tombstone of one) left the cache: wake every waiting drain. Runs on the
+        pod informer's listener thread for this handler; it only sets events, never blocks or
+        calls an API."""
         with self._lock:
             watches = list(self._watches)
         for woken in watches:

@@ -156,11 +156,11 @@ def blocking_pdb(pod: Obj, pdbs: Lister) -> Obj | None:
         key=lambda p: str(p["metadata"].get("name", "")),
     )
     if not matching:
-        log.debug("No PodDisruptionBudgets found for pod", pod=pod_key(pod))
+        log.debug("no_pdb_for_pod", pod=pod_key(pod))
         return None
     if len(matching) > 1:
         log.warning(
-            "Pod matches multiple PodDisruptionBudgets. Chose the first arbitrarily.",
+            "pod_matches_several_pdbs_first_chosen",
             pod=pod_key(pod),
             pdb=matching[0]["metadata"].get("name"),
         )
@@ -194,7 +194,3 @@ def is_misconfigured(pdb: Obj) -> bool:
         and int(status.get("disruptionsAllowed") or 0) == 0
         and not status.get("disruptedPods")
     )
-
-
-def pdb_key(pdb: Obj) -> str:
-    return pod_key(pdb)

@@ -9,11 +9,10 @@ that reason, never counted as drained.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import structlog
 
 from mcm.drain.pods import pod_key
+from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
     API_ERRORS,
     DETACH_TIMEOUT_TEXT,
@@ -26,9 +25,6 @@ from mcm.drain.state import (
 )
 from mcm.drain.volumes import TrackedVolume, VolumeWatch, is_attached
 from mcm.runtime.client.errors import NotFound, TooManyRequests
-
-if TYPE_CHECKING:
-    from mcm.drain.drain import Drain
 
 __all__ = ["SerialPass", "priority"]
 
@@ -43,8 +39,8 @@ def priority(pod: Obj) -> int:
 class SerialPass:
     """The PV pods, one at a time: passes of evictions, then one delete pass (§5.8, HEAD)."""
 
-    def __init__(self, drain: Drain, volumes: dict[str, list[TrackedVolume]]) -> None:
-        self.d = drain
+    def __init__(self, run: DrainRun, volumes: dict[str, list[TrackedVolume]]) -> None:
+        self.d = run
         self.volumes = volumes
         self.halted: str | None = None
         self.last_action: dict[str, str] = {}
@@ -54,7 +50,9 @@ class SerialPass:
         passes = self.d.options.max_evict_retries if self.d.evict_supported else 0
         for number in range(max(passes, 0)):
             if number > 0:
-                log.debug("Eviction/deletion for some pods will be retried after 20s", node=self.d.node)
+                log.debug(
+                    "pv_pods_retried_after_interval", node=self.d.node, interval=EVICTION_RETRY_INTERVAL
+                )
                 if not self.d.deadline.sleep(EVICTION_RETRY_INTERVAL):
                     self.halted = self.d.deadline.reason()
             pending = self._recheck(self._one_pass(pending, evict=True))
@@ -112,13 +110,13 @@ class SerialPass:
                     return False
             return True
         except API_ERRORS as err:
-            log.debug("Error when evicting pod. Will be retried", pod=key, node=self.d.node, error=str(err))
+            log.debug("pv_pod_removal_failed_will_retry", pod=key, node=self.d.node, error=str(err))
             return True
         if not tracked:
             self.d.wait_for_termination([Removed(pod, action, self.d.termination_deadline(pod))])
             return False
         log.info(
-            "Pod eviction/deletion done. Now waiting for volume detachment.",
+            "pv_pod_removed_waiting_for_detach",
             pod=key,
             node=self.d.node,
             took=round(self.d.clock.since(started), 3),
@@ -142,9 +140,7 @@ class SerialPass:
             try:
                 node = self.d.nodes_api.get(self.d.node)
             except NotFound:
-                log.info("Node not found anymore", node=self.d.node)
-                with self.d.tally.lock:
-                    self.d.tally.node_gone = True
+                self.d.mark_node_gone()
                 self.halted = LEFT_NODE_GONE
                 self.d.tally.record(pod, "left", LEFT_NODE_GONE)
                 return LEFT_NODE_GONE
@@ -153,7 +149,7 @@ class SerialPass:
                 return str(err)
             attached = (node.get("status") or {}).get("volumesAttached") or []
             if not any(is_attached(v.volume_id, attached) for v in tracked):
-                log.debug("Detached volumes", pod=pod_key(pod), node=self.d.node)
+                log.debug("volumes_detached", pod=pod_key(pod), node=self.d.node)
                 return None
             left = until - self.d.clock.monotonic()
             if left <= 0 or self.d.stop.is_set():
@@ -167,7 +163,7 @@ class SerialPass:
             self.halted = self.d.deadline.reason()
             self.d.tally.record(pod, "left", self.halted)
             return self.halted
-        log.warning(DETACH_TIMEOUT_TEXT, pod=pod_key(pod), node=self.d.node)
+        log.warning("volumes_detach_timed_out", pod=pod_key(pod), node=self.d.node, error=DETACH_TIMEOUT_TEXT)
         self.d.tally.record(pod, "left", DETACH_TIMEOUT_TEXT, DETACH_TIMEOUT_TEXT)
         return DETACH_TIMEOUT_TEXT
 
@@ -179,14 +175,14 @@ class SerialPass:
             left = until - self.d.clock.monotonic()
             if left <= 0 or self.d.stop.is_set():
                 log.warning(
-                    "Timeout occurred for following volumes to reattach",
+                    "volumes_reattach_timed_out",
                     pod=pod_key(pod),
                     volumes=[v.pv_name for v in tracked],
                     error=REATTACH_TIMEOUT_TEXT,
                 )
                 return
             self.d.clock.wait(done, left)
-        log.info("Successfully reattached volumes", pod=pod_key(pod), volumes=[v.pv_name for v in tracked])
+        log.info("volumes_reattached", pod=pod_key(pod), volumes=[v.pv_name for v in tracked])
 
     def _recheck(self, pods: list[Obj]) -> list[Obj]:
         """HEAD #979: drop pending pods that are gone (or replaced) after a pass."""

@@ -69,7 +69,6 @@ class DrainListers:
     pdbs: Lister
     pvs: Lister
     pvcs: Lister
-    volume_attachments: Lister
     pods_synced: Callable[[], bool] | None = None
     """The pod informer's ``has_synced``; the drain waits for it (HEAD) when given."""
     pod_deletions: PodDeletions | None = None

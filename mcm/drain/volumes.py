@@ -124,7 +124,7 @@ def _volume_id(
         response = driver.get_volume_ids(ctx, GetVolumeIDsRequest(pv_specs=[pv.get("spec") or {}]))
     except Exception as err:
         log.error(
-            "error getting volume ID from cloud provider. Skipping volume",
+            "volume_id_lookup_failed_volume_skipped",
             pv=pv_name,
             pod=pod_key,
             error=str(err),
@@ -218,9 +218,10 @@ class VolumeWatch:
 class VolumeAttachmentHub:
     """Fans VolumeAttachment informer events out to drains (upstream ``VolumeAttachmentHandler``).
 
-    Register :meth:`on_add`, :meth:`on_update` and :meth:`on_delete` on the VolumeAttachment
-    informer (e.g. ``informer.add_event_handler(ResourceEventHandlerFuncs(hub.on_add, ...))``).
-    Every watch hears every event; no event is dropped.
+    Register it (it is a ``ResourceEventHandler``) on the VolumeAttachment informer. Every watch
+    hears every event; no event is dropped. The ``on_*`` methods run on the listener thread the
+    informer starts for this handler, never on a drain's thread; they only set events under one
+    short lock: they must not call an API, block or mutate the object.
     """
 
     def __init__(self) -> None:
@@ -254,12 +255,15 @@ class VolumeAttachmentHub:
             watch.offer(attachment, deleted)
 
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        """VolumeAttachment informer's listener thread: wake the watches of its PV; never blocks."""
         self.dispatch(obj)
 
     def on_update(self, old: Any, new: Any) -> None:
+        """VolumeAttachment informer's listener thread: wake the watches of its PV; never blocks."""
         self.dispatch(new)
 
     def on_delete(self, obj: Any) -> None:
+        """VolumeAttachment informer's listener thread (a tombstone is unwrapped); never blocks."""
         self.dispatch(getattr(obj, "obj", obj), deleted=True)
 
 

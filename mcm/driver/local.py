@@ -230,7 +230,7 @@ class LocalDriver(Driver):
                 raise
             created = raced
         log.info(
-            "local VM created",
+            "local_vm_created",
             machine=request.machine.metadata.name,
             provider_id=_data(created)["providerID"],
         )
@@ -251,7 +251,7 @@ class LocalDriver(Driver):
         except MachineError as exc:
             if not isinstance(exc.__cause__, NotFound):
                 raise
-        log.info("local VM deleted", machine=request.machine.metadata.name)
+        log.info("local_vm_deleted", machine=request.machine.metadata.name)
         return DeleteMachineResponse()
 
     def get_machine_status(

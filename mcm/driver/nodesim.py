@@ -212,7 +212,7 @@ class NodeSimulator:
             try:
                 self.sync()
             except Exception:
-                log.exception("node simulator pass failed")
+                log.exception("node_simulator_pass_failed")
             self.clock.wait(self._stop, self.poll_interval)
 
     # --- one pass -------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ class NodeSimulator:
         now = self.clock.monotonic()
         with self._lock:
             for name in [n for n in self._states if n not in vms]:
-                log.info("VM gone, node heartbeats stop", node=name)
+                log.info("vm_gone_heartbeats_stop", node=name)
                 del self._states[name]
             for name, vm in vms.items():
                 state = self._states.get(name)
@@ -240,7 +240,7 @@ class NodeSimulator:
         try:
             return list(self.source())
         except (MachineError, ApiError, ConnectionFailed) as exc:
-            log.warning("listing VMs failed; keeping the known nodes", error=str(exc))
+            log.warning("vm_list_failed_known_nodes_kept", error=str(exc))
             with self._lock:
                 return [s.vm for s in self._states.values()]
 
@@ -263,7 +263,7 @@ class NodeSimulator:
             state.present = False  # deleted under us: the next pass registers it if the VM lives
             return
         except (ApiError, ConnectionFailed) as exc:
-            log.warning("node write failed; retrying next pass", node=name, error=str(exc))
+            log.warning("node_write_failed_will_retry", node=name, error=str(exc))
             return
         state.last_heartbeat = now
 
@@ -277,7 +277,7 @@ class NodeSimulator:
         try:
             pods = self._pods.list().get("items") or []
         except (ApiError, ConnectionFailed) as exc:
-            log.warning("listing pods failed; retrying next pass", error=str(exc))
+            log.warning("pod_list_failed_will_retry", error=str(exc))
             return 0
         finished = 0
         for pod in pods:
@@ -294,11 +294,11 @@ class NodeSimulator:
             except (NotFound, Conflict):
                 continue  # gone already, or a new pod of the same name
             except (ApiError, ConnectionFailed) as exc:
-                log.warning("finishing pod termination failed", pod=meta["name"], error=str(exc))
+                log.warning("pod_termination_finish_failed", pod=meta["name"], error=str(exc))
                 continue
             finished += 1
             log.info(
-                "pod terminated", pod=meta["name"], namespace=meta["namespace"], node=pod["spec"]["nodeName"]
+                "pod_terminated", pod=meta["name"], namespace=meta["namespace"], node=pod["spec"]["nodeName"]
             )
         return finished
 
@@ -356,7 +356,7 @@ class NodeSimulator:
                 vm.node_name, {"status": node["status"]}, kind="strategic", subresource="status"
             )
         state.registered = state.present = True
-        log.info("node registered", node=vm.node_name, provider_id=vm.provider_id)
+        log.info("node_registered", node=vm.node_name, provider_id=vm.provider_id)
 
     def _heartbeat(self, state: _NodeState) -> None:
         body = {"status": {"conditions": self._conditions(state)}}

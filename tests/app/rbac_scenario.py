@@ -28,13 +28,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-import prometheus_client
-
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.app.drainer import drain_metrics
 from mcm.app.options import Options
-from mcm.app.runner import run, workqueue_metrics_provider
+from mcm.app.runner import run
 from mcm.driver import Driver, FakeDriver
 from mcm.driver.grpc import serve
 from mcm.driver.local import LocalDriver
@@ -181,18 +178,8 @@ class Scenario:
         )
 
     def start(self) -> None:
-        """Run the command in a thread with this scenario's driver setup.
-
-        The command registers its controller's metrics in the process's default registry, which
-        a second run in the same test process would find taken: the run gets a fresh one,
-        restored on close. The process-wide providers (work queue, leader election, drain) are
-        built on the default registry first, as any other test of the process expects them.
-        """
-        workqueue_metrics_provider()
-        drain_metrics()
-        default_registry = prometheus_client.REGISTRY
-        prometheus_client.REGISTRY = prometheus_client.CollectorRegistry(auto_describe=True)
-        self._stoppers.append(lambda: setattr(prometheus_client, "REGISTRY", default_registry))
+        """Run the command in a thread with this scenario's driver setup (each run has metrics
+        of its own, so several runs share the test process)."""
         driver: Driver | None = None
         if self.setup == "local":  # as --driver=local builds it, with a heartbeat every second
             options = self.options(driver="local")

@@ -374,15 +374,15 @@ def test_two_replicas_one_leads_the_other_takes_over(
         "--leader-elect-retry-period=500ms",
     ]
     first = Controller(tmp_path, pair, "first", *election)
-    _wait("the first replica to lead", lambda: first.logged("became leader"))
+    _wait("the first replica to lead", lambda: first.logged("became_leader"))
     second = Controller(tmp_path, pair, "second", *election)
     try:
-        _wait("the second replica to campaign", lambda: second.logged("campaigning for leadership"))
+        _wait("the second replica to campaign", lambda: second.logged("campaigning_for_leadership"))
         _create_machines(control, 2)
         _wait("2 Running machines", _all_running(control, 2))
-        assert not second.logged("starting the machine controller"), "only the leader reconciles"
+        assert not second.logged("starting_machine_controller"), "only the leader reconciles"
         first.stop(signal.SIGKILL)
-        _wait("the second replica to take over", lambda: second.logged("became leader"), timeout=30)
+        _wait("the second replica to take over", lambda: second.logged("became_leader"), timeout=30)
         _create_machines(control, 1, first=3)
         _wait("the new machine to run", _all_running(control, 3))
     finally:

@@ -55,7 +55,9 @@ def pair(tmp_path: Path) -> Iterator[ClusterPair]:
 def stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[StandIn]:
     made: list[StandIn] = []
 
-    def new_controller(options: Options, driver: Any, clients: Clients, recorder: Any = None) -> StandIn:
+    def new_controller(
+        options: Options, driver: Any, clients: Clients, recorder: Any = None, metrics: Any = None
+    ) -> StandIn:
         made.append(StandIn(options, driver, clients))
         return made[-1]
 
@@ -303,7 +305,7 @@ def test_a_busy_port_is_a_one_line_startup_error(pair: ClusterPair, stand_ins: l
 
 
 def test_a_controller_that_cannot_start_exits_1(pair: ClusterPair, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: Any) -> StandIn:
+    def broken(*args: Any, **kwargs: Any) -> StandIn:
         raise StartupError("no controller today")
 
     monkeypatch.setattr(app_run, "new_controller", broken)

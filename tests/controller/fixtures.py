@@ -12,7 +12,8 @@ from typing import Any
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.controller import Controller, ControllerOptions, DrainFailed, DrainRequest
+from mcm.controller import Controller, ControllerOptions
+from mcm.drain import DrainOptions, DrainResult
 from mcm.driver import FakeDriver
 from mcm.emulator import ClusterPair
 from mcm.runtime.client import ClusterClient, load_config
@@ -86,12 +87,22 @@ def ready_node(name: str, provider_id: str = "", ready: str = "True") -> dict[st
     }
 
 
+@dataclass(frozen=True)
+class DrainCall:
+    """One call of :meth:`StubDrainer.drain`."""
+
+    node_name: str
+    options: DrainOptions
+    machine: Any
+
+
 @dataclass
 class StubDrainer:
-    """Records cordons and drains; fails while ``fail_with`` is set."""
+    """Stands in for ``mcm.drain.Drainer``: records cordons and drains; a drain fails (its
+    result's error) while ``fail_with`` is set."""
 
     cordoned: list[str] = field(default_factory=list)
-    drained: list[DrainRequest] = field(default_factory=list)
+    drained: list[DrainCall] = field(default_factory=list)
     fail_with: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -99,11 +110,10 @@ class StubDrainer:
         with self.lock:
             self.cordoned.append(node_name)
 
-    def drain(self, request: DrainRequest) -> None:
+    def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Any = None) -> DrainResult:
         with self.lock:
-            self.drained.append(request)
-        if self.fail_with is not None:
-            raise DrainFailed(self.fail_with)
+            self.drained.append(DrainCall(node_name, options, machine_ref))
+        return DrainResult(node=node_name, duration=0.0, error=self.fail_with)
 
 
 class Env:
@@ -114,7 +124,7 @@ class Env:
         directory: Path,
         *,
         drainer: Any = None,
-        drainer_factory: Any = None,
+        real_drain: bool = False,
         options: ControllerOptions | None = None,
     ) -> None:
         self.pair = ClusterPair.start(directory)
@@ -122,8 +132,7 @@ class Env:
         self.target: ClusterClient = load_config(str(self.pair.target_kubeconfig), qps=-1, burst=0)
         self.driver = FakeDriver()
         self.sim = NodeSimulator(self.target, self.driver, heartbeat_interval=3600.0)
-        self.drainer_factory = drainer_factory
-        self.drainer = drainer if drainer is not None or drainer_factory is not None else StubDrainer()
+        self.drainer = drainer if drainer is not None or real_drain else StubDrainer()
 
         self.options = options or ControllerOptions(namespace=NS)
         self.machines = self.control.resource(MACHINES)
@@ -142,7 +151,6 @@ class Env:
             self.driver,
             self.options,
             drainer=self.drainer,
-            drainer_factory=self.drainer_factory,
         )
         self.thread = threading.Thread(target=self.controller.run, args=(workers, self.stop), daemon=True)
         self.thread.start()

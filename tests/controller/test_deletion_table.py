@@ -11,7 +11,8 @@ import pytest
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller import ControllerOptions
-from mcm.controller.deletion import DeletionInputs, dispatch, trigger_deletion_flow
+from mcm.controller.common import FlowInputs
+from mcm.controller.deletion import dispatch, trigger_deletion_flow
 from mcm.driver import Code, GetMachineStatusResponse, MachineError
 from mcm.runtime.client.errors import InternalError
 from mcm.runtime.worker import DONE, Result
@@ -40,9 +41,9 @@ def world_for(case_builder: Any) -> tuple[World, StubDrainer, dict[str, Any]]:
     return world, drainer, world.machines.get("machine-0")
 
 
-def inputs() -> DeletionInputs:
+def inputs() -> FlowInputs:
     klass = MachineClass.from_dict(mk_class())
-    return DeletionInputs(klass, {}, klass.to_dict())
+    return FlowInputs(klass, {}, klass.to_dict())
 
 
 def step(world: World, machine: dict[str, Any]) -> tuple[Result | None, dict[str, Any] | None]:
@@ -117,7 +118,7 @@ def test_4_drain_machine_successfully() -> None:
         ("Terminating", "True", "ScaleDown")
     ]
     assert drainer.cordoned == ["fakeNode-0"]
-    assert drainer.drained[0].force is False
+    assert drainer.drained[0].options.force is False
 
 
 def test_5_drain_skipping_as_nodename_is_not_valid() -> None:
@@ -164,7 +165,7 @@ def test_6_7_8_long_not_ready_forces_the_drain_head(
     result, stored = step(world, machine)
     assert result is None
     assert op(stored)[0] == c.DESC_FORCE_DRAIN_SUCCESSFUL
-    assert drainer.drained[0].force is True and drainer.drained[0].max_evict_retries == 1
+    assert drainer.drained[0].options.force is True and drainer.drained[0].options.max_evict_retries == 1
 
 
 @pytest.mark.parametrize(
@@ -186,7 +187,7 @@ def test_9_10_no_drain_skipping(name: str, status: str, ago: float) -> None:
     result, stored = step(world, machine)
     assert result is None
     assert op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
-    assert drainer.drained[0].force is False
+    assert drainer.drained[0].options.force is False
 
 
 @pytest.mark.parametrize(
@@ -319,6 +320,24 @@ def test_volume_attachments_are_deleted_then_step_moves_on() -> None:
         op(stored)[0]
         == "No Live VolumeAttachments for node: fakeNode-0. Moving to VM Deletion. Initiate VM deletion"
     )
+
+
+def test_only_the_nodes_volume_attachments_are_deleted_and_one_already_gone_is_fine() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL))
+    world.nodes.put(mk_node("fakeNode-0", status={"volumesAttached": [{"name": "vol-1", "devicePath": ""}]}))
+    for name, node in (("va-mine", "fakeNode-0"), ("va-other", "otherNode"), ("va-gone", "fakeNode-0")):
+        world.volume_attachments.put({"metadata": {"name": name}, "spec": {"nodeName": node}})
+    real_delete = world.volume_attachments.delete
+
+    def delete(name: str, **kwargs: Any) -> Any:
+        if name == "va-gone":
+            real_delete(name, **kwargs)  # someone else deleted it first: this call answers 404
+        return real_delete(name, **kwargs)
+
+    world.volume_attachments.delete = delete  # type: ignore[method-assign]
+    result, _ = step(world, machine)
+    assert result == Result.after(c.SHORT_RETRY)
+    assert list(world.volume_attachments.objects) == ["va-other"]
 
 
 def test_get_vm_status_fills_a_missing_node_label_head() -> None:
@@ -564,8 +583,9 @@ def test_what_the_controller_hands_the_drain(
     assert result is None
     assert drainer.cordoned == ["fakeNode-0"]
     request = drainer.drained[0]
-    assert (request.node_name, request.timeout, request.max_evict_retries) == ("fakeNode-0", timeout, retries)
-    assert (request.force, request.pv_detach_timeout, request.pv_reattach_timeout) == (False, 7.0, 11.0)
+    drain = request.options
+    assert (request.node_name, drain.timeout, drain.max_evict_retries) == ("fakeNode-0", timeout, retries)
+    assert (drain.force, drain.pv_detach_timeout, drain.pv_reattach_timeout) == (False, 7.0, 11.0)
     assert request.machine["metadata"]["name"] == "machine-0"
     assert op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
 
@@ -577,7 +597,11 @@ def test_a_forced_drain_gets_one_minute_and_one_eviction_attempt() -> None:
     world.nodes.put(mk_node("fakeNode-0"))
     step(world, world.machines.get("machine-0"))
     request = drainer.drained[0]
-    assert (request.force, request.timeout, request.max_evict_retries) == (True, 60.0, 1)
+    assert (request.options.force, request.options.timeout, request.options.max_evict_retries) == (
+        True,
+        60.0,
+        1,
+    )
 
 
 def test_a_failed_normal_drain_never_goes_on_to_vm_deletion() -> None:

@@ -27,9 +27,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
 @pytest.fixture
 def real_drain(tmp_path: Path) -> Iterator[Env]:
     """A controller whose deletions go through ``mcm.drain`` on the emulated target cluster."""
-    from mcm.app.drainer import drain_factory
-
-    environment = Env(tmp_path, drainer_factory=drain_factory)
+    environment = Env(tmp_path, real_drain=True)
     try:
         yield environment
     finally:
@@ -119,10 +117,9 @@ def _pod(name: str, node: str) -> dict[str, Any]:
 
 def test_delete_with_pods_goes_through_the_real_drain(tmp_path: Path) -> None:
     """The issue's resolution criterion: a Machine with a Node and pods really goes through mcm.drain."""
-    from mcm.app.drainer import drain_factory
     from mcm.runtime.client.resources import PODS
 
-    environment = Env(tmp_path, drainer_factory=drain_factory)
+    environment = Env(tmp_path, real_drain=True)
     try:
         environment.setup_class()
         environment.start()

@@ -221,9 +221,10 @@ class BlockingDrainer(StubDrainer):
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def drain(self, request: Any) -> None:
+    def drain(self, node_name: str, options: Any, *, machine_ref: Any = None) -> Any:
         self.entered.set()
         self.release.wait(5)
+        return super().drain(node_name, options, machine_ref=machine_ref)
 
 
 # --- defect 3: a CreateMachine past its deadline keeps the Machine in creation -----------------

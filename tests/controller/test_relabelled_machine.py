@@ -13,7 +13,8 @@ from typing import Any
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
-from mcm.controller.deletion import DeletionInputs, dispatch, trigger_deletion_flow
+from mcm.controller.common import FlowInputs
+from mcm.controller.deletion import dispatch, trigger_deletion_flow
 from mcm.controller.nodesync import sync_node_templates
 from mcm.runtime.record import EventRecorder
 
@@ -47,9 +48,9 @@ def world_with(
     return world, drainer, events
 
 
-def inputs() -> DeletionInputs:
+def inputs() -> FlowInputs:
     klass = MachineClass.from_dict(mk_class())
-    return DeletionInputs(klass, {}, klass.to_dict())
+    return FlowInputs(klass, {}, klass.to_dict())
 
 
 def warnings(events: list[dict[str, Any]]) -> list[str]:
@@ -114,10 +115,9 @@ def test_the_node_template_is_not_written_to_a_foreign_node() -> None:
 
 
 def test_end_to_end_a_relabelled_machine_does_not_drain_a_control_plane_node(tmp_path: Path) -> None:
-    from mcm.app.drainer import drain_factory
     from mcm.runtime.client.resources import PODS
 
-    env = Env(tmp_path, drainer_factory=drain_factory)
+    env = Env(tmp_path, real_drain=True)
     try:
         env.setup_class()
         env.nodes.create(ready_node(CONTROL_PLANE, provider_id=FOREIGN_ID))

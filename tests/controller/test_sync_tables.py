@@ -14,7 +14,6 @@ from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import NodeTemplate
 from mcm.apis.machine.validation import validate_node_template
 from mcm.controller.classes import (
-    ERR_CLASS_IN_USE,
     ClassInUse,
     reconcile_machine_class,
     reconcile_secret,
@@ -344,7 +343,7 @@ def test_8_10_validate_node_template(name: str, template: dict[str, Any], messag
             True,
             "test-mc",
             [c.MCM_FINALIZER],
-            ERR_CLASS_IN_USE,
+            c.ERR_CLASS_IN_USE,
         ),
         ("5 Class deletion succeeds with removal of finalizer", True, True, "DifferentClassName", [], None),
         ("6 Class deletion succeeds as no finalizer exists", False, True, "DifferentClassName", [], None),

@@ -118,7 +118,6 @@ class Informers:
             pdbs=self.factory.lister(POD_DISRUPTION_BUDGETS),
             pvs=self.factory.lister(PERSISTENT_VOLUMES),
             pvcs=self.factory.lister(PERSISTENT_VOLUME_CLAIMS),
-            volume_attachments=self.factory.lister(VOLUME_ATTACHMENTS),
             pods_synced=pods.has_synced,
         )
 

@@ -213,14 +213,12 @@ def listers(
     pdbs: Iterable[Obj] = (),
     pvs: Iterable[Obj] = (),
     pvcs: Iterable[Obj] = (),
-    attachments: Iterable[Obj] = (),
 ) -> DrainListers:
     return DrainListers(
         pods=lister(pods, "pod", namespaced=True),
         pdbs=lister(pdbs, "poddisruptionbudget", namespaced=True, group="policy"),
         pvs=lister(pvs, "persistentvolume", namespaced=False),
         pvcs=lister(pvcs, "persistentvolumeclaim", namespaced=True),
-        volume_attachments=lister(attachments, "volumeattachment", namespaced=False, group="storage.k8s.io"),
     )
 
 

@@ -11,7 +11,6 @@ from mcm.drain import (
     REASON_DRAIN_STARTED,
     REASON_DRAIN_SUCCEEDED,
     DrainOptions,
-    delete_volume_attachments,
     drain_node,
 )
 from mcm.drain.pods import blocking_pdb, select_pods
@@ -19,7 +18,7 @@ from mcm.driver import FakeDriver
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.record import EventRecorder
 from tests.drain.fakes import ClockDriver, FakeCluster, lister, listers, server_error, too_many_requests
-from tests.drain.scenario import NODE, Scenario, attachment, build, pod
+from tests.drain.scenario import NODE, Scenario, build, pod
 
 Obj = dict[str, Any]
 
@@ -162,15 +161,6 @@ def test_pending_pv_pod_removed_by_someone_else_counts_as_gone() -> None:
     assert s.cluster.count("pods.evict.attempt") == 1
 
 
-def test_delete_volume_attachments_of_the_node_only() -> None:
-    cluster = FakeCluster()
-    mine, other, gone = attachment("a", NODE), attachment("b", "other"), attachment("c", NODE)
-    cluster.attachments = {mine["metadata"]["name"]: mine, other["metadata"]["name"]: other}
-    va_lister = lister([mine, other, gone], "volumeattachment", namespaced=False)
-    assert delete_volume_attachments(cluster.as_client(), va_lister, NODE) == 1
-    assert list(cluster.attachments) == [other["metadata"]["name"]]
-
-
 def test_empty_node_drains_without_api_calls() -> None:
     cluster = FakeCluster()
     result = drain_node(
@@ -185,20 +175,16 @@ def test_empty_node_drains_without_api_calls() -> None:
     assert result.ok and result.evicted == () and sum(cluster.calls.values()) == 0
 
 
-def test_node_drainer_fits_the_controller_seam() -> None:
-    from mcm.controller import Drainer, DrainRequest
-    from mcm.drain import DrainError, NodeDrainer
+def test_the_drainer_cordons_and_drains_with_the_options_it_is_given() -> None:
+    from mcm.drain import Drainer
 
     s = build(FakeCluster(), FakeClock(), nopv=2)
     s.cluster.handlers.append(s.delete_pod)
-    drainer: Drainer = NodeDrainer(
-        s.cluster.as_client(), s.listers(), FakeDriver(), clock=s.clock, stop=threading.Event()
-    )
-    request = DrainRequest(NODE, timeout=60, max_evict_retries=3, force=False, pv_detach_timeout=5,
-                           pv_reattach_timeout=5, machine={"metadata": {"name": "m"}})  # fmt: skip
+    drainer = Drainer(s.cluster.as_client(), s.listers(), FakeDriver(), clock=s.clock, stop=threading.Event())
+    options = DrainOptions(timeout=60, max_evict_retries=3, pv_detach_timeout=5, pv_reattach_timeout=5)
     drainer.cordon(NODE)
     assert s.cluster.nodes[NODE]["spec"]["unschedulable"] is True
-    drainer.drain(request)
+    assert drainer.drain(NODE, options, machine_ref={"metadata": {"name": "m"}}).ok
     assert s.left() == {}
 
     failing = build(FakeCluster(), FakeClock(), nopv=1)
@@ -207,15 +193,11 @@ def test_node_drainer_fits_the_controller_seam() -> None:
         raise server_error("nope")
 
     failing.cluster.evict_reactor = broken
-    drainer = NodeDrainer(failing.cluster.as_client(), failing.listers(), FakeDriver(), clock=failing.clock,
-                          stop=threading.Event())  # fmt: skip
-    try:
-        drainer.drain(request)
-    except DrainError as err:
-        assert str(err) == 'error when evicting pod "nopv-0": nope scheduled on node old-node'
-        assert err.result.left_behind[0].key == "default/nopv-0"
-    else:
-        raise AssertionError("the failed drain did not raise")
+    drainer = Drainer(failing.cluster.as_client(), failing.listers(), FakeDriver(), clock=failing.clock,
+                      stop=threading.Event())  # fmt: skip
+    result = drainer.drain(NODE, options)
+    assert result.error == 'error when evicting pod "nopv-0": nope scheduled on node old-node'
+    assert result.left_behind[0].key == "default/nopv-0"
 
 
 def _pdb(name: str, selector: Any) -> dict[str, Any]:

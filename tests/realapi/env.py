@@ -11,7 +11,6 @@ from typing import Any
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.app.drainer import drain_factory
 from mcm.app.runner import event_recorder
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver import FakeDriver
@@ -83,7 +82,6 @@ class RealEnv:
             self.target,
             self.driver,
             self.options,
-            drainer_factory=drain_factory,
             recorder=self.recorder,
         )
         self.thread = threading.Thread(target=self.controller.run, args=(workers, self.stop), daemon=True)

@@ -135,16 +135,16 @@ def test_two_replicas_one_leads_the_other_takes_over_and_sigterm_releases_the_le
     first = Controller(tmp_path, real_pair, "first", *ns.args())  # type: ignore[arg-type]
     second: Controller | None = None
     try:
-        eventually(lambda: first.logged("became leader"), "the first replica to lead")
+        eventually(lambda: first.logged("became_leader"), "the first replica to lead")
         leader = eventually(ns.lease_holder, "a holder of the real Lease")
         second = Controller(tmp_path, real_pair, "second", *ns.args())  # type: ignore[arg-type]
         eventually(
-            lambda: second is not None and second.logged("campaigning for leadership"),
+            lambda: second is not None and second.logged("campaigning_for_leadership"),
             "the second to campaign",
         )
         ns.create(2)
         eventually(ns.all_running, "2 Running machines")
-        assert not second.logged("starting the machine controller"), "only the leader reconciles"
+        assert not second.logged("starting_machine_controller"), "only the leader reconciles"
         assert ns.lease_holder() == leader
 
         status, body = _get(first.port, "/metrics")
@@ -154,7 +154,7 @@ def test_two_replicas_one_leads_the_other_takes_over_and_sigterm_releases_the_le
         assert _get(first.port, "/readyz")[0] == 200
 
         first.stop(signal.SIGKILL)
-        eventually(lambda: second is not None and second.logged("became leader"), "the takeover")
+        eventually(lambda: second is not None and second.logged("became_leader"), "the takeover")
         assert ns.lease_holder() not in ("", leader)
         ns.create(1)
         eventually(ns.all_running, "the new machine Running under the new leader")

@@ -216,7 +216,7 @@ def _replica_set(namespace: str) -> dict[str, Any]:
 @pytest.fixture
 def fast_pdb_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retry PDB-refused evictions every second instead of upstream's 20 s."""
-    monkeypatch.setattr("mcm.drain.drain.EVICTION_RETRY_INTERVAL", 1.0)
+    monkeypatch.setattr("mcm.drain.parallel.EVICTION_RETRY_INTERVAL", 1.0)
 
 
 @pytest.mark.usefixtures("fast_pdb_retries")

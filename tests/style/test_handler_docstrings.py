@@ -1,0 +1,33 @@
+"""Informer handlers say in their docstrings which thread runs them and what they must not do."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from mcm.controller.handlers import EventHandlers
+from mcm.drain import PodDeletions, VolumeAttachmentHub
+
+HANDLERS = [
+    *(getattr(EventHandlers, name) for name in vars(EventHandlers) if not name.startswith("_")),
+    VolumeAttachmentHub.on_add,
+    VolumeAttachmentHub.on_update,
+    VolumeAttachmentHub.on_delete,
+    PodDeletions.on_add,
+    PodDeletions.on_update,
+    PodDeletions.on_delete,
+]
+
+
+@pytest.mark.parametrize("handler", HANDLERS, ids=lambda h: h.__qualname__)
+def test_each_handler_names_its_thread_and_what_it_must_not_do(handler: object) -> None:
+    doc = " ".join((inspect.getdoc(handler) or "").split())
+    assert "listener thread" in doc, handler
+    assert any(word in doc for word in ("only", "never")), handler
+
+
+@pytest.mark.parametrize("owner", [EventHandlers, VolumeAttachmentHub, PodDeletions])
+def test_the_handler_classes_state_the_rules(owner: type) -> None:
+    doc = " ".join((inspect.getdoc(owner) or "").split())
+    assert "listener thread" in doc and "must not" in doc
