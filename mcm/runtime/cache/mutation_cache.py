@@ -1,0 +1,173 @@
+"""The mutation cache (client-go ``cache.NewIntegerResourceVersionMutationCache``).
+
+A controller that writes an object and then reads it back from its informer cache can see the
+copy from before its own write: the watch event has not arrived yet. The mutation cache keeps
+the objects the API server returned for the controller's writes (``mutation``) and serves, for
+each key, the newer of that copy and the informer's, by integer ``resourceVersion``.
+
+Guarantees (client-go's):
+
+- :meth:`MutationCache.get_by_key` and :meth:`MutationCache.by_index` return, per object, the
+  newer of the backing store's copy and the last mutation recorded for its key; a mutation that
+  the backing store has caught up with (equal or newer ``resourceVersion``) is dropped on read.
+- A key missing from the backing store is reported missing (one cannot tell "create not seen
+  yet" from "deleted since"), unless ``include_adds`` is set; then the mutation is returned.
+- Recording never replaces a newer mutation with an older one. Entries expire ``ttl`` seconds
+  after they were recorded (on the injectable clock) and the least recently used entry is
+  evicted beyond ``max_entries`` (client-go: 100); so a read is only ever *at least as new as the
+  backing store*, never guaranteed to hold the recorded write.
+- A ``resourceVersion`` that is not an unsigned integer (client-go panics: a coder error) is
+  reported through :func:`~mcm.runtime.errors.handle_error` and the backing copy wins.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from mcm.runtime.cache.keys import deletion_handling_meta_namespace_key_func
+from mcm.runtime.cache.store import Indexer
+from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.errors import handle_error
+
+__all__ = ["DEFAULT_MAX_ENTRIES", "MutationCache", "compare_resource_versions"]
+
+DEFAULT_MAX_ENTRIES = 100
+"""client-go's LRU size."""
+
+
+def _resource_version(obj: Any) -> int:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not version:
+        return 0
+    if not isinstance(version, str) or not version.isdigit():
+        raise ValueError(f"resourceVersion {version!r} is not an unsigned integer")
+    return int(version)
+
+
+def compare_resource_versions(lhs: Any, rhs: Any) -> int:
+    """-1, 0 or 1 as ``lhs``'s integer resourceVersion is below, equal to or above ``rhs``'s
+    (an empty one counts as 0); ``ValueError`` when one is not an integer."""
+    left, right = _resource_version(lhs), _resource_version(rhs)
+    return (left > right) - (left < right)
+
+
+class _LRUExpireCache:
+    """apimachinery's ``LRUExpireCache``: a bounded LRU whose entries expire. Not locked."""
+
+    def __init__(self, max_entries: int, clock: Clock) -> None:
+        self._max = max(1, max_entries)
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[Any, float]] = OrderedDict()
+
+    def get(self, key: str) -> Any | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if self._clock.monotonic() > entry[1]:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    def add(self, key: str, value: Any, ttl: float) -> None:
+        self._entries[key] = (value, self._clock.monotonic() + ttl)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    def remove(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def keys_oldest_first(self) -> list[str]:
+        """Keys from least to most recently used (expired ones included, as upstream)."""
+        return list(self._entries)
+
+
+class MutationCache:
+    """See the module docstring. Thread-safe."""
+
+    def __init__(
+        self,
+        backing: Indexer,
+        ttl: float,
+        *,
+        include_adds: bool = False,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self._backing = backing
+        self._ttl = ttl
+        self._include_adds = include_adds
+        self._lock = threading.Lock()
+        self._mutations = _LRUExpireCache(max_entries, clock)
+
+    def get_by_key(self, key: str) -> Any | None:
+        """The newer of the backing copy and the recorded mutation; ``None`` when missing."""
+        with self._lock:
+            obj = self._backing.get_by_key(key)
+            if obj is None:
+                return self._mutations.get(key) if self._include_adds else None
+            return self._newer(key, obj)
+
+    def by_index(self, index_name: str, value: str) -> list[Any]:
+        """The objects of an index value, each the newer of backing copy and mutation."""
+        with self._lock:
+            keys = self._backing.index_keys(index_name, value)
+            items = []
+            for key in keys:
+                obj = self._backing.get_by_key(key)
+                if obj is not None:
+                    items.append(self._newer(key, obj))
+            if self._include_adds:
+                items.extend(self._added_in_index(index_name, value, set(keys)))
+            return items
+
+    def _added_in_index(self, index_name: str, value: str, seen: set[str]) -> list[Any]:
+        index_func = self._backing.get_indexers()[index_name]
+        added = []
+        for key in self._mutations.keys_oldest_first():
+            obj = self._mutations.get(key)
+            if obj is None or key in seen:
+                continue
+            try:
+                values = index_func(obj)
+            except Exception:
+                continue
+            if value in values:
+                added.append(obj)
+        return added
+
+    def mutation(self, obj: Any) -> None:
+        """Record ``obj`` (the API server's answer to a write) unless a newer one is recorded."""
+        try:
+            key = deletion_handling_meta_namespace_key_func(obj)
+        except Exception as err:
+            handle_error(err)  # a "nice to have": a failure changes nothing
+            return
+        with self._lock:
+            recorded = self._mutations.get(key)
+            if recorded is not None:
+                try:
+                    if compare_resource_versions(obj, recorded) < 0:
+                        return
+                except ValueError as err:
+                    handle_error(err)
+            self._mutations.add(key, obj, self._ttl)
+
+    def _newer(self, key: str, backing: Any) -> Any:
+        """Must hold the lock. Drops a mutation the backing copy has caught up with."""
+        mutated = self._mutations.get(key)
+        if mutated is None:
+            return backing
+        try:
+            backing_is_newer = compare_resource_versions(backing, mutated) >= 0
+        except ValueError as err:
+            handle_error(err)
+            backing_is_newer = True
+        if backing_is_newer:
+            self._mutations.remove(key)
+            return backing
+        return mutated
