@@ -9,6 +9,10 @@ The loop of sample-controller and MCM's ``pkg/util/worker`` (seeds 000/002). Gua
   item's back-off starts over; then, if ``result.requeue_after`` is set, ``add_after(item,
   requeue_after)`` (a delay ≤ 0 adds at once; a pending delayed add keeps the earliest time).
   Every loop's retry periods are therefore visible in what its reconciler returns.
+- ``Result(requeue=True)`` (:data:`RETRY`; controller-runtime's ``Requeue: true``) is the
+  sample-controller's "return err": the item is *not* forgotten and is re-added rate-limited,
+  so its back-off grows with every retry until a later pass succeeds. It is how a reconciler
+  asks for a retry after a failed API call without raising (raising is a bug, see below).
 - A reconcile that raises an ``Exception`` is a bug, not a retry signal. With
   :data:`mcm.runtime.errors.REALLY_CRASH` on, it is logged with its stack by the panic handlers
   and :data:`~mcm.runtime.errors.ON_FATAL` ends the process (client-go ``TestPanicPropagated``);
@@ -42,6 +46,7 @@ from mcm.runtime.workqueue.rate_limiting_queue import RateLimitingQueue
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DONE",
+    "RETRY",
     "WORKER_RESTART_PERIOD",
     "Reconciler",
     "Result",
@@ -59,10 +64,12 @@ class Result:
 
     ``requeue_after=None``: done, nothing more unless an event adds the key again.
     ``requeue_after=d``: the key is forgotten (back-off reset) and added again after ``d``
-    seconds. A reconciler that wants a retry returns one; it does not raise.
+    seconds. ``requeue=True`` (without ``requeue_after``): the key keeps its back-off and is
+    added rate-limited. A reconciler that wants a retry returns one; it does not raise.
     """
 
     requeue_after: float | None = None
+    requeue: bool = False
 
     @classmethod
     def after(cls, seconds: float) -> Result:
@@ -72,6 +79,9 @@ class Result:
 
 DONE = Result()
 """Nothing more to do for this key."""
+
+RETRY = Result(requeue=True)
+"""Try again after this key's rate-limited back-off (a failed API call, a write conflict)."""
 
 Reconciler = Callable[[str], "Result | None"]
 """Reconciles one key (``"namespace/name"``) and says when to look again; ``None`` = :data:`DONE`.
@@ -135,6 +145,9 @@ def _reconcile(
             _crash(err)
             raise
         _retry_or_drop(queue, item, err, max_retries, name)
+        return
+    if result is not None and result.requeue and result.requeue_after is None:
+        queue.add_rate_limited(item)
         return
     if forget_after_success:
         queue.forget(item)

@@ -10,7 +10,7 @@ import pytest
 
 from mcm.runtime import errors
 from mcm.runtime.clock import FakeClock
-from mcm.runtime.worker import DONE, Result, process_next_work_item, start_workers
+from mcm.runtime.worker import DONE, RETRY, Result, process_next_work_item, start_workers
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 TIMEOUT = 10.0
@@ -217,6 +217,24 @@ def test_result_done_and_none_do_not_requeue(q: RateLimitingQueue[str]) -> None:
     q.add("ns/b")
     assert process_next_work_item(q, lambda key: None)
     assert q.len() == 0 and q.waiting_len() == 0
+
+
+def test_result_retry_keeps_the_back_off_and_adds_rate_limited(
+    q: RateLimitingQueue[str], clock: FakeClock
+) -> None:
+    q.add("ns/a")
+    assert process_next_work_item(q, lambda key: RETRY)
+    assert q.num_requeues("ns/a") == 1 and q.len() == 0
+    deliver(q, clock, 1.0)
+    assert process_next_work_item(q, lambda key: RETRY)
+    assert q.num_requeues("ns/a") == 2  # the back-off grew: 2 s this time
+    clock.block_until_waiters()
+    clock.step(1.9)
+    assert q.len() == 0
+    clock.step(0.1)
+    eventually(lambda: q.len() == 1)
+    assert process_next_work_item(q, lambda key: DONE)
+    assert q.num_requeues("ns/a") == 0  # success forgets
 
 
 def test_result_zero_delay_requeues_at_once(q: RateLimitingQueue[str]) -> None:
