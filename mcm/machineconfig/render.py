@@ -1,0 +1,237 @@
+"""RenderController (seed 004): one rendered MachineConfig per pool, from the pool's selection.
+
+For each MachinePool (queue ``machineconfigcontroller-rendercontroller``, keyed by pool name):
+
+1. **Find the MachineConfigs**: ``spec.machineConfigSelector`` with Deployment selector
+   semantics, over every MachineConfig that no MachinePool controls (rendered configs are never
+   inputs). An empty selector is refused (``SelectingAll``), as OpenShift does.
+2. **Validate** each one (:func:`~mcm.machineconfig.ignition.validate_spec`); a bad one (e.g. a
+   duplicate file path) stops the render.
+3. **Merge** them as the seed says (:func:`~mcm.machineconfig.ignition.merge_specs`).
+4. **Write** ``rendered-<pool>-<md5 of the content>`` if it does not exist, controlled by the
+   pool (ownerReference). It is immutable: the same content always gets the same name, old ones
+   are kept (for rollback), and a rendered config someone edited is written back.
+5. **Point the pool at it**: ``status.currentMachineConfig``; ``RenderDegraded`` False.
+
+Failures of 1-3 set ``RenderDegraded`` (and ``Degraded``) True with the reason, emit a Warning
+Event on the pool (and on the bad MachineConfig) when the condition changes, and keep the
+pool's previous ``currentMachineConfig`` — never a crash. A MachineConfig change re-renders the
+pools that select it (before or after the change) after ``render_delay`` seconds, so a burst of
+changes yields one rendered config (OpenShift's ``renderDelay``); a pool change re-renders at
+once. Rendering does not stop for a paused pool (OpenShift): pausing stops the UpdateController.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from mcm.machineconfig import api
+from mcm.machineconfig.base import SubController
+from mcm.machineconfig.conditions import condition, set_condition
+from mcm.machineconfig.context import Context, object_of, same_content
+from mcm.machineconfig.ignition import content_digest, merge_specs, validate_spec
+from mcm.machineconfig.pools import PoolSpecError, config_selector, spec_problem
+from mcm.machineconfig.status import with_degraded
+from mcm.runtime.cache import ResourceEventHandlerFuncs
+from mcm.runtime.client import Object
+from mcm.runtime.client.errors import AlreadyExists
+from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
+from mcm.runtime.worker import Result
+
+__all__ = ["RenderController", "RenderError", "is_rendered", "select_configs"]
+
+log = structlog.get_logger(__name__)
+
+
+class RenderError(Exception):
+    """The pool cannot be rendered; ``reason`` is the condition and event reason."""
+
+    def __init__(self, reason: str, message: str, config: Object | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.config = config
+
+
+def is_rendered(config: Object) -> bool:
+    """Whether a MachinePool controls this MachineConfig (a rendered config)."""
+    ref = api.controller_ref(config)
+    return ref is not None and ref.get("kind") == api.MACHINE_POOLS.kind
+
+
+def select_configs(pool: Object, configs: list[Object]) -> list[Object]:
+    """The pool's MachineConfigs sorted by name; :class:`RenderError` if there are none."""
+    try:
+        selector = config_selector(pool)
+    except PoolSpecError as err:
+        raise RenderError(err.reason, str(err)) from None
+    selected = sorted(
+        (c for c in configs if not is_rendered(c) and selector.matches(api.labels_of(c))), key=api.name_of
+    )
+    if not selected:
+        raise RenderError(
+            api.Reason.NO_MACHINE_CONFIGS, f"no MachineConfigs found matching selector {selector or '<none>'}"
+        )
+    return selected
+
+
+def render(pool: Object, configs: list[Object]) -> Object:
+    """The rendered MachineConfig of ``pool`` from its selected ``configs`` (validated)."""
+    for config in configs:
+        problems = validate_spec(config.get("spec"))
+        if problems:
+            message = f"MachineConfig {api.name_of(config)}: {'; '.join(problems)}"
+            raise RenderError(api.Reason.INVALID_MACHINE_CONFIG, message, config)
+    spec = merge_specs(configs)
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.MACHINE_CONFIGS.kind,
+        "metadata": {
+            "name": api.rendered_name(api.name_of(pool), content_digest(spec)),
+            "ownerReferences": [api.owner_reference(pool, api.MACHINE_POOLS.kind)],
+            "annotations": {api.GENERATED_BY_ANNOTATION: api.CONTROLLER_VERSION},
+        },
+        "spec": spec,
+    }
+
+
+class RenderController(SubController):
+    """See the module docstring."""
+
+    name = api.RENDER_CONTROLLER
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.pools = ctx.cached(api.MACHINE_POOLS)
+        self.configs = ctx.cached(api.MACHINE_CONFIGS)
+        self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS)
+        ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
+            ResourceEventHandlerFuncs(on_add=self._pool_event, on_update=self._pool_updated)
+        )
+        ctx.informers.informer_for(api.MACHINE_CONFIGS).add_event_handler(
+            ResourceEventHandlerFuncs(
+                on_add=lambda obj: self._config_event(None, obj),
+                on_update=self._config_event,
+                on_delete=lambda obj: self._config_event(None, obj),
+            )
+        )
+
+    # -- handlers (enqueue only) -----------------------------------------------------------------
+    def _pool_event(self, obj: Any) -> None:
+        pool = object_of(obj)
+        if pool is not None:
+            self.enqueue(api.name_of(pool))
+
+    def _pool_updated(self, old: Object, new: Object) -> None:
+        old_meta, new_meta = api.meta(old), api.meta(new)
+        target_changed = api.status_of(old).get("currentMachineConfig") != api.status_of(new).get(
+            "currentMachineConfig"
+        )
+        if old_meta.get("generation") != new_meta.get("generation") or target_changed:
+            self.enqueue(api.name_of(new))
+
+    def _config_event(self, old: Any, new: Any) -> None:
+        """A rendered config: its pool at once; any other: the pools selecting it, delayed."""
+        old_config, new_config = object_of(old), object_of(new)
+        if old_config is not None and new_config is not None and same_content(old_config, new_config):
+            return
+        for config in (old_config, new_config):
+            if config is None:
+                continue
+            if is_rendered(config):
+                self.enqueue(str((api.controller_ref(config) or {}).get("name") or ""))
+                continue
+            for pool in self.pools.list():
+                try:
+                    if config_selector(pool).matches(api.labels_of(config)):
+                        self.enqueue(api.name_of(pool), self.ctx.options.render_delay)
+                except PoolSpecError:
+                    continue
+
+    # -- the pass --------------------------------------------------------------------------------
+    def sync(self, key: str) -> Result | None:
+        pool = self.pools.get(key)
+        if pool is None or api.meta(pool).get("deletionTimestamp"):
+            return None
+        try:
+            rendered = render(pool, select_configs(pool, self.configs.list()))
+        except RenderError as err:
+            self._set_status(pool, err)
+            return None
+        self._ensure_rendered(pool, rendered)
+        self._set_status(pool, None, api.name_of(rendered))
+        return None
+
+    def _ensure_rendered(self, pool: Object, rendered: Object) -> None:
+        """Create the rendered config, or write back its spec if someone edited it."""
+        name = api.name_of(rendered)
+        existing = self.configs.get(name)
+        client = self.ctx.client.resource(api.MACHINE_CONFIGS)
+        if existing is None:
+            try:
+                self.configs.record(client.create(rendered))
+            except AlreadyExists:
+                return  # created by an earlier pass; the cache will have it
+            log.info("rendered_config_generated", pool=api.name_of(pool), config=name)
+            self.recorder.eventf(
+                pool,
+                EVENT_TYPE_NORMAL,
+                api.Reason.RENDERED_CONFIG_GENERATED,
+                "%s successfully generated",
+                name,
+            )
+            return
+        if existing.get("spec") != rendered["spec"]:
+            self.configs.record(client.update({**existing, "spec": rendered["spec"]}))
+            message = f"{name} was modified; its content is restored (rendered configs are immutable)"
+            self.recorder.event(pool, EVENT_TYPE_WARNING, api.Reason.RENDERED_CONFIG_RESTORED, message)
+
+    def _set_status(self, pool: Object, error: RenderError | None, target: str = "") -> None:
+        """``RenderDegraded`` (and ``Degraded``) from ``error``; ``currentMachineConfig`` on success."""
+        old = api.status_of(pool)
+        status = dict(old)
+        if error is None:
+            status["currentMachineConfig"] = target
+            conditions = set_condition(
+                old.get("conditions"), api.POOL_RENDER_DEGRADED, status=False, clock=self.ctx.clock
+            )
+        else:
+            message = f"Failed to render configuration for pool {api.name_of(pool)}: {error}"
+            conditions = set_condition(
+                old.get("conditions"),
+                api.POOL_RENDER_DEGRADED,
+                status=True,
+                reason=error.reason,
+                message=message,
+                clock=self.ctx.clock,
+            )
+        status["conditions"] = with_degraded(conditions, spec_problem(pool), self.ctx.clock)
+        if status == old:
+            return
+        written = self.ctx.client.resource(api.MACHINE_POOLS).update_status({**pool, "status": status})
+        self.pools.record(written)
+        self._announce(pool, old, status, error)
+
+    def _announce(
+        self, pool: Object, old: dict[str, Any], new: dict[str, Any], error: RenderError | None
+    ) -> None:
+        if error is not None:
+            before = condition(old.get("conditions"), api.POOL_RENDER_DEGRADED) or {}
+            after = condition(new.get("conditions"), api.POOL_RENDER_DEGRADED) or {}
+            if before.get("message") != after.get("message"):
+                log.warning("render_failed", pool=api.name_of(pool), reason=error.reason, error=str(error))
+                self.recorder.event(pool, EVENT_TYPE_WARNING, error.reason, str(after.get("message")))
+                if error.config is not None:
+                    self.recorder.event(error.config, EVENT_TYPE_WARNING, error.reason, str(error))
+            return
+        if old.get("currentMachineConfig") != new.get("currentMachineConfig"):
+            log.info("pool_targeting", pool=api.name_of(pool), config=new.get("currentMachineConfig"))
+            self.recorder.eventf(
+                pool,
+                EVENT_TYPE_NORMAL,
+                api.Reason.UPDATING,
+                "Pool %s now targeting MachineConfig %s",
+                api.name_of(pool),
+                new.get("currentMachineConfig"),
+            )
