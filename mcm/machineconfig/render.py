@@ -13,6 +13,10 @@ For each MachinePool (queue ``machineconfigcontroller-rendercontroller``, keyed 
    are kept (for rollback), and a rendered config someone edited is written back.
 5. **Point the pool at it**: ``status.currentMachineConfig``; ``RenderDegraded`` False.
 
+Nothing is rendered while ControllerConfig ``machine-config-controller`` exists but its templates
+are not rendered for its current generation (OpenShift waits the same way), so a pool never
+gets a config without its role's base MachineConfigs.
+
 Failures of 1-3 set ``RenderDegraded`` (and ``Degraded``) True with the reason, emit a Warning
 Event on the pool (and on the bad MachineConfig) when the condition changes, and keep the
 pool's previous ``currentMachineConfig`` — never a crash. A MachineConfig change re-renders the
@@ -105,7 +109,15 @@ class RenderController(SubController):
         super().__init__(ctx)
         self.pools = ctx.cached(api.MACHINE_POOLS)
         self.configs = ctx.cached(api.MACHINE_CONFIGS)
-        self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS)
+        self.controller_configs = ctx.cached(api.CONTROLLER_CONFIGS)
+        self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS, api.CONTROLLER_CONFIGS)
+        ctx.informers.informer_for(api.CONTROLLER_CONFIGS).add_event_handler(
+            ResourceEventHandlerFuncs(
+                on_add=lambda _: self._enqueue_all(),
+                on_update=lambda _old, _new: self._enqueue_all(),
+                on_delete=lambda _: self._enqueue_all(),
+            )
+        )
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(on_add=self._pool_event, on_update=self._pool_updated)
         )
@@ -122,6 +134,12 @@ class RenderController(SubController):
         pool = object_of(obj)
         if pool is not None:
             self.enqueue(api.name_of(pool))
+
+    def _enqueue_all(self) -> None:
+        """The templates changed: every pool, after the render delay (their MachineConfigs'
+        events usually arrive just after the ControllerConfig's)."""
+        for pool in self.pools.list():
+            self.enqueue(api.name_of(pool), self.ctx.options.render_delay)
 
     def _pool_updated(self, old: Object, new: Object) -> None:
         old_meta, new_meta = api.meta(old), api.meta(new)
@@ -154,6 +172,10 @@ class RenderController(SubController):
         pool = self.pools.get(key)
         if pool is None or api.meta(pool).get("deletionTimestamp"):
             return None
+        waiting = self._templates_pending()
+        if waiting:
+            log.info("render_waiting_for_templates", pool=key, reason=waiting)
+            return None  # the ControllerConfig's next status change enqueues every pool
         try:
             rendered = render(pool, select_configs(pool, self.configs.list()))
         except RenderError as err:
@@ -162,6 +184,21 @@ class RenderController(SubController):
         self._ensure_rendered(pool, rendered)
         self._set_status(pool, None, api.name_of(rendered))
         return None
+
+    def _templates_pending(self) -> str:
+        """Why the role templates are not rendered yet ("" when they are, or when there is no
+        ControllerConfig). Rendering before them would roll out configs without the base
+        MachineConfigs (OpenShift's ``IsControllerConfigCompleted``)."""
+        controller_config = self.controller_configs.get(api.CONTROLLER_CONFIG_NAME)
+        if controller_config is None:
+            return ""
+        status = api.status_of(controller_config)
+        if status.get("observedGeneration") != api.meta(controller_config).get("generation"):
+            return "ControllerConfig not observed yet"
+        completed = condition(status.get("conditions"), api.TEMPLATE_COMPLETED) or {}
+        if completed.get("status") != "True":
+            return f"templates not rendered: {completed.get('message') or 'pending'}"
+        return ""
 
     def _ensure_rendered(self, pool: Object, rendered: Object) -> None:
         """Create the rendered config, or write back its spec if someone edited it."""
