@@ -82,6 +82,8 @@ class Context:
     metrics: PoolMetrics | None = None
     queue_metrics: MetricsProvider | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    template_names: frozenset[str] = frozenset()
+    """The MachineConfigs the TemplateController generates (set by it)."""
     _cached: dict[Resource, CachedObjects] = field(default_factory=dict)
 
     def cached(self, resource: Resource) -> CachedObjects:

@@ -30,6 +30,7 @@ __all__ = [
     "config_selector",
     "machine_selector",
     "max_unavailable",
+    "nodes_of_pool",
     "spec_problem",
 ]
 
@@ -132,3 +133,20 @@ def spec_problem(pool: Object, node_count: int = 0) -> PoolSpecError | None:
     except PoolSpecError as err:
         return err
     return None
+
+
+def nodes_of_pool(
+    pool: Object, index: PoolIndex, nodes: Iterable[Object]
+) -> tuple[list[Object], list[tuple[Object, str]]]:
+    """The nodes whose primary pool is ``pool``, and the nodes it selects that belong to no pool
+    because several claim them (each with the reason)."""
+    name = api.name_of(pool)
+    mine: list[Object] = []
+    contested: list[tuple[Object, str]] = []
+    for node in nodes:
+        owner, why = index.primary(node)
+        if owner is not None and api.name_of(owner) == name:
+            mine.append(node)
+        elif why and name in {api.name_of(p) for p in index.selecting(node)}:
+            contested.append((node, why))
+    return mine, contested

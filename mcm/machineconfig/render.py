@@ -36,11 +36,12 @@ from mcm.machineconfig.base import SubController
 from mcm.machineconfig.conditions import condition, set_condition
 from mcm.machineconfig.context import Context, object_of, same_content
 from mcm.machineconfig.ignition import content_digest, merge_specs, validate_spec
-from mcm.machineconfig.pools import PoolSpecError, config_selector, spec_problem
-from mcm.machineconfig.status import with_degraded
+from mcm.machineconfig.pools import PoolIndex, PoolSpecError, config_selector, nodes_of_pool, spec_problem
+from mcm.machineconfig.status import announce_status_change, count_nodes, pool_status, with_degraded
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import AlreadyExists
+from mcm.runtime.client.resources import NODES
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import Result
 
@@ -110,7 +111,8 @@ class RenderController(SubController):
         self.pools = ctx.cached(api.MACHINE_POOLS)
         self.configs = ctx.cached(api.MACHINE_CONFIGS)
         self.controller_configs = ctx.cached(api.CONTROLLER_CONFIGS)
-        self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS, api.CONTROLLER_CONFIGS)
+        self.nodes = ctx.cached(NODES)
+        self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS, api.CONTROLLER_CONFIGS, NODES)
         ctx.informers.informer_for(api.CONTROLLER_CONFIGS).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=lambda _: self._enqueue_all(),
@@ -198,6 +200,9 @@ class RenderController(SubController):
         completed = condition(status.get("conditions"), api.TEMPLATE_COMPLETED) or {}
         if completed.get("status") != "True":
             return f"templates not rendered: {completed.get('message') or 'pending'}"
+        missing = sorted(n for n in self.ctx.template_names if self.configs.get(n) is None)
+        if missing:
+            return f"generated MachineConfigs not seen yet: {', '.join(missing)}"
         return ""
 
     def _ensure_rendered(self, pool: Object, rendered: Object) -> None:
@@ -225,15 +230,22 @@ class RenderController(SubController):
             self.recorder.event(pool, EVENT_TYPE_WARNING, api.Reason.RENDERED_CONFIG_RESTORED, message)
 
     def _set_status(self, pool: Object, error: RenderError | None, target: str = "") -> None:
-        """``RenderDegraded`` (and ``Degraded``) from ``error``; ``currentMachineConfig`` on success."""
+        """``RenderDegraded`` (and ``Degraded``) from ``error``. A new ``currentMachineConfig``
+        comes with the counts and conditions towards it, so the status is never a mix of the
+        new target and the old target's counts."""
         old = api.status_of(pool)
-        status = dict(old)
+        clock = self.ctx.clock
         if error is None:
-            status["currentMachineConfig"] = target
+            status = (
+                self._status_for_target(pool, target)
+                if target != old.get("currentMachineConfig")
+                else dict(old)
+            )
             conditions = set_condition(
-                old.get("conditions"), api.POOL_RENDER_DEGRADED, status=False, clock=self.ctx.clock
+                status.get("conditions"), api.POOL_RENDER_DEGRADED, status=False, clock=clock
             )
         else:
+            status = dict(old)
             message = f"Failed to render configuration for pool {api.name_of(pool)}: {error}"
             conditions = set_condition(
                 old.get("conditions"),
@@ -241,14 +253,20 @@ class RenderController(SubController):
                 status=True,
                 reason=error.reason,
                 message=message,
-                clock=self.ctx.clock,
+                clock=clock,
             )
-        status["conditions"] = with_degraded(conditions, spec_problem(pool), self.ctx.clock)
+        status["conditions"] = with_degraded(conditions, spec_problem(pool), clock)
         if status == old:
             return
         written = self.ctx.client.resource(api.MACHINE_POOLS).update_status({**pool, "status": status})
         self.pools.record(written)
-        self._announce(pool, old, status, error)
+        self._announce(written, old, status, error)
+        announce_status_change(self.recorder, written, old, status, spec_problem(pool))
+
+    def _status_for_target(self, pool: Object, target: str) -> dict[str, Any]:
+        nodes, _ = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
+        problem = spec_problem(pool, len(nodes))
+        return pool_status(pool, count_nodes(nodes, target), target, problem, self.ctx.clock)
 
     def _announce(
         self, pool: Object, old: dict[str, Any], new: dict[str, Any], error: RenderError | None

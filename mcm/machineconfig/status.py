@@ -4,7 +4,8 @@ The JSON names are seed 004's: ``machineCount``, ``updatingMachines`` (the seed'
 *updated* count), ``readyMachines``, ``unavailableMachines``, ``currentMachineConfig``,
 ``observedGeneration``, ``conditions``. Conditions (OpenShift's ``calculateStatus``):
 
-- ``Updated``: True when every node is updated to ``currentMachineConfig``.
+- ``Updated``: True when every node is updated to ``currentMachineConfig`` (never while the
+  ``machineSelector`` is invalid: the pool's nodes are then unknown).
 - ``Updating``: True while nodes still have to update; False when all are updated, when the pool
   is paused ("Pool is paused; will not update to …"), or when its spec stops the rollout.
 - ``NodeDegraded``: True when a node's daemon reports ``degraded`` (message: each node's reason).
@@ -29,8 +30,9 @@ from mcm.machineconfig.nodes import DEGRADED, UNAVAILABLE_PHASES, UPDATED, UPDAT
 from mcm.machineconfig.pools import PoolSpecError
 from mcm.runtime.client import Object
 from mcm.runtime.clock import Clock
+from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 
-__all__ = ["PoolCounts", "count_nodes", "pool_status", "with_degraded"]
+__all__ = ["PoolCounts", "announce_status_change", "count_nodes", "pool_status", "with_degraded"]
 
 
 @dataclass(frozen=True)
@@ -82,14 +84,14 @@ def _updating(
     pool: Object, target: str, counts: PoolCounts, problem: PoolSpecError | None
 ) -> tuple[bool, str, str]:
     line = f"MachineConfig {target}"
+    if problem is not None:
+        return False, problem.reason, str(problem)
     if not target:
         return False, "NoRenderedConfig", "waiting for the RenderController to render a configuration"
     if counts.all_updated:
         return False, "", ""
     if api.spec_of(pool).get("paused") is True:
         return False, api.Reason.PAUSED, f"Pool is paused; will not update to {line}"
-    if problem is not None:
-        return False, problem.reason, str(problem)
     return True, "", f"All nodes are updating to {line}"
 
 
@@ -125,7 +127,11 @@ def pool_status(
             "unavailableMachines": counts.unavailable,
         }
     )
-    done = bool(target) and counts.all_updated
+    nodes_unknown = problem is not None and problem.reason in (
+        api.Reason.SELECTING_ALL,
+        api.Reason.INVALID_SELECTOR,
+    )
+    done = bool(target) and counts.all_updated and not nodes_unknown
     conditions = set_condition(
         status.get("conditions"),
         api.POOL_UPDATED,
@@ -151,3 +157,28 @@ def pool_status(
     )
     status["conditions"] = with_degraded(conditions, problem, clock)
     return status
+
+
+def announce_status_change(
+    recorder: EventRecorder,
+    pool: Object,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    problem: PoolSpecError | None,
+) -> None:
+    """Pool Events for what a status write changed: ``Completed`` when the pool reaches its
+    config, ``Paused`` and spec problems (Warning) when ``Updating`` starts saying so."""
+    target = new.get("currentMachineConfig")
+    updated = (condition(new.get("conditions"), api.POOL_UPDATED) or {}).get("status") == "True"
+    was_updated = (condition(old.get("conditions"), api.POOL_UPDATED) or {}).get("status") == "True"
+    if updated and (not was_updated or old.get("currentMachineConfig") != target):
+        message = f"Pool {api.name_of(pool)} has completed update to MachineConfig {target}"
+        recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.COMPLETED, message)
+    before = condition(old.get("conditions"), api.POOL_UPDATING) or {}
+    after = condition(new.get("conditions"), api.POOL_UPDATING) or {}
+    if (before.get("reason"), before.get("message")) == (after.get("reason"), after.get("message")):
+        return
+    if problem is not None and after.get("reason") == problem.reason:
+        recorder.event(pool, EVENT_TYPE_WARNING, problem.reason, str(problem))
+    elif after.get("reason") == api.Reason.PAUSED:
+        recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.PAUSED, str(after.get("message")))

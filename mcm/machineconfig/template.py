@@ -202,6 +202,7 @@ class TemplateController(SubController):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.templates = load_templates()
+        ctx.template_names = frozenset(self.templates)
         self.controller_configs = ctx.cached(api.CONTROLLER_CONFIGS)
         self.configs = ctx.cached(api.MACHINE_CONFIGS)
         self.synced = ctx.synced(api.CONTROLLER_CONFIGS, api.MACHINE_CONFIGS)

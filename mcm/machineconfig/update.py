@@ -49,8 +49,8 @@ from mcm.machineconfig.nodes import (
     is_ready,
     node_phase,
 )
-from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, spec_problem
-from mcm.machineconfig.status import PoolCounts, count_nodes, pool_status
+from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, nodes_of_pool, spec_problem
+from mcm.machineconfig.status import PoolCounts, announce_status_change, count_nodes, pool_status
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import Conflict, NotFound
@@ -152,15 +152,9 @@ class UpdateController(SubController):
 
     def _pool_nodes(self, pool: Object) -> list[Object]:
         """The nodes whose primary pool is ``pool``; warns once about nodes claimed twice."""
-        index = PoolIndex(self.pools.list())
-        name = api.name_of(pool)
-        nodes = []
-        for node in self.nodes.list():
-            owner, why = index.primary(node)
-            if owner is not None and api.name_of(owner) == name:
-                nodes.append(node)
-            elif why and name in {api.name_of(p) for p in index.selecting(node)}:
-                self._warn_conflict(node, why)
+        nodes, contested = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
+        for node, why in contested:
+            self._warn_conflict(node, why)
         return nodes
 
     def _warn_conflict(self, node: Object, why: str) -> None:
@@ -253,36 +247,8 @@ class UpdateController(SubController):
         if new_status != api.status_of(pool):
             body = {**pool, "status": new_status}
             written = self.pools.record(self.ctx.client.resource(api.MACHINE_POOLS).update_status(body))
-            self._announce(api.status_of(pool), new_status, written, problem)
+            announce_status_change(self.recorder, written, api.status_of(pool), new_status, problem)
         self._track_rollout(name, target, counts)
-
-    def _announce(
-        self, old: dict[str, Any], new: dict[str, Any], pool: Object, problem: PoolSpecError | None
-    ) -> None:
-        """Pool Events for condition changes: completed, paused, invalid spec."""
-        old_conditions, new_conditions = old.get("conditions"), new.get("conditions")
-        updated = condition(new_conditions, api.POOL_UPDATED) or {}
-        was_updated = (condition(old_conditions, api.POOL_UPDATED) or {}).get("status") == "True"
-        if updated.get("status") == "True" and (
-            not was_updated or old.get("currentMachineConfig") != new.get("currentMachineConfig")
-        ):
-            self.recorder.eventf(
-                pool,
-                EVENT_TYPE_NORMAL,
-                api.Reason.COMPLETED,
-                "Pool %s has completed update to MachineConfig %s",
-                api.name_of(pool),
-                new.get("currentMachineConfig"),
-            )
-        old_updating = condition(old_conditions, api.POOL_UPDATING) or {}
-        updating = condition(new_conditions, api.POOL_UPDATING) or {}
-        if updating.get("reason") != old_updating.get("reason") or updating.get(
-            "message"
-        ) != old_updating.get("message"):
-            if problem is not None and updating.get("reason") == problem.reason:
-                self.recorder.event(pool, EVENT_TYPE_WARNING, problem.reason, str(problem))
-            elif updating.get("reason") == api.Reason.PAUSED:
-                self.recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.PAUSED, str(updating.get("message")))
 
     def _track_rollout(self, pool: str, target: str, counts: PoolCounts) -> None:
         """Observe the rollout duration from the first pass that saw ``target`` with work to do."""

@@ -86,6 +86,7 @@ class BoundMonitor:
         self.events = 0
         self.max_seen = 0
         self.violations: list[tuple[int, list[str]]] = []
+        self.last_rv = 0
         self.lock = threading.Lock()
         listing = client.resource(NODES).list()
         for node in listing["items"]:
@@ -103,6 +104,7 @@ class BoundMonitor:
                 else:
                     self.nodes[node["metadata"]["name"]] = node
                 self.events += 1
+                self.last_rv = max(self.last_rv, int(node["metadata"].get("resourceVersion") or 0))
                 self._check()
 
     def _check(self) -> None:
@@ -115,6 +117,14 @@ class BoundMonitor:
         self.max_seen = max(self.max_seen, len(down))
         if len(down) > self.limit:
             self.violations.append((self.events, down))
+
+    def settle(self) -> BoundMonitor:
+        """Wait until the watch has delivered every node change made so far."""
+        latest = max(
+            int(n["metadata"]["resourceVersion"]) for n in self.client.resource(NODES).list()["items"]
+        )
+        eventually(lambda: self.last_rv >= latest, what="the node watch to catch up")
+        return self
 
     def close(self) -> None:
         self.stream.stop()
