@@ -331,3 +331,46 @@ class DaemonFleet:
     def _set_ready(self, name: str, ready: bool) -> None:
         body = {"status": {"conditions": [_ready_condition(ready, self.clock)]}}
         self.client.resource(NODES).patch(name, body, kind="strategic", subresource="status")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mcm.testing.machineconfig --kubeconfig K``: run the simulated daemons of every
+    node until SIGTERM (the demo and the benchmark start it as a process)."""
+    import argparse
+    import logging
+    import signal
+    from pathlib import Path
+
+    from mcm.runtime import logs
+    from mcm.runtime.client import load_config
+
+    parser = argparse.ArgumentParser(prog="python -m mcm.testing.machineconfig", description=main.__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--apply-seconds", type=float, default=1.0)
+    parser.add_argument("--reboot-seconds", type=float, default=0.0)
+    parser.add_argument("--degrade-paths", default=None)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--ready-file", default=None, help="Written once the daemons run.")
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    logs.configure("json", level=getattr(logging, args.log_level.upper(), logging.WARNING))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    client = load_config(args.kubeconfig, qps=-1, user_agent_suffix="machine-config-daemon")
+    options = DaemonOptions(
+        apply_seconds=args.apply_seconds,
+        reboot_seconds=args.reboot_seconds,
+        degrade_paths=args.degrade_paths,
+        workers=args.workers,
+    )
+    with DaemonFleet(client, options):
+        if args.ready_file:
+            Path(args.ready_file).write_text("ready\n", encoding="utf-8")
+        stop.wait()
+    client.close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
