@@ -287,16 +287,27 @@ _METRICS_LOCK = threading.Lock()
 _WORKQUEUE_PROVIDER: list[Any] = []
 
 
+_LEADER_METRICS: list[PrometheusLeaderMetrics] = []
+
+
+def install_leader_metrics() -> None:
+    """The leader-election gauge ``leader_election_master_status`` on the default registry,
+    installed once per process (both commands call this)."""
+    with _METRICS_LOCK:
+        if not _LEADER_METRICS:
+            _LEADER_METRICS.append(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
+            set_leader_metrics_provider(_LEADER_METRICS[0])
+
+
 def workqueue_metrics_provider() -> Any:
     """The process's work-queue metrics under upstream's names (``mcm_workqueue_*``), built once.
 
-    Also installs the leader-election gauge ``leader_election_master_status`` on the default
-    registry (once per process).
+    Also installs the leader-election gauge (:func:`install_leader_metrics`).
     """
+    install_leader_metrics()
     with _METRICS_LOCK:
         if not _WORKQUEUE_PROVIDER:
             _WORKQUEUE_PROVIDER.append(PrometheusMetricsProvider(namespace="mcm", stability=None))
-            set_leader_metrics_provider(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
         return _WORKQUEUE_PROVIDER[0]
 
 

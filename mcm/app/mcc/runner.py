@@ -27,6 +27,7 @@ import yaml
 
 from mcm.app.logs import configure_logging
 from mcm.app.mcc.options import MccOptions
+from mcm.app.runner import _signals_set, install_leader_metrics
 from mcm.app.server import HealthServer
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
@@ -40,10 +41,8 @@ from mcm.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaseLock,
-    PrometheusLeaderMetrics,
     new_leader_elector,
 )
-from mcm.runtime.leaderelection import set_provider as set_leader_metrics_provider
 from mcm.runtime.record import EventBroadcaster
 from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
 
@@ -65,9 +64,9 @@ _METRICS_LOCK = threading.Lock()
 
 def process_metrics() -> tuple[PoolMetrics, PrometheusMetricsProvider]:
     """The process's metrics on the default registry, registered once."""
+    install_leader_metrics()
     with _METRICS_LOCK:
         if not _METRICS:
-            set_leader_metrics_provider(PrometheusLeaderMetrics(prometheus_client.REGISTRY))
             _METRICS.append((PoolMetrics(prometheus_client.REGISTRY), PrometheusMetricsProvider()))
         return _METRICS[0]
 
@@ -217,8 +216,6 @@ class _Process:
 def run(options: MccOptions, *, stop: threading.Event | None = None, really_crash: bool = True) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); returns the exit code. Start-up failures print one
     line ``error: <reason>`` on stderr and return 1."""
-    from mcm.app.runner import _signals_set
-
     runtime_errors.configure_crash(really_crash=really_crash)
     stop = stop or threading.Event()
     with _signals_set(stop):
