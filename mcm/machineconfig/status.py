@@ -20,7 +20,7 @@ counts only updated ready nodes, which ``updatingMachines`` already does).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +62,9 @@ class PoolCounts:
         }
 
 
-def count_nodes(nodes: Sequence[Object], target: str) -> PoolCounts:
-    phases = [node_phase(node, target) for node in nodes]
+def count_nodes(nodes: Sequence[Object], target: str, known: Mapping[str, str] | None = None) -> PoolCounts:
+    """The pool's counts; ``known`` maps node names to phases already computed."""
+    phases = [(known or {}).get(api.name_of(node)) or node_phase(node, target) for node in nodes]
     reasons = tuple(
         f"Node {api.name_of(n)} is reporting: {api.annotations_of(n).get(api.REASON_ANNOTATION, '')!r}"
         for n, phase in zip(nodes, phases, strict=True)

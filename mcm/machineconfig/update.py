@@ -20,7 +20,8 @@ Guarantees of one pass over a pool:
 - A paused pool, a pool without a rendered config, or a pool whose ``machineSelector`` or
   ``maxUnavailable`` is invalid starts nothing; its status still follows every node change.
 - Status (counts and conditions, :mod:`mcm.machineconfig.status`) is written only when it
-  changed; Events: ``SetDesiredConfig`` on each targeted node and on the pool, ``Completed``
+  changed, a change of counts alone at most every :data:`STATUS_INTERVAL` (the pass requeues
+  itself for the rest); Events: ``SetDesiredConfig`` on each targeted node and on the pool, ``Completed``
   when the pool finishes, Warnings for degraded nodes, invalid specs and nodes claimed by two
   pools. A node that joins later is an ``outdated`` node like any other and is brought to the
   current config.
@@ -53,14 +54,22 @@ from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, n
 from mcm.machineconfig.status import PoolCounts, announce_status_change, count_nodes, pool_status
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
-from mcm.runtime.client.errors import Conflict, NotFound
+from mcm.runtime.client.errors import ApiError, Conflict, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import NODES
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import RETRY, Result
+from mcm.runtime.workqueue import parallelize_until
 
 __all__ = ["UpdateController"]
 
 log = structlog.get_logger(__name__)
+
+STATUS_INTERVAL = 0.5
+"""Seconds between status writes that only change machine counts (conditions, the target and
+the observed generation are written at once): a wave of 100 nodes is a few writes, not 100."""
+COUNT_FIELDS = ("machineCount", "updatingMachines", "readyMachines", "unavailableMachines")
+PATCH_WORKERS = 16
+"""Concurrent ``desiredConfig`` patches of one pass (a wave of 100 nodes is not 100 round trips)."""
 
 WATCHED_ANNOTATIONS = (
     api.CURRENT_CONFIG_ANNOTATION,
@@ -76,6 +85,13 @@ def _node_changed(old: Object, new: Object) -> bool:
         return True
     old_annotations, new_annotations = api.annotations_of(old), api.annotations_of(new)
     return any(old_annotations.get(key) != new_annotations.get(key) for key in WATCHED_ANNOTATIONS)
+
+
+def _only_counts_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two statuses differ in nothing but the machine counts."""
+    return {k: v for k, v in old.items() if k not in COUNT_FIELDS} == {
+        k: v for k, v in new.items() if k not in COUNT_FIELDS
+    }
 
 
 def _pool_changed(old: Object, new: Object) -> bool:
@@ -103,6 +119,9 @@ class UpdateController(SubController):
         self._rollouts: dict[str, tuple[str, float | None]] = {}
         """pool → (target, monotonic start, or None once observed complete or never seen busy)."""
         self._degraded_seen: set[str] = set()
+        self._status_written: dict[str, float] = {}
+        self._index_cache: tuple[tuple[tuple[str, str], ...], PoolIndex] | None = None
+        """pool → monotonic time of this process's last status write."""
         self._conflicts_seen: set[str] = set()
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(
@@ -125,8 +144,17 @@ class UpdateController(SubController):
         if pool is not None:
             self.enqueue(api.name_of(pool))
 
+    def _pool_index(self) -> PoolIndex:
+        """The pools with parsed selectors, rebuilt only when a pool changed."""
+        pools = self.pools.list()
+        versions = tuple(sorted((api.name_of(p), str(api.meta(p).get("resourceVersion"))) for p in pools))
+        cached = self._index_cache
+        if cached is None or cached[0] != versions:
+            cached = self._index_cache = (versions, PoolIndex(pools))
+        return cached[1]
+
     def _node_event(self, old: Any, new: Any) -> None:
-        index = PoolIndex(self.pools.list())
+        index = self._pool_index()
         for node in (object_of(old), object_of(new)):
             if node is not None:
                 for pool in index.selecting(node):
@@ -141,18 +169,22 @@ class UpdateController(SubController):
         nodes = self._pool_nodes(pool)
         target = str(api.status_of(pool).get("currentMachineConfig") or "")
         problem = spec_problem(pool, len(nodes))
+        phases = {api.name_of(n): node_phase(n, target) for n in nodes}
         retry = False
         if target and problem is None and api.spec_of(pool).get("paused") is not True:
-            retry = self._start_updates(pool, nodes, target)
-            nodes = [self.nodes.get(api.name_of(n)) or n for n in nodes]
-        counts = count_nodes(nodes, target)
-        self._note_degraded_nodes(pool, nodes, target)
-        self._write_status(pool, counts, target, problem)
-        return RETRY if retry else None
+            written, retry = self._start_updates(pool, nodes, phases, target)
+            nodes = [written.get(api.name_of(n), n) for n in nodes]
+            phases.update({name: node_phase(node, target) for name, node in written.items()})
+        counts = count_nodes(nodes, target, phases)
+        self._note_degraded_nodes(pool, nodes, phases)
+        status_due = self._write_status(pool, counts, target, problem)
+        if retry:
+            return RETRY
+        return None if status_due is None else Result.after(status_due)
 
     def _pool_nodes(self, pool: Object) -> list[Object]:
         """The nodes whose primary pool is ``pool``; warns once about nodes claimed twice."""
-        nodes, contested = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
+        nodes, contested = nodes_of_pool(pool, self._pool_index(), self.nodes.list())
         for node, why in contested:
             self._warn_conflict(node, why)
         return nodes
@@ -165,10 +197,12 @@ class UpdateController(SubController):
         log.warning("node_in_multiple_pools", node=node_name, reason=why)
         self.recorder.event(node, EVENT_TYPE_WARNING, api.Reason.NODE_IN_MULTIPLE_POOLS, why)
 
-    def _start_updates(self, pool: Object, nodes: list[Object], target: str) -> bool:
-        """Set ``desiredConfig`` on the nodes that may start; True when some must be retried."""
+    def _start_updates(
+        self, pool: Object, nodes: list[Object], phases: dict[str, str], target: str
+    ) -> tuple[dict[str, Object], bool]:
+        """Set ``desiredConfig`` on the nodes that may start (patched in parallel); returns the
+        patched nodes and whether some must be retried."""
         limit = max_unavailable(pool, len(nodes))
-        phases = {api.name_of(n): node_phase(n, target) for n in nodes}
         unavailable = sum(1 for phase in phases.values() if phase in UNAVAILABLE_PHASES)
         retarget = [
             n
@@ -176,18 +210,28 @@ class UpdateController(SubController):
             if phases[api.name_of(n)] in UNAVAILABLE_PHASES and desired_config(n) != target and is_ready(n)
         ]
         outdated = sorted((n for n in nodes if phases[api.name_of(n)] == OUTDATED), key=candidate_order)
-        fresh = outdated[: max(0, limit - unavailable)]
-        targeted, retry = [], False
-        for node in retarget + fresh:
-            if self._set_desired(node, target):
-                targeted.append(api.name_of(node))
-            else:
-                retry = True
-        self._record_targets(pool, targeted, target)
-        return retry
+        chosen = retarget + outdated[: max(0, limit - unavailable)]
+        written: dict[str, Object] = {}
+        failures: list[Exception] = []
 
-    def _set_desired(self, node: Object, target: str) -> bool:
-        """Patch the node's ``desiredConfig``, conditioned on the version we decided from."""
+        def patch(index: int) -> None:
+            try:
+                updated = self._set_desired(chosen[index], target)
+            except (ApiError, ConnectionFailed) as err:
+                failures.append(err)
+                return
+            if updated is not None:
+                written[api.name_of(updated)] = updated
+
+        parallelize_until(None, PATCH_WORKERS, len(chosen), patch)
+        self._record_targets(pool, sorted(written), target)
+        if failures:
+            raise failures[0]
+        return written, len(written) < len(chosen)
+
+    def _set_desired(self, node: Object, target: str) -> Object | None:
+        """Patch the node's ``desiredConfig``, conditioned on the version we decided from;
+        ``None`` when the node changed or went away meanwhile."""
         patch = {
             "metadata": {
                 "resourceVersion": api.meta(node).get("resourceVersion"),
@@ -198,7 +242,7 @@ class UpdateController(SubController):
             updated = self.ctx.client.resource(NODES).patch(api.name_of(node), patch)
         except (Conflict, NotFound) as err:
             log.info("node_changed_before_targeting", node=api.name_of(node), error=err.message)
-            return False
+            return None
         self.nodes.record(updated)
         self.recorder.eventf(
             updated,
@@ -207,7 +251,7 @@ class UpdateController(SubController):
             "Targeted node to MachineConfig %s",
             target,
         )
-        return True
+        return updated
 
     def _record_targets(self, pool: Object, targeted: list[str], target: str) -> None:
         if not targeted:
@@ -219,12 +263,12 @@ class UpdateController(SubController):
             message = f"Set target for {len(targeted)} nodes to MachineConfig {target}"
         self.recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.SET_DESIRED_CONFIG, message)
 
-    def _note_degraded_nodes(self, pool: Object, nodes: list[Object], target: str) -> None:
+    def _note_degraded_nodes(self, pool: Object, nodes: list[Object], phases: dict[str, str]) -> None:
         """A Warning Event the first time this process sees a node degraded (and again after it
         recovered and degraded anew)."""
         for node in nodes:
             node_name = api.name_of(node)
-            if node_phase(node, target) != DEGRADED:
+            if phases.get(node_name) != DEGRADED:
                 self._degraded_seen.discard(node_name)
                 continue
             if node_name in self._degraded_seen:
@@ -239,16 +283,25 @@ class UpdateController(SubController):
     # -- status ----------------------------------------------------------------------------------
     def _write_status(
         self, pool: Object, counts: PoolCounts, target: str, problem: PoolSpecError | None
-    ) -> None:
+    ) -> float | None:
+        """Write the pool's status if it changed; a change of counts alone waits until
+        :data:`STATUS_INTERVAL` has passed since the last write (returns the seconds left)."""
         name = api.name_of(pool)
+        old = api.status_of(pool)
         new_status = pool_status(pool, counts, target, problem, self.ctx.clock)
         if self.ctx.metrics is not None:
             self.ctx.metrics.set_pool(name, counts.as_metrics(), api.spec_of(pool).get("paused") is True)
-        if new_status != api.status_of(pool):
-            body = {**pool, "status": new_status}
-            written = self.pools.record(self.ctx.client.resource(api.MACHINE_POOLS).update_status(body))
-            announce_status_change(self.recorder, written, api.status_of(pool), new_status, problem)
         self._track_rollout(name, target, counts)
+        if new_status == old:
+            return None
+        wait = STATUS_INTERVAL - self.ctx.clock.since(self._status_written.get(name, -STATUS_INTERVAL))
+        if wait > 0 and _only_counts_changed(old, new_status):
+            return wait
+        body = {**pool, "status": new_status}
+        written = self.pools.record(self.ctx.client.resource(api.MACHINE_POOLS).update_status(body))
+        self._status_written[name] = self.ctx.clock.monotonic()
+        announce_status_change(self.recorder, written, old, new_status, problem)
+        return None
 
     def _track_rollout(self, pool: str, target: str, counts: PoolCounts) -> None:
         """Observe the rollout duration from the first pass that saw ``target`` with work to do."""

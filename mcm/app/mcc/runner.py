@@ -44,7 +44,7 @@ from mcm.runtime.leaderelection import (
     new_leader_elector,
 )
 from mcm.runtime.record import EventBroadcaster
-from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
+from mcm.runtime.workqueue.metrics import MetricsProvider, global_provider
 
 __all__ = ["StartupError", "run"]
 
@@ -58,16 +58,17 @@ class StartupError(Exception):
     """Start-up cannot continue; the message is the one line the user sees."""
 
 
-_METRICS: list[tuple[PoolMetrics, PrometheusMetricsProvider]] = []
+_METRICS: list[tuple[PoolMetrics, MetricsProvider]] = []
 _METRICS_LOCK = threading.Lock()
 
 
-def process_metrics() -> tuple[PoolMetrics, PrometheusMetricsProvider]:
-    """The process's metrics on the default registry, registered once."""
+def process_metrics() -> tuple[PoolMetrics, MetricsProvider]:
+    """The process's metrics on the default registry, registered once: the pool metrics, the
+    runtime's default work-queue provider (``workqueue_*``) and the leader-election gauge."""
     install_leader_metrics()
     with _METRICS_LOCK:
         if not _METRICS:
-            _METRICS.append((PoolMetrics(prometheus_client.REGISTRY), PrometheusMetricsProvider()))
+            _METRICS.append((PoolMetrics(prometheus_client.REGISTRY), global_provider()))
         return _METRICS[0]
 
 
