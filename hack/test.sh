@@ -26,6 +26,9 @@ if [ "$#" -eq 0 ]; then
   python benchmarks/workqueue.py --smoke
   python benchmarks/drain.py --smoke
   python benchmarks/controller.py --smoke
+  mcc_log=$(mktemp)
+  python benchmarks/machineconfig.py --smoke >"$mcc_log" 2>&1 || { cat "$mcc_log"; rm -f "$mcc_log"; exit 1; }
+  rm -f "$mcc_log"
 fi
 echo "== pytest"
 pytest -n 2 "$@"
