@@ -187,3 +187,21 @@ def test_a_node_selected_by_two_pools_belongs_to_none_and_gets_a_warning(cluster
     eventually(lambda: cluster.events(api.Reason.NODE_IN_MULTIPLE_POOLS, kind="Node", name="worker-0"))
     eventually(lambda: cluster.status("worker").get("machineCount") == 0, what="worker pool counted")
     assert cluster.status("gpu").get("machineCount") == 0
+
+
+def test_kubectl_get_machinepools_shows_counts_and_conditions(cluster: Cluster, mcc_emulator: Any) -> None:
+    from tests.emulator.raw import Raw
+
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 2})
+    cluster.start_controller()
+    cluster.start_daemons()
+    target = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", target, 2)
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    path = f"/apis/{api.API_VERSION}/machinepools"
+    code, _, table = Raw(mcc_emulator.url).request("GET", path, headers={"Accept": accept})
+    assert code == 200 and table["kind"] == "Table"
+    row = dict(zip((c["name"] for c in table["columnDefinitions"]), table["rows"][0]["cells"], strict=True))
+    assert row["Config"] == target and row["Updated"] == "True" and row["Degraded"] == "False"
+    assert (row["MachineCount"], row["ReadyMachineCount"], row["UpdatedMachineCount"]) == (2, 2, 2)
+    assert row["UnavailableMachineCount"] == 0
