@@ -37,7 +37,7 @@ from mcm.runtime.client import ClusterClient, ListOptions, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import CONFIG_MAPS, NODES, PODS, SECRETS
 
-__all__ = ["demo"]
+__all__ = ["DemoFailed", "Processes", "Screen", "demo", "keep_running"]
 
 REPO_CRDS = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
 NAMESPACE = "default"
@@ -448,10 +448,16 @@ def _summarise(
 
 
 def _keep(control_cfg: Path, target_cfg: Path, workdir: Path, procs: Processes) -> None:
+    hints = [f"kubectl --kubeconfig {control_cfg} get mc,mcc", f"kubectl --kubeconfig {target_cfg} get nodes"]
+    keep_running(hints, workdir, procs)
+
+
+def keep_running(hints: list[str], workdir: Path, procs: Processes) -> None:
+    """``--keep``: print what to try from another terminal, then wait for Ctrl-C or a child's exit."""
     click.echo("")
     click.echo("Everything keeps running. From another terminal:")
-    click.echo(f"  kubectl --kubeconfig {control_cfg} get mc,mcc")
-    click.echo(f"  kubectl --kubeconfig {target_cfg} get nodes")
+    for hint in hints:
+        click.echo(f"  {hint}")
     click.echo(f"Logs: {workdir}. Press Ctrl-C to stop.")
     try:
         while all(child.poll() is None for _, child in procs.children):

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from mcm.app.cli import TYPES, shown_default
+from mcm.app.cli import TYPES, run_command, shown_default
 from mcm.app.mcc.options import FLAGS, MccOptions
 from mcm.app.options import Flag
 
@@ -79,16 +79,7 @@ with contextlib.suppress(ImportError):
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code. Usage errors are one line, exit 2."""
-    try:
-        result = machine_config_controller.main(
-            args=argv, prog_name="machine-config-controller", standalone_mode=False
-        )
-    except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
-        return exc.exit_code
-    except click.exceptions.Abort:
-        return 1
-    return result if isinstance(result, int) else 0
+    return run_command(machine_config_controller, "machine-config-controller", argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,7 +22,16 @@ from typing import Any
 
 import click
 
-from mcm.app.demo import DemoFailed, Processes, Screen, _free_port, _start_emulator, _wait, _workdir
+from mcm.app.demo import (
+    DemoFailed,
+    Processes,
+    Screen,
+    _free_port,
+    _start_emulator,
+    _wait,
+    _workdir,
+    keep_running,
+)
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import data_url
 from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, node_phase
@@ -321,17 +330,7 @@ def _summary(watcher: _Watcher, targets: dict[str, str], rollout: float, total: 
 
 
 def _keep(kubeconfig: Path, workdir: Path, procs: Processes) -> None:
-    click.echo("")
-    click.echo("Everything keeps running. From another terminal:")
-    click.echo(f"  kubectl --kubeconfig {kubeconfig} get machinepools,machineconfigs,nodes")
-    click.echo(f"Logs: {workdir}. Press Ctrl-C to stop.")
-    try:
-        while all(child.poll() is None for _, child in procs.children):
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        procs.stop_all()
+    keep_running([f"kubectl --kubeconfig {kubeconfig} get machinepools,machineconfigs,nodes"], workdir, procs)
 
 
 @click.command()

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from mcm.app.options import Flag
+from mcm.app.options import Flag, leader_election_duration_errors
 from mcm.runtime.leaderelection import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
 
 __all__ = ["FLAGS", "MccOptions"]
@@ -113,21 +113,6 @@ class MccOptions:
         return errors
 
     def _leader_election_errors(self) -> list[str]:
-        lease, renew, retry = (
-            self.leader_elect_lease_duration,
-            self.leader_elect_renew_deadline,
-            self.leader_elect_retry_period,
+        return leader_election_duration_errors(
+            self.leader_elect_lease_duration, self.leader_elect_renew_deadline, self.leader_elect_retry_period
         )
-        if min(lease, renew, retry) <= 0:
-            return [
-                "--leader-elect-lease-duration, --leader-elect-renew-deadline and "
-                "--leader-elect-retry-period must be greater than 0"
-            ]
-        errors = []
-        if lease <= renew:
-            errors.append("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
-        if renew <= 1.2 * retry:
-            errors.append(
-                "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period"
-            )
-        return errors
