@@ -129,7 +129,7 @@ def test_missing_crds_and_bad_kubeconfig_are_one_line_startup_errors(
     with Emulator() as bare:
         options = _options(bare.write_kubeconfig(tmp_path / "kc"))
         assert runner.run(options, stop=threading.Event(), really_crash=False) == 1
-    assert "does not serve machineconfiguration.openshift.io/v1 machinepools" in capsys.readouterr().err
+    assert "does not serve machineconfiguration.openshift.io/v1 machineconfigs, machinepools" in capsys.readouterr().err
     broken = tmp_path / "broken"
     broken.write_text("clusters: [\n")
     assert runner.run(_options(broken), stop=threading.Event(), really_crash=False) == 1

@@ -89,14 +89,14 @@ def build_client(options: MccOptions) -> ClusterClient:
 
 
 def check_cluster(client: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The API server answers and serves the MachinePool CRD, else :class:`StartupError`."""
+    """The API server answers and serves the four CRDs, else :class:`StartupError`."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            served = client.discovery().has_resource(api.API_VERSION, api.MACHINE_POOLS.resource)
+            listing = client.discovery().server_resources_for_group_version(api.API_VERSION)
             break
         except NotFound:
-            served = False
+            listing = {}
             break
         except (ApiError, ConnectionFailed) as exc:
             if time.monotonic() >= deadline:
@@ -104,9 +104,11 @@ def check_cluster(client: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> 
                     f"API server {client.host} is not reachable: {str(exc).splitlines()[0]}"
                 ) from None
             time.sleep(0.5)
-    if not served:
+    served = {r.get("name") for r in listing.get("resources") or [] if isinstance(r, dict)}
+    missing = [r.resource for r in api.RESOURCES if r.resource not in served]
+    if missing:
         raise StartupError(
-            f"the API server {client.host} does not serve {api.API_VERSION} machinepools "
+            f"the API server {client.host} does not serve {api.API_VERSION} {', '.join(missing)} "
             "(install charts/machine-config-controller/crds)"
         )
 
