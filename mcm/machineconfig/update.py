@@ -120,8 +120,8 @@ class UpdateController(SubController):
         """pool → (target, monotonic start, or None once observed complete or never seen busy)."""
         self._degraded_seen: set[str] = set()
         self._status_written: dict[str, float] = {}
-        self._index_cache: tuple[tuple[tuple[str, str], ...], PoolIndex] | None = None
         """pool → monotonic time of this process's last status write."""
+        self._index_cache: tuple[tuple[tuple[str, str], ...], PoolIndex] | None = None
         self._conflicts_seen: set[str] = set()
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(
@@ -162,6 +162,7 @@ class UpdateController(SubController):
 
     # -- the pass --------------------------------------------------------------------------------
     def sync(self, key: str) -> Result | None:
+        """One pass over pool ``key``: start what the bound allows, then write the status."""
         pool = self.pools.get(key)
         if pool is None:
             self._forget_pool(key)
