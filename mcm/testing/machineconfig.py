@@ -11,6 +11,9 @@ one node informer and one work queue. For a node whose ``desiredConfig`` differs
 3. optionally reboots: ``Ready=False`` for ``reboot_seconds``, then ``Ready=True``;
 4. sets ``currentConfig=<desired>`` and ``state=done``, and uncordons the node.
 
+Each step is an Event on the node (``Drain``, ``Reboot``, ``ConfigApplied``, Warning
+``ConfigFailed``) unless ``events`` is off.
+
 A ``desiredConfig`` that changes mid-way restarts the apply for the new config. Every write is a
 patch of only the fields the daemon owns (annotations; the Ready condition keyed by type), so it
 never drops what the controller or a kubelet wrote. API errors are retried with back-off.
@@ -46,6 +49,7 @@ from mcm.runtime.client.resources import (
 )
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.labels import Selector, everything
+from mcm.runtime.record import EventBroadcaster, EventRecorder
 from mcm.runtime.worker import DONE, RETRY, Result, start_workers
 from mcm.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
@@ -69,6 +73,9 @@ class DaemonOptions:
     """Regular expression: a desired config with a file path matching it degrades the node."""
     drain_timeout: float = 60.0
     workers: int = 8
+    events: bool = True
+    """Record the daemon's steps as Events on the node (``Drain``, ``Reboot``, ``ConfigApplied``,
+    Warning ``ConfigFailed``), as OpenShift's daemon does."""
 
 
 @dataclass
@@ -157,6 +164,12 @@ class DaemonFleet:
         self.selector = selector or everything()
         self.clock = clock
         self.stop_event = threading.Event()
+        self.broadcaster: EventBroadcaster | None = None
+        self.recorder: EventRecorder | None = None
+        if self.options.events:
+            self.broadcaster = EventBroadcaster(clock=clock)
+            self.broadcaster.start_recording_to_sink(client)
+            self.recorder = self.broadcaster.new_recorder("machine-config-daemon")
         self.factory = SharedInformerFactory(client, clock=clock)
         self.nodes = self.factory.lister(NODES)
         self.own_writes = MutationCache(self.nodes.indexer, 60.0, max_entries=100_000, clock=clock)
@@ -204,6 +217,8 @@ class DaemonFleet:
         for thread in self._threads:
             thread.join(10)
         self.factory.shutdown(10)
+        if self.broadcaster is not None:
+            self.broadcaster.shutdown()
 
     def __enter__(self) -> DaemonFleet:
         return self.start()
@@ -251,7 +266,7 @@ class DaemonFleet:
 
     def _begin(self, node: Object, desired: str) -> Result:
         name = api.name_of(node)
-        self._annotate(name, {api.STATE_ANNOTATION: api.STATE_WORKING, api.REASON_ANNOTATION: None})
+        working = self._annotate(name, {api.STATE_ANNOTATION: api.STATE_WORKING, api.REASON_ANNOTATION: None})
         cordon_node(self.client, name)
         result = drain_node(
             self.client,
@@ -265,6 +280,7 @@ class DaemonFleet:
         if not result.ok:
             log.info("daemon_drain_failed", node=name, error=result.error)
             return RETRY
+        self._event(working, "Normal", "Drain", f"Drained node to apply {desired}")
         with self._lock:
             self.degraded.pop(name, None)
             self.progress[name] = _Progress(
@@ -276,12 +292,16 @@ class DaemonFleet:
         name = api.name_of(node)
         reason = self._degrade_reason(desired)
         if reason is not None:
-            self._annotate(name, {api.STATE_ANNOTATION: api.STATE_DEGRADED, api.REASON_ANNOTATION: reason})
+            failed = self._annotate(
+                name, {api.STATE_ANNOTATION: api.STATE_DEGRADED, api.REASON_ANNOTATION: reason}
+            )
+            self._event(failed, "Warning", "ConfigFailed", f"Cannot apply {desired}: {reason}")
             with self._lock:
                 self.progress.pop(name, None)
                 self.degraded[name] = desired
             return DONE
         if self.options.reboot_seconds > 0:
+            self._event(node, "Normal", "Reboot", f"Node will reboot into config {desired}")
             self._set_ready(name, False)
             with self._lock:
                 due = self.clock.monotonic() + self.options.reboot_seconds
@@ -297,6 +317,7 @@ class DaemonFleet:
         node = self._annotate(
             name, {api.CURRENT_CONFIG_ANNOTATION: desired, api.STATE_ANNOTATION: api.STATE_DONE}
         )
+        self._event(node, "Normal", "ConfigApplied", f"Node runs config {desired}")
         if api.spec_of(node).get("unschedulable"):
             self.own_writes.mutation(
                 self.client.resource(NODES).patch(name, {"spec": {"unschedulable": None}})
@@ -322,6 +343,10 @@ class DaemonFleet:
             if pattern.search(str(entry.get("path") or "")):
                 return f"cannot write {entry.get('path')}: simulated failure"
         return None
+
+    def _event(self, node: Object, event_type: str, reason: str, message: str) -> None:
+        if self.recorder is not None:
+            self.recorder.event({**node, "kind": "Node", "apiVersion": "v1"}, event_type, reason, message)
 
     def _annotate(self, name: str, annotations: Mapping[str, str | None]) -> Object:
         patched = self.client.resource(NODES).patch(name, {"metadata": {"annotations": dict(annotations)}})
@@ -350,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reboot-seconds", type=float, default=0.0)
     parser.add_argument("--degrade-paths", default=None)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--no-events", action="store_true", help="Record no Events on the nodes.")
     parser.add_argument("--ready-file", default=None, help="Written once the daemons run.")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
@@ -363,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         reboot_seconds=args.reboot_seconds,
         degrade_paths=args.degrade_paths,
         workers=args.workers,
+        events=not args.no_events,
     )
     with DaemonFleet(client, options):
         if args.ready_file:

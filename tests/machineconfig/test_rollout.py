@@ -194,4 +194,5 @@ def test_two_pools_roll_out_independently(cluster: Cluster) -> None:
         "/etc/worker-release",
     } <= paths and "/etc/master-release" not in paths
     eventually(lambda: cluster.events(api.Reason.COMPLETED, kind="MachinePool", name="worker"))
+    eventually(lambda: cluster.events("ConfigApplied", kind="Node", name="worker-0"), what="daemon Event")
     eventually(lambda: cluster.events(api.Reason.SET_DESIRED_CONFIG, kind="Node", name="worker-0"))
