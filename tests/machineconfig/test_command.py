@@ -176,7 +176,6 @@ def test_logs_are_json_lines(mcc_emulator: Emulator, tmp_path: Path) -> None:
             "-m",
             "mcm.app.mcc.cli",
             f"--kubeconfig={kubeconfig}",
-            "--leader-elect=false",
             "--address=127.0.0.1",
             f"--port={_free_port()}",
         ],
@@ -189,13 +188,14 @@ def test_logs_are_json_lines(mcc_emulator: Emulator, tmp_path: Path) -> None:
     lines = []
     for line in process.stdout:
         lines.append(line)
-        if "machine_config_controller_started" in line:
+        if "campaigning_for_leadership" in line:
             break
     process.terminate()
     assert process.wait(20) == 0
     records = [json.loads(line) for line in lines if line.startswith("{")]
     assert records and all("ts" in r and "msg" in r for r in records)
-    assert any(r["msg"] == "machine_config_controller_started" for r in records)
+    campaign = next(r for r in records if r["msg"] == "campaigning_for_leadership")
+    assert campaign["lease"] == "default/machine-config-controller"
 
 
 @pytest.mark.slow
