@@ -129,12 +129,13 @@ def test_missing_crds_and_bad_kubeconfig_are_one_line_startup_errors(
     with Emulator() as bare:
         options = _options(bare.write_kubeconfig(tmp_path / "kc"))
         assert runner.run(options, stop=threading.Event(), really_crash=False) == 1
-    assert "does not serve machineconfiguration.openshift.io/v1 machineconfigs, machinepools" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "does not serve machineconfiguration.openshift.io/v1 machineconfigs, machinepools" in error
     broken = tmp_path / "broken"
     broken.write_text("clusters: [\n")
     assert runner.run(_options(broken), stop=threading.Event(), really_crash=False) == 1
-    error = capsys.readouterr().err.strip()
-    assert error.startswith("error: ") and "\n" not in error
+    second = capsys.readouterr().err.strip()
+    assert second.startswith("error: ") and "\n" not in second
 
 
 @pytest.mark.parametrize(
