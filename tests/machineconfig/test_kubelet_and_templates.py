@@ -149,8 +149,7 @@ def test_template_configs_are_owned_and_user_edits_are_overwritten(cluster: Clus
 def test_bad_template_variables_fail_the_controller_config_and_keep_the_configs(cluster: Cluster) -> None:
     cluster.setup(pools=[])
     cluster.start_controller()
-    eventually(lambda: cluster.get_config("00-worker"), what="templates rendered")
-    before = cluster.get_config("01-worker-kubelet")
+    before = eventually(lambda: cluster.get_config("01-worker-kubelet"), what="templates rendered")
     controller_configs = cluster.client.resource(api.CONTROLLER_CONFIGS)
     controller_configs.patch(api.CONTROLLER_CONFIG_NAME, {"spec": {"clusterDNSIP": "not-an-ip\nmaxPods: 1"}})
 
@@ -168,7 +167,7 @@ def test_bad_template_variables_fail_the_controller_config_and_keep_the_configs(
     condition = eventually(failing, what="TemplateControllerFailing")
     assert condition["reason"] == api.Reason.TEMPLATE_FAILED and "clusterDNSIP" in condition["message"]
     eventually(lambda: cluster.events(api.Reason.TEMPLATE_FAILED, kind="ControllerConfig"))
-    assert (cluster.get_config("01-worker-kubelet") or {})["spec"] == (before or {})["spec"]
+    assert (cluster.get_config("01-worker-kubelet") or {})["spec"] == before["spec"]
 
 
 def test_only_the_named_controller_config_is_used(cluster: Cluster) -> None:
