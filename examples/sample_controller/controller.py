@@ -7,6 +7,12 @@ garbage-collects it), keeps its replicas equal to the Foo's, and copies the Depl
 ``k8s.io/sample-controller``'s ``controller.go``, with one addition: a Foo whose spec cannot work
 (no deployment name, or a Deployment the API server refuses) gets a Warning Event
 ``ErrInvalidSpec`` and is not retried until it changes, where upstream only logs or retries.
+
+Retries follow ``mcm.runtime.worker``'s contract: :meth:`Controller.sync_handler` asks for a
+retry by raising a :class:`~mcm.runtime.errors.TransientError`, as upstream returns an error: a
+failed API call (every ``RequestError``, a reset connection included) or
+:class:`ResourceExistsError`. The worker logs it with the key and re-adds the key rate-limited;
+it never ends the process, even with ``REALLY_CRASH`` on. Anything else that escapes is a bug.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from mcm.runtime.cache import (
 )
 from mcm.runtime.client import ClusterClient, Object, Resource
 from mcm.runtime.client.errors import Invalid, NotFound
-from mcm.runtime.errors import handle_error
+from mcm.runtime.errors import TransientError, handle_error
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventBroadcaster
 from mcm.runtime.worker import start_workers
 from mcm.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -54,8 +60,8 @@ MAX_RETRIES = sys.maxsize
 """sample-controller retries a failing Foo (with back-off) until it succeeds."""
 
 
-class ResourceExistsError(Exception):
-    """The Foo's Deployment exists but belongs to someone else."""
+class ResourceExistsError(TransientError):
+    """The Foo's Deployment exists but belongs to someone else (retried until it is freed)."""
 
 
 class Controller:
@@ -126,7 +132,11 @@ class Controller:
 
     # -- reconcile -------------------------------------------------------------------------------
     def sync_handler(self, key: str) -> None:
-        """Converge the Foo's Deployment with its spec, then write the Foo's status."""
+        """Converge the Foo's Deployment with its spec, then write the Foo's status.
+
+        Raises a ``TransientError`` (a failed request, :class:`ResourceExistsError`) to be
+        retried with back-off; a spec that retrying cannot fix is reported and not raised.
+        """
         namespace, name = split_meta_namespace_key(key)
         try:
             foo = self.foos.namespaced(namespace).get(name)

@@ -20,8 +20,9 @@ from typing import Any
 
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
-from mcm.runtime.client.errors import ApiError, is_already_exists, is_not_found
+from mcm.runtime.client.errors import RequestError, is_already_exists, is_not_found
 from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.errors import TransientError
 
 __all__ = [
     "TOKEN_NAMESPACE",
@@ -37,7 +38,7 @@ TOKEN_NAMESPACE = "kube-system"
 _TOKEN_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
-class UserDataError(Exception):
+class UserDataError(TransientError):
     """The user data cannot be prepared; the message is safe to show (no secret values)."""
 
 
@@ -92,7 +93,7 @@ def ensure_bootstrap_token(
     name = token_secret_name(machine_name)
     try:
         secret = secrets_client.get(name, namespace=TOKEN_NAMESPACE)
-    except ApiError as err:
+    except RequestError as err:
         if not is_not_found(err):
             raise UserDataError(f"cannot read bootstrap token secret {name}: {err.message}") from None
         secret = _create_token(secrets_client, _new_token_secret(machine_name, expires, extra_groups))
@@ -102,12 +103,12 @@ def ensure_bootstrap_token(
 def _create_token(secrets_client: RESTClient, secret: dict[str, Any]) -> dict[str, Any]:
     try:
         created: dict[str, Any] = secrets_client.create(secret, namespace=TOKEN_NAMESPACE)
-    except ApiError as err:
+    except RequestError as err:
         if not is_already_exists(err):  # a racing pass may have made it: read it back
             raise UserDataError(f"cannot create bootstrap token secret: {err.message}") from None
         try:
             return dict(secrets_client.get(o.name_of(secret), namespace=TOKEN_NAMESPACE))
-        except ApiError as again:
+        except RequestError as again:
             raise UserDataError(f"cannot create bootstrap token secret: {again.message}") from None
     return created
 
@@ -131,10 +132,10 @@ def _replace(text: str, plain: str, encoded: str, value: str) -> str:
     return text
 
 
-def delete_bootstrap_token(secrets_client: RESTClient, machine_name: str) -> ApiError | None:
-    """Delete the machine's token Secret; not found counts as done."""
+def delete_bootstrap_token(secrets_client: RESTClient, machine_name: str) -> RequestError | None:
+    """Delete the machine's token Secret; not found counts as done. Never raises for a failed request."""
     try:
         secrets_client.delete(token_secret_name(machine_name), namespace=TOKEN_NAMESPACE)
-    except ApiError as err:
+    except RequestError as err:
         return None if is_not_found(err) else err
     return None

@@ -11,7 +11,10 @@ Secret (queue ``secret``, key ``ns/name``): the MC finalizer is on a Secret exac
 MachineClass references it by name (``secretRef`` or ``credentialsSecretRef``). Every Secret of
 the namespace is looked at again every 10 minutes.
 
-Finalizer writes GET the live object and update it with the sorted finalizer set.
+Finalizer writes GET the live object, add or remove the one finalizer on *its* list (another
+controller's finalizers, added after the cache was filled, are kept) and PUT it with the live
+``resourceVersion``; a conflict is retried with a fresh GET, a failed request (an error answer
+or none) ends the pass with a ShortRetry, never an exception to the worker.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_of_class
 from mcm.runtime.cache.keys import split_meta_namespace_key
-from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
 
 __all__ = [
@@ -46,25 +50,45 @@ log = structlog.get_logger(__name__)
 ERR_CLASS_IN_USE = c.ERR_CLASS_IN_USE
 SECRET_RESYNC = 600.0
 """Every Secret is reconciled again after 10 minutes (upstream)."""
+FINALIZER_ATTEMPTS = 3
+"""Live GET + PUT rounds a finalizer write may take when it meets conflicts."""
 
 
-class FinalizerUpdateError(Exception):
+class FinalizerUpdateError(TransientError):
     """A finalizer write failed (message safe to log)."""
 
 
-def update_finalizers(client: RESTClient, namespace: str, name: str, finalizers: list[str]) -> None:
-    """GET the live object and PUT it with exactly ``finalizers`` (in the given order)."""
-    try:
-        live = client.get(name, namespace=namespace)
-        if o.finalizers(live) == finalizers:
+def _with_finalizer_change(finalizers: list[str], add: str | None, remove: str | None) -> list[str] | None:
+    """The sorted finalizer set after the change, or ``None`` when nothing changes."""
+    if (add is None or add in finalizers) and (remove is None or remove not in finalizers):
+        return None
+    changed = set(finalizers) - ({remove} if remove else set())
+    return sorted(changed | ({add} if add else set()))
+
+
+def update_finalizers(
+    client: RESTClient, namespace: str, name: str, *, add: str | None = None, remove: str | None = None
+) -> None:
+    """Add ``add`` to / remove ``remove`` from the live object's finalizers (see the module
+    docstring); a missing object is fine. Raises :class:`FinalizerUpdateError`."""
+    last: RequestError | None = None
+    for _ in range(FINALIZER_ATTEMPTS):
+        try:
+            live = client.get(name, namespace=namespace)
+            finalizers = _with_finalizer_change(o.finalizers(live), add, remove)
+            if finalizers is None:
+                return
+            new = o.clone(live)
+            new.setdefault("metadata", {})["finalizers"] = finalizers
+            client.update(new)
             return
-        new = o.clone(live)
-        new.setdefault("metadata", {})["finalizers"] = list(finalizers)
-        client.update(new)
-    except ApiError as err:
-        if is_not_found(err):
-            return
-        raise FinalizerUpdateError(err.message) from None
+        except RequestError as err:
+            if is_not_found(err):
+                return
+            last = err
+            if not is_conflict(err):
+                break
+    raise FinalizerUpdateError(last.message if last else "finalizer update failed")
 
 
 def machines_for_class(deps: Deps, class_name: str) -> list[Mapping[str, Any]]:
@@ -91,7 +115,7 @@ def reconcile_machine_class_key(deps: Deps, key: str) -> Result:
     return Result.after(c.LONG_RETRY)
 
 
-class ClassInUse(Exception):
+class ClassInUse(TransientError):
     """The class is being deleted while machines still reference it."""
 
 
@@ -105,24 +129,14 @@ def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> Non
         raise ClassInUse(ERR_CLASS_IN_USE)
     if machines:
         if not has_finalizer:
-            update_finalizers(
-                deps.writers.classes,
-                deps.namespace,
-                name,
-                sorted({*o.finalizers(machine_class), c.MCM_FINALIZER}),
-            )
+            update_finalizers(deps.writers.classes, deps.namespace, name, add=c.MCM_FINALIZER)
         version = str(o.meta(machine_class).get("resourceVersion") or "")
         if not has_finalizer or deps.seen_class_versions.get(name) != version:
             deps.seen_class_versions[name] = version
             _enqueue_machines(deps, machines)
         return
     if has_finalizer:
-        update_finalizers(
-            deps.writers.classes,
-            deps.namespace,
-            name,
-            sorted(set(o.finalizers(machine_class)) - {c.MCM_FINALIZER}),
-        )
+        update_finalizers(deps.writers.classes, deps.namespace, name, remove=c.MCM_FINALIZER)
 
 
 def _enqueue_machines(deps: Deps, machines: list[Mapping[str, Any]]) -> None:
@@ -166,6 +180,6 @@ def reconcile_secret(deps: Deps, secret: Mapping[str, Any]) -> None:
     current = o.finalizers(secret)
     if _referenced(deps, name):
         if c.MC_FINALIZER not in current:
-            update_finalizers(deps.writers.secrets, deps.namespace, name, sorted({*current, c.MC_FINALIZER}))
+            update_finalizers(deps.writers.secrets, deps.namespace, name, add=c.MC_FINALIZER)
     elif c.MC_FINALIZER in current:
-        update_finalizers(deps.writers.secrets, deps.namespace, name, sorted(set(current) - {c.MC_FINALIZER}))
+        update_finalizers(deps.writers.secrets, deps.namespace, name, remove=c.MC_FINALIZER)

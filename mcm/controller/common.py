@@ -16,6 +16,7 @@ from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
+from mcm.controller.status import Write
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "phase_of",
     "record_normal",
     "record_warning",
+    "record_write_failure",
     "typed_machine",
 ]
 
@@ -57,6 +59,17 @@ def record_warning(deps: Deps, machine: Mapping[str, Any], reason: str, message:
     log.warning("machine_step_failed", machine=machine_key(machine), reason=reason, message=message)
     if deps.recorder is not None:
         deps.recorder.event(_event_object(machine), EVENT_TYPE_WARNING, reason, message)
+
+
+def record_write_failure(
+    deps: Deps, machine: Mapping[str, Any], reason: str, message: str, write: Write
+) -> None:
+    """A failed write's Warning Event; none for a conflict, which is routine: it is logged and
+    the next pass (``CONFLICT_RETRY`` later) writes from fresh data."""
+    if write.conflict:
+        log.debug("write_conflict_retried", machine=machine_key(machine), reason=reason)
+        return
+    record_warning(deps, machine, reason, message)
 
 
 def _spec_duration(machine: Mapping[str, Any], field: str) -> float | None:

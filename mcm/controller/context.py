@@ -7,7 +7,9 @@ listers (informer caches, never mutated) and write through the REST clients.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import Clock
 from mcm.runtime.record import EventRecorder
 
-__all__ = ["CreationTracker", "Deps", "Listers", "Writers"]
+__all__ = ["CREATING", "DELETING", "ORPHAN_CHECK", "CreationTracker", "Deps", "Listers", "Writers"]
 
 
 @dataclass(frozen=True)
@@ -53,53 +55,89 @@ class Writers:
     volume_attachments: RESTClient | None
 
 
-class CreationTracker:
-    """Machines (``ns/name``) currently inside the creation flow (HEAD mutual exclusion).
+CREATING = "creation"
+DELETING = "deletion"
+ORPHAN_CHECK = "orphan check"
 
-    :meth:`hold_off` lets the orphan-VM loop keep creation flows of one machine from starting
-    while it confirms and deletes that machine's orphan VM.
+
+class CreationTracker:
+    """Which flow may touch a Machine (``ns/name``) now: the creation flow, the deletion flow or
+    the orphan-VM check, never two at once (HEAD's "in creation" set, made exclusive both ways).
+
+    Guarantees:
+
+    - One holder per key. :meth:`creating`, :meth:`deleting` and :meth:`hold_off` yield ``True``
+      to the one that gets the key and ``False``, at once, to the others: nobody waits for
+      another flow's driver or API calls (no lock is held across one); a refused flow returns a
+      retry and its key comes back through the queue.
+    - A key is "in creation" (``key in tracker``) while the creation flow holds it and while a
+      ``CreateMachine`` abandoned at its deadline still runs (:meth:`abandoned`): until the
+      driver really returns, no second creation flow, no deletion flow and no orphan check of
+      that Machine can start.
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._keys: set[str] = set()
-        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._holders: dict[str, str] = {}
+        self._abandoned: Counter[str] = Counter()
+
+    def _take(self, key: str, kind: str) -> bool:
+        with self._lock:
+            if key in self._holders or self._abandoned[key] > 0:
+                return False
+            self._holders[key] = kind
+            return True
 
     @contextmanager
-    def creating(self, key: str) -> Iterator[None]:
-        with self._cond:
-            while key in self._held:
-                self._cond.wait()
-            self._keys.add(key)
+    def _holding(self, key: str, kind: str) -> Iterator[bool]:
+        taken = self._take(key, kind)
         try:
-            yield
+            yield taken
         finally:
-            with self._cond:
-                self._keys.discard(key)
-                self._cond.notify_all()
+            if taken:
+                with self._lock:
+                    self._holders.pop(key, None)
 
-    @contextmanager
-    def hold_off(self, key: str) -> Iterator[bool]:
-        """Yield ``True`` and keep creation flows of ``key`` waiting, or ``False`` if one runs."""
-        with self._cond:
-            while key in self._held:
-                self._cond.wait()
-            if key in self._keys:
-                clear = False
-            else:
-                clear = True
-                self._held.add(key)
-        try:
-            yield clear
-        finally:
-            if clear:
-                with self._cond:
-                    self._held.discard(key)
-                    self._cond.notify_all()
+    def creating(self, key: str) -> contextlib.AbstractContextManager[bool]:
+        """Hold ``key`` for the creation flow; ``False`` when another flow has it."""
+        return self._holding(key, CREATING)
+
+    def deleting(self, key: str) -> contextlib.AbstractContextManager[bool]:
+        """Hold ``key`` for one pass of the deletion flow; ``False`` when another flow has it."""
+        return self._holding(key, DELETING)
+
+    def hold_off(self, key: str) -> contextlib.AbstractContextManager[bool]:
+        """Hold ``key`` while the orphan-VM loop confirms and deletes its VM; ``False`` if taken."""
+        return self._holding(key, ORPHAN_CHECK)
+
+    def abandoned(self, key: str) -> Callable[[], None]:
+        """Keep ``key`` in creation until the returned function is called (once is enough): the
+        driver call that was given up at its deadline has really returned."""
+        with self._lock:
+            self._abandoned[key] += 1
+        released = threading.Event()
+
+        def release() -> None:
+            with self._lock:
+                if released.is_set():
+                    return
+                released.set()
+                self._abandoned[key] -= 1
+                if self._abandoned[key] <= 0:
+                    del self._abandoned[key]
+
+        return release
+
+    def holder(self, key: str) -> str | None:
+        """Who holds ``key`` (:data:`CREATING` also for an abandoned create still running)."""
+        with self._lock:
+            if key in self._holders:
+                return self._holders[key]
+            return CREATING if self._abandoned[key] > 0 else None
 
     def __contains__(self, key: object) -> bool:
-        with self._cond:
-            return key in self._keys
+        """``key`` is in creation (see the class docstring)."""
+        return isinstance(key, str) and self.holder(key) == CREATING
 
 
 @dataclass

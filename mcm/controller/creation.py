@@ -17,6 +17,13 @@ Boxes, in order (each a function below):
 
 Every pass that gets through all boxes ends with at most two Machine writes (metadata, status).
 Driver calls are bounded by the per-call deadline; every driver error gets a status and an Event.
+
+No second VM: the flow runs only while it holds its Machine in ``deps.creation`` (never at the
+same time as the deletion flow or the orphan check of that Machine; a refused pass retries after
+ShortRetry) and only if the cache, read after taking the Machine, shows it neither gone nor
+deleting. A ``CreateMachine`` abandoned at ``--driver-call-timeout`` keeps the Machine "in
+creation" until the driver returns. The ``lastKnownState`` a ``CreateMachine`` returns is
+written whatever comes next (failed InitializeMachine, a phase that needs no Pending write).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from mcm.controller.common import (
     phase_of,
     record_normal,
     record_warning,
+    record_write_failure,
     typed_machine,
 )
 from mcm.controller.context import Deps
@@ -62,7 +70,7 @@ from mcm.driver import (
     code_name,
 )
 from mcm.runtime.client.errors import ApiError, is_not_found
-from mcm.runtime.worker import Result
+from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
 
@@ -95,7 +103,13 @@ def trigger_creation_flow(
     deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
 ) -> Result:
     """Run the creation flow for ``machine`` (marked "in creation" for the deletion flow)."""
-    with deps.creation.creating(machine_key(machine)):
+    key = machine_key(machine)
+    with deps.creation.creating(key) as taken:
+        if not taken:
+            log.info("creation_deferred", machine=key, held_by=deps.creation.holder(key))
+            return Result.after(c.SHORT_RETRY)
+        if not still_to_create(deps, machine):
+            return DONE
         prepared = prepare_user_data(deps, machine, secret_data)
         if isinstance(prepared, Result):
             return prepared
@@ -106,6 +120,30 @@ def trigger_creation_flow(
         return _after_vm(deps, machine, inputs, vm)
 
 
+def still_to_create(deps: Deps, machine: Mapping[str, Any]) -> bool:
+    """The cache, read once this flow holds the Machine, shows the same Machine, not deleting.
+
+    A deletion pass only starts once the cache shows the deletionTimestamp, and the cache never
+    goes back, so a creation pass that starts after (or between) deletion passes sees it here,
+    even when it was handed an older copy.
+    """
+    try:
+        cached = deps.listers.machines.get(o.name_of(machine))
+    except ApiError as err:
+        if is_not_found(err):
+            log.info("creation_skipped_machine_gone", machine=machine_key(machine))
+            return False
+        raise
+    if o.meta(cached).get("uid") != o.meta(machine).get("uid"):
+        log.info("creation_skipped_machine_replaced", machine=machine_key(machine))
+        return False
+    if o.deletion_timestamp(cached):
+        log.info("creation_skipped_machine_deleting", machine=machine_key(machine))
+        deps.enqueue_termination(machine_key(machine), 0.0)
+        return False
+    return True
+
+
 def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result:
     if not vm.provider_id or (deps.has_target and not vm.node_name):
         err = MachineError(Code.Internal, "driver returned an empty providerID or node name")
@@ -114,7 +152,7 @@ def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) ->
     if isinstance(written, Result):
         return written
     if vm.uninitialized:
-        failed = initialize_vm(deps, written, inputs)
+        failed = initialize_vm(deps, written, inputs, vm.last_known_state)
         if failed is not None:
             return failed
     return mark_pending(deps, written, vm)
@@ -179,8 +217,13 @@ def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Re
     request = CreateMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
+    key = machine_key(machine)
     try:
-        response = deps.calls.call("create_machine", lambda ctx: deps.driver.create_machine(ctx, request))
+        response = deps.calls.call(
+            "create_machine",
+            lambda ctx: deps.driver.create_machine(ctx, request),
+            on_abandon=lambda: deps.creation.abandoned(key),
+        )
     except MachineError as err:
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
     deps.metrics.create_duration.labels(**machine_metric_labels(machine, inputs.class_dict)).set(
@@ -292,7 +335,7 @@ def write_creation_metadata(deps: Deps, machine: Mapping[str, Any], vm: VM) -> O
     new.setdefault("spec", {})["providerID"] = vm.provider_id
     write = write_object(deps.writers.machines, machine, new)
     if not write.ok:
-        record_warning(deps, machine, "UpdateFailed", f"Machine UPDATE failed: {write.error}")
+        record_write_failure(deps, machine, "UpdateFailed", f"Machine UPDATE failed: {write.error}", write)
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
 
@@ -300,8 +343,11 @@ def write_creation_metadata(deps: Deps, machine: Mapping[str, Any], vm: VM) -> O
 # --- 5. initialize ----------------------------------------------------------------------------
 
 
-def initialize_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> Result | None:
-    """``InitializeMachine``; ``None`` when done or not implemented."""
+def initialize_vm(
+    deps: Deps, machine: Mapping[str, Any], inputs: Inputs, created_state: str = ""
+) -> Result | None:
+    """``InitializeMachine``; ``None`` when done or not implemented. A failure is written with
+    ``created_state`` (what ``CreateMachine`` returned) unless the error brings its own."""
     request = InitializeMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     try:
@@ -309,13 +355,15 @@ def initialize_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> Res
     except MachineError as err:
         if err.code == Code.Unimplemented:
             return None
-        return _initialization_failed(deps, machine, err)
+        return _initialization_failed(deps, machine, err, err.last_known_state or created_state)
     labels = machine_metric_labels(machine, inputs.class_dict)
     deps.metrics.initialize_duration.labels(**labels).set(deps.clock.since(started))
     return None
 
 
-def _initialization_failed(deps: Deps, machine: Mapping[str, Any], err: MachineError) -> Result:
+def _initialization_failed(
+    deps: Deps, machine: Mapping[str, Any], err: MachineError, last_known_state: str
+) -> Result:
     when = now(deps)
     operation = last_operation(
         c.DESC_INITIALIZE_FAILED.format(err=str(err)),
@@ -326,7 +374,12 @@ def _initialization_failed(deps: Deps, machine: Mapping[str, Any], err: MachineE
     )
     phase = create_failure_phase(deps, machine)
     write = machine_status_update(
-        deps.writers.machines, machine, operation, current_status(phase, when), now=when
+        deps.writers.machines,
+        machine,
+        operation,
+        current_status(phase, when),
+        now=when,
+        last_known_state=last_known_state,
     )
     record_warning(deps, machine, "InitializeFailed", str(err))
     _phase_event(deps, machine, phase)
@@ -336,10 +389,26 @@ def _initialization_failed(deps: Deps, machine: Mapping[str, Any], err: MachineE
 # --- 6. pending -------------------------------------------------------------------------------
 
 
-def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
-    """Phase Pending (Available without a target cluster) from the empty phase or CrashLoopBackOff."""
-    if phase_of(machine) not in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
+def keep_last_known_state(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
+    """Write ``vm.last_known_state`` when it is new; the phase and lastOperation stay."""
+    status = o.sub(machine, "status")
+    if not vm.last_known_state or status.get("lastKnownState") == vm.last_known_state:
         return Result.after(c.LONG_RETRY)
+    write = write_status(deps.writers.machines, machine, {**status, "lastKnownState": vm.last_known_state})
+    if not write.ok:
+        message = f"Machine/status UPDATE failed: {write.error}"
+        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
+        return Result.after(write.retry(c.SHORT_RETRY))
+    return Result.after(c.LONG_RETRY)
+
+
+def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
+    """Phase Pending (Available without a target cluster) from the empty phase or CrashLoopBackOff.
+
+    In any other phase only a new ``lastKnownState`` from ``CreateMachine`` is written.
+    """
+    if phase_of(machine) not in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
+        return keep_last_known_state(deps, machine, vm)
     when = now(deps)
     status = o.clone(o.sub(machine, "status"))
     if deps.has_target:
@@ -359,7 +428,8 @@ def mark_pending(deps: Deps, machine: Mapping[str, Any], vm: VM) -> Result:
         status["lastKnownState"] = vm.last_known_state
     write = write_status(deps.writers.machines, machine, status)
     if not write.ok:
-        record_warning(deps, machine, "StatusUpdateFailed", f"Machine/status UPDATE failed: {write.error}")
+        message = f"Machine/status UPDATE failed: {write.error}"
+        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
         return Result.after(write.retry(c.SHORT_RETRY))
     _phase_event(deps, machine, phase)
     return Result.after(c.SHORT_RETRY if deps.has_target else c.LONG_RETRY)

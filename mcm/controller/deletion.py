@@ -21,6 +21,12 @@ marker                                    step
 ========================================  ===============================================
 
 Every failure writes a Failed lastOperation, an Event (Warning) and returns its retry period.
+A failed request (an error answer or no answer at all) is such a failure, never an exception.
+
+A pass runs only while it holds its Machine in ``deps.creation`` for deletion: while the
+creation flow (or a ``CreateMachine`` abandoned at its deadline) or the orphan check has it, the
+pass returns MediumRetry (upstream: ``machine "<name>" is in creation flow. Deletion cannot
+proceed``), so creation and deletion of one Machine never overlap.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from mcm.controller.common import (
     phase_of,
     record_normal,
     record_warning,
+    record_write_failure,
     typed_machine,
 )
 from mcm.controller.context import Deps
@@ -56,7 +63,7 @@ from mcm.controller.status import (
     write_status,
 )
 from mcm.driver import RETRYABLE_CODES, Code, DeleteMachineRequest, GetMachineStatusRequest, MachineError
-from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found
+from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["STEPS", "StepOutcome", "dispatch", "trigger_deletion_flow"]
@@ -108,10 +115,23 @@ def trigger_deletion_flow(
     if c.MCM_FINALIZER not in o.finalizers(machine):
         record_warning(deps, machine, "DeletionBlocked", c.ERR_MISSING_FINALIZERS.format(machine=name))
         return Result.after(c.LONG_RETRY)
-    if machine_key(machine) in deps.creation:
-        log.info("deletion_waits_for_creation", machine=machine_key(machine))
-        return Result.after(c.MEDIUM_RETRY)
-    inputs = DeletionInputs(machine_class, secret_data, machine_class.to_dict())
+    key = machine_key(machine)
+    with deps.creation.deleting(key) as taken:
+        if not taken:
+            log.info(
+                "deletion_waits",
+                machine=key,
+                held_by=deps.creation.holder(key),
+                message=f'machine "{name}" is in creation flow. Deletion cannot proceed',
+            )
+            return Result.after(c.MEDIUM_RETRY)
+        return run_deletion_steps(
+            deps, machine, DeletionInputs(machine_class, secret_data, machine_class.to_dict())
+        )
+
+
+def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: DeletionInputs) -> Result:
+    """Chain steps until one needs to wait (at most :data:`MAX_STEPS_PER_PASS`)."""
     current = dict(machine)
     for _ in range(MAX_STEPS_PER_PASS):
         outcome = dispatch(current)(deps, current, inputs)
@@ -206,7 +226,8 @@ def write_object_status(deps: Deps, machine: Obj, new: Obj) -> Obj | Result:
 
     write = write_status(deps.writers.machines, machine, new["status"])
     if not write.ok:
-        record_warning(deps, machine, "StatusUpdateFailed", f"Machine/status UPDATE failed: {write.error}")
+        message = f"Machine/status UPDATE failed: {write.error}"
+        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
 
@@ -347,12 +368,12 @@ def update_node_termination_condition(deps: Deps, machine: Mapping[str, Any]) ->
     node_name = _node_name(machine)
     if nodes is None or phase_of(machine) in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
         return None
-    last: ApiError | None = None
+    last: RequestError | None = None
     for _ in range(NODE_CONDITION_ATTEMPTS):
         try:
             node = nodes.get(node_name)
             nodes.update_status(_with_termination_condition(deps, machine, node))
-        except ApiError as err:
+        except RequestError as err:
             if is_not_found(err):
                 return None
             last = err
@@ -392,7 +413,11 @@ def _with_termination_condition(deps: Deps, machine: Mapping[str, Any], node: Ma
 
 
 def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
-    """After a forced drain: delete the node's VolumeAttachments, wait until none is left (HEAD)."""
+    """After a forced drain: delete the node's VolumeAttachments, wait until none is left (HEAD).
+
+    One that already has a deletionTimestamp is gone as far as this step is concerned (HEAD
+    counts only the others): its attacher's finalizer must not hold the VM deletion for ever.
+    """
     op_type = o.text(machine, "status", "lastOperation", "type") or c.OPERATION_DELETE
     node_name = _node_name(machine)
     nodes, attachments = deps.listers.nodes, deps.listers.volume_attachments
@@ -404,13 +429,17 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) 
         return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
     if not o.sub(node, "status").get("volumesAttached"):
         return _advance(deps, machine, DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
-    live = [va for va in attachments.list() if o.text(va, "spec", "nodeName") == node_name]
+    live = [
+        va
+        for va in attachments.list()
+        if o.text(va, "spec", "nodeName") == node_name and not o.deletion_timestamp(va)
+    ]
     if not live:
         return _advance(deps, machine, DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
     for va in live:
         try:
             deps.writers.volume_attachments.delete(o.name_of(va))
-        except ApiError as err:
+        except RequestError as err:
             if not is_not_found(err):
                 log.warning(
                     "volume_attachment_delete_failed", machine=machine_key(machine), error=err.message
@@ -463,10 +492,14 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
         description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
         return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     if c.NODE_FINALIZER in o.finalizers(node):
+        finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
+        version = o.meta(node).get("resourceVersion")
         try:
-            finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
-            writer.patch(node_name, {"metadata": {"finalizers": finalizers}})
-        except ApiError as err:
+            writer.patch(node_name, {"metadata": {"finalizers": finalizers, "resourceVersion": version}})
+        except RequestError as err:
+            if is_conflict(err):
+                log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
+                return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
             if not is_not_found(err):
                 description = DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
                 return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
@@ -477,7 +510,7 @@ def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:
     assert deps.writers.nodes is not None
     try:
         deps.writers.nodes.delete(node_name)
-    except ApiError as err:
+    except RequestError as err:
         if is_not_found(err):
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = c.DESC_NODE_DELETE_FAILED.format(node=node_name, err=err.message)
@@ -489,9 +522,8 @@ def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: DeletionInputs) -
     """Drop the MCM finalizer; the API server then removes the Machine."""
     write = write_object(deps.writers.machines, machine, o.without_finalizer(machine, c.MCM_FINALIZER))
     if not write.ok:
-        record_warning(
-            deps, machine, "FinalizerRemovalFailed", f"Machine finalizer REMOVAL failed: {write.error}"
-        )
+        message = f"Machine finalizer REMOVAL failed: {write.error}"
+        record_write_failure(deps, machine, "FinalizerRemovalFailed", message, write)
         return StepOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
     deleting_for = elapsed_since(deps, o.deletion_timestamp(machine))
     if deleting_for is not None:

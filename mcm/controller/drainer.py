@@ -18,12 +18,13 @@ from mcm.driver import Driver
 from mcm.runtime.cache import Lister, ResourceEventHandler
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
+from mcm.runtime.errors import TransientError
 from mcm.runtime.record import EventRecorder
 
 __all__ = ["DrainFailed", "DrainRequest", "DrainWiring", "Drainer", "DrainerFactory"]
 
 
-class DrainFailed(Exception):
+class DrainFailed(TransientError):
     """The drain did not finish; ``str()`` is the reason shown to users."""
 
 

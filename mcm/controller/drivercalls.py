@@ -7,6 +7,10 @@ Guarantees of :meth:`DriverCaller.call`:
   ``deadline`` seconds (waiting for a pool thread counts). A driver that has not answered by
   then is abandoned (its context is cancelled so a cooperative driver stops)
   and the call fails with ``DeadlineExceeded``; the worker is never held longer.
+- An abandoned call still runs until the driver returns. ``on_abandon``, when given, is called
+  at the moment the call is abandoned (never when it returned in time) and returns a function
+  that is called once the driver really returns: the creation flow uses it to keep its Machine
+  "in creation" (no second ``CreateMachine``) until then.
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
   (decisions.md §3): its text is kept but it never reaches the worker as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
@@ -18,7 +22,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import structlog
 
@@ -53,21 +57,33 @@ class DriverCaller:
         self._deadline = deadline
         self._pool = _DaemonPool(max_threads)
 
-    def call(self, method: str, fn: Callable[[CallContext], R]) -> R:
+    def call(
+        self,
+        method: str,
+        fn: Callable[[CallContext], R],
+        *,
+        on_abandon: Callable[[], Callable[[], None]] | None = None,
+    ) -> R:
         """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name."""
         ctx = CallContext.with_timeout(self._deadline, self._clock)
         started = self._clock.monotonic()
         try:
-            result = self._run(ctx, fn)
+            result = self._run(ctx, fn, on_abandon)
         except MachineError as err:
             self._observe(method, started, err)
             raise
         self._observe(method, started, None)
         return result
 
-    def _run(self, ctx: CallContext, fn: Callable[[CallContext], R]) -> R:
+    def _run(
+        self,
+        ctx: CallContext,
+        fn: Callable[[CallContext], R],
+        on_abandon: Callable[[], Callable[[], None]] | None,
+    ) -> R:
         box: dict[str, object] = {}
         done = threading.Event()
+        lock = threading.Lock()  # decides, once, between "returned in time" and "abandoned"
 
         def target() -> None:
             try:
@@ -75,10 +91,14 @@ class DriverCaller:
             except BaseException as exc:
                 box["error"] = exc
             finally:
-                done.set()
+                with lock:
+                    done.set()
+                    late = box.get("late")
+                if late is not None:
+                    cast(Callable[[], None], late)()
 
         self._pool.submit(target)
-        if not self._clock.wait(done, self._deadline):
+        if not self._clock.wait(done, self._deadline) and self._abandon(done, lock, box, on_abandon):
             ctx.cancel()
             raise MachineError(
                 Code.DeadlineExceeded, f"driver call did not return within {self._deadline:g}s"
@@ -91,6 +111,22 @@ class DriverCaller:
         if isinstance(error, BaseException):
             raise error
         return box["result"]  # type: ignore[return-value]
+
+    @staticmethod
+    def _abandon(
+        done: threading.Event,
+        lock: threading.Lock,
+        box: dict[str, object],
+        on_abandon: Callable[[], Callable[[], None]] | None,
+    ) -> bool:
+        """Give the call up unless it returned meanwhile; register what its late return releases."""
+        with lock:
+            if done.is_set():
+                return False
+            if on_abandon is not None:
+                box["late"] = on_abandon()
+        log.warning("driver_call_abandoned")
+        return True
 
     def _observe(self, method: str, started: float, err: MachineError | None) -> None:
         operation = _OPERATIONS.get(method, method)

@@ -5,6 +5,11 @@ for Nodes. Delete handlers accept tombstones (:class:`DeletedFinalStateUnknown`)
 HEAD rules: Machine updates that do not change ``metadata.generation`` (status-only writes) are
 ignored unless the preserve annotation changed; deleting machines go to ``machinetermination``;
 Node events feed the ``node`` queue and, for relevant changes, the machine's queue.
+
+Handlers only enqueue: they read the informer caches and never call an API server or a driver
+(upstream deletes a Machine from its Node handlers; mcm leaves that to the node queue, whose
+worker retries a failed request). A deleted Node is enqueued as
+:func:`~mcm.controller.node.deleted_node_key`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.health import conditions_changed
-from mcm.controller.node import MultipleMachines, is_not_managed, machine_for_node, trigger_machine_deletion
+from mcm.controller.node import MultipleMachines, deleted_node_key, is_not_managed, machine_for_node
 from mcm.driver import Code
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 
@@ -154,8 +159,7 @@ class EventHandlers:
         if machine is None:
             return
         if o.deletion_timestamp(new):
-            if trigger_machine_deletion(self.deps, machine) is not None:
-                self.enqueue("node", o.name_of(new), c.SHORT_RETRY)
+            self.enqueue("node", o.name_of(new), 0.0)
             return
         if c.NODE_FINALIZER not in o.finalizers(new):
             self.enqueue("node", o.name_of(new), 0.0)
@@ -185,12 +189,8 @@ class EventHandlers:
         node = _unwrap(obj)
         if node is None or is_not_managed(node):
             return
-        machine = self._machine_of(node)
-        if machine is None:
-            return
-        failed = trigger_machine_deletion(self.deps, machine)
-        if failed is not None:
-            log.error("machine_delete_for_node_failed", node=o.name_of(node), error=failed.message)
+        if self._machine_of(node) is not None:
+            self.enqueue("node", deleted_node_key(o.name_of(node)), 0.0)
 
 
 def _has_taint(node: Mapping[str, Any], key: str) -> bool:

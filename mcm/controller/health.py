@@ -8,7 +8,9 @@ Unknown from its last phase change) and ``mark_failed_throttled`` (at most
 time, decided under a per-deployment permit).
 
 All changes are collected into one status write. On success the pass continues with the stored
-machine; a timeout not reached yet asks for a requeue when it will be.
+machine; a timeout not reached yet asks for a recheck when it will be (``HealthOutcome.recheck``)
+and the pass goes on (node-template sync): only a failure or a Failed mark ends it
+(``HealthOutcome.result``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from mcm.controller.common import (
     phase_of,
     record_normal,
     record_warning,
+    record_write_failure,
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
@@ -62,10 +65,12 @@ _SKIP_HEALTH_PHASES = (c.PHASE_IN_PLACE_UPDATING, c.PHASE_IN_PLACE_UPDATE_FAILED
 
 @dataclass(frozen=True)
 class HealthOutcome:
-    """The machine after the health pass, or the result that ends the pass."""
+    """The machine after the health pass, or the result that ends the pass; ``recheck``: the
+    pass goes on, but the machine must be looked at again within that many seconds."""
 
     machine: Obj
     result: Result | None = None
+    recheck: float | None = None
 
 
 class FailedMarks:
@@ -82,6 +87,11 @@ class FailedMarks:
     def add(self, group: str, name: str) -> None:
         with self._lock:
             self._marks.setdefault(group, set()).add(name)
+
+    def discard(self, group: str, name: str) -> None:
+        """Drop a mark whose Failed write did not happen."""
+        with self._lock:
+            self._marks.get(group, set()).discard(name)
 
     def pending(self, group: str, cached_phases: Mapping[str, str]) -> set[str]:
         """Marked names whose cached phase is not yet Failed/Terminating (others are dropped)."""
@@ -163,7 +173,8 @@ def reconcile_machine_health(
         return check_timeouts(deps, machine, marks)
     write = write_status(deps.writers.machines, machine, status)
     if not write.ok:
-        record_warning(deps, machine, "StatusUpdateFailed", f"Machine/status UPDATE failed: {write.error}")
+        message = f"Machine/status UPDATE failed: {write.error}"
+        record_write_failure(deps, machine, "StatusUpdateFailed", message, write)
         return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
     _phase_events(deps, machine, status)
     return HealthOutcome(write.obj)
@@ -269,7 +280,7 @@ def check_timeouts(deps: Deps, machine: Obj, marks: FailedMarks) -> HealthOutcom
         return HealthOutcome(machine)
     if elapsed is None or elapsed <= timeout:
         remaining = timeout - (elapsed or 0.0)
-        return HealthOutcome(machine, Result.after(max(0.0, min(TIMEOUT_RECHECK, remaining)) + 0.001))
+        return HealthOutcome(machine, recheck=max(0.0, min(TIMEOUT_RECHECK, remaining)) + 0.001)
     if phase == c.PHASE_PENDING:
         return _creation_timed_out(deps, machine, timeout)
     return mark_failed_throttled(deps, machine, marks, timeout)
@@ -297,7 +308,12 @@ def _creation_timed_out(deps: Deps, machine: Obj, timeout: float) -> HealthOutco
 
 
 def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout: float) -> HealthOutcome:
-    """Mark Failed under the deployment's permit when few enough of its machines are being replaced."""
+    """Mark Failed when few enough machines of its deployment are being replaced.
+
+    The decision is taken under the deployment's permit and reserved as a mark; the permit is
+    given back before the status write (no lock across an API call), and a failed write drops
+    the reservation.
+    """
     name = o.name_of(machine)
     group = o.label(machine, c.LABEL_DEPLOYMENT_NAME) or ""
     deps.permits.register_permits(group, 1)
@@ -305,23 +321,26 @@ def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout:
         log.warning("permit_timeout", machine=machine_key(machine))
         return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
     try:
-        if not can_mark_machine_failed(deps, machine, marks, group):
-            message = f'machine "{name}" couldn\'t be marked FAILED, other machines are getting replaced'
-            log.info("failed_marking_throttled", machine=machine_key(machine), message=message)
-            return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
-        description = c.DESC_HEALTH_TIMEOUT.format(
-            machine=name,
-            duration=o.format_go_duration(timeout),
-            conditions=format_conditions(o.conditions(machine)),
-        )
-        write = write_status(deps.writers.machines, machine, _failed_status(machine, description, deps))
-        if not write.ok:
-            return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
-        marks.add(group, name)
-        record_warning(deps, machine, "MachineFailed", description)
-        return HealthOutcome(write.obj, Result.after(c.SHORT_RETRY))
+        allowed = can_mark_machine_failed(deps, machine, marks, group)
+        if allowed:
+            marks.add(group, name)
     finally:
         deps.permits.release_permit(group)
+    if not allowed:
+        message = f'machine "{name}" couldn\'t be marked FAILED, other machines are getting replaced'
+        log.info("failed_marking_throttled", machine=machine_key(machine), message=message)
+        return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
+    description = c.DESC_HEALTH_TIMEOUT.format(
+        machine=name,
+        duration=o.format_go_duration(timeout),
+        conditions=format_conditions(o.conditions(machine)),
+    )
+    write = write_status(deps.writers.machines, machine, _failed_status(machine, description, deps))
+    if not write.ok:
+        marks.discard(group, name)
+        return HealthOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
+    record_warning(deps, machine, "MachineFailed", description)
+    return HealthOutcome(write.obj, Result.after(c.SHORT_RETRY))
 
 
 def can_mark_machine_failed(deps: Deps, machine: Mapping[str, Any], marks: FailedMarks, group: str) -> bool:

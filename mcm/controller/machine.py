@@ -28,7 +28,7 @@ from mcm.apis.machine.validation import (
     validate_machine,
 )
 from mcm.controller import objects as o
-from mcm.controller.common import machine_key, phase_of, record_warning
+from mcm.controller.common import machine_key, phase_of, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.creation import trigger_creation_flow
 from mcm.controller.deletion import trigger_deletion_flow
@@ -44,6 +44,15 @@ __all__ = ["MachineReconciler"]
 log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
+
+
+def _sooner(result: Result, recheck: float | None) -> Result:
+    """``result``, requeued no later than ``recheck`` seconds when one is asked for."""
+    if recheck is None:
+        return result
+    if result.requeue_after is None:
+        return Result.after(recheck)
+    return Result.after(min(result.requeue_after, recheck))
 
 
 class MachineReconciler:
@@ -108,21 +117,23 @@ class MachineReconciler:
         if isinstance(with_finalizer, Result):
             return with_finalizer
         machine = with_finalizer
+        recheck = None
         if o.label(machine, c.LABEL_NODE) and phase_of(machine):
             health = reconcile_machine_health(
                 self.deps, machine, self.marks, resolution.machine_class.to_dict()
             )
             if health.result is not None:
                 return health.result
-            machine = health.machine
+            machine, recheck = health.machine, health.recheck
             synced = sync_node_templates(self.deps, machine)
             if synced is not None:
-                return synced
+                return _sooner(synced, recheck)
         if self._needs_creation(machine):
-            return trigger_creation_flow(
+            created = trigger_creation_flow(
                 self.deps, machine, resolution.machine_class, resolution.secret_data or {}
             )
-        return Result.after(c.LONG_RETRY)
+            return _sooner(created, recheck)
+        return _sooner(Result.after(c.LONG_RETRY), recheck)
 
     @staticmethod
     def _needs_creation(machine: Mapping[str, Any]) -> bool:
@@ -164,8 +175,7 @@ class MachineReconciler:
             return machine
         write = write_object(self.deps.writers.machines, machine, o.with_finalizer(machine, c.MCM_FINALIZER))
         if not write.ok:
-            record_warning(
-                self.deps, machine, "FinalizerFailed", f"adding the finalizer failed: {write.error}"
-            )
+            message = f"adding the finalizer failed: {write.error}"
+            record_write_failure(self.deps, machine, "FinalizerFailed", message, write)
             return Result.after(write.retry(c.SHORT_RETRY))
         return write.obj

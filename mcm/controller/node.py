@@ -1,10 +1,16 @@
 """The node loop (HEAD, safety-class-secret-node-drain.md §4.7): node finalizer and Node → Machine.
 
 - ``reconcile_node_key`` (queue ``node``): a Node of a non-deleting machine gets the node
-  finalizer (merge patch of the sorted set); a deleting Node triggers deletion of its Machine.
+  finalizer (merge patch of the sorted set, carrying the cached ``resourceVersion`` so a stale
+  copy is refused instead of dropping another writer's finalizer); a deleting Node triggers
+  deletion of its Machine. The key :func:`deleted_node_key` (``deleted/<name>``; a Node name
+  never holds a ``/``) says the informer saw the Node deleted: its Machine is deleted unless a
+  Node of that name is back in the cache.
 - ``machine_for_node``: the one cached Machine whose ``node`` label names the Node.
 - ``trigger_machine_deletion``: DELETE the Machine unless it is already deleting.
 
+All API calls happen here, in the node queue's workers; the informer handlers only enqueue.
+A failed request is retried after ShortRetry (a conflict after ConflictRetry), never raised.
 Nodes carrying the not-managed-by-mcm annotation are ignored everywhere.
 """
 
@@ -19,11 +25,14 @@ from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_by_node
-from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
+from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result
 
 __all__ = [
+    "DELETED_NODE_PREFIX",
     "MultipleMachines",
+    "deleted_node_key",
     "is_not_managed",
     "machine_for_node",
     "reconcile_node_key",
@@ -33,8 +42,17 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 
-class MultipleMachines(Exception):
+DELETED_NODE_PREFIX = "deleted/"
+"""Node queue keys of Nodes the informer saw deleted."""
+
+
+class MultipleMachines(TransientError):
     """More than one machine claims the node."""
+
+
+def deleted_node_key(node_name: str) -> str:
+    """The node queue key that asks for the deletion of the Machine of a deleted Node."""
+    return DELETED_NODE_PREFIX + node_name
 
 
 def is_not_managed(node: Mapping[str, Any]) -> bool:
@@ -49,13 +67,13 @@ def machine_for_node(deps: Deps, node_name: str) -> Mapping[str, Any] | None:
     return matches[0] if matches else None
 
 
-def trigger_machine_deletion(deps: Deps, machine: Mapping[str, Any]) -> ApiError | None:
-    """DELETE ``machine`` unless it is deleting already; the API error, if any."""
+def trigger_machine_deletion(deps: Deps, machine: Mapping[str, Any]) -> RequestError | None:
+    """DELETE ``machine`` unless it is deleting already; the failed request's error, if any."""
     if o.deletion_timestamp(machine):
         return None
     try:
         deps.writers.machines.delete(o.name_of(machine), namespace=o.namespace_of(machine) or deps.namespace)
-    except ApiError as err:
+    except RequestError as err:
         return None if is_not_found(err) else err
     log.info("machine_deleted_for_node", machine=o.name_of(machine))
     return None
@@ -65,6 +83,8 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
     nodes, writer = deps.listers.nodes, deps.writers.nodes
     if nodes is None or writer is None:
         return DONE
+    if key.startswith(DELETED_NODE_PREFIX):
+        return reconcile_deleted_node(deps, key[len(DELETED_NODE_PREFIX) :])
     try:
         node = nodes.get(key)
     except ApiError as err:
@@ -81,15 +101,58 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
     if machine is None:
         return DONE
     if o.deletion_timestamp(node):
-        failed = trigger_machine_deletion(deps, machine)
-        return Result.after(c.SHORT_RETRY) if failed is not None else DONE
+        return _delete_machine_of_node(deps, key, machine)
     if o.deletion_timestamp(machine) or c.NODE_FINALIZER in o.finalizers(node):
         return DONE
+    return add_node_finalizer(deps, node)
+
+
+def add_node_finalizer(deps: Deps, node: Mapping[str, Any]) -> Result:
+    """Merge-patch the node finalizer into the cached Node's finalizers, with its resourceVersion."""
+    assert deps.writers.nodes is not None
+    name = o.name_of(node)
+    metadata = {
+        "finalizers": sorted({*o.finalizers(node), c.NODE_FINALIZER}),
+        "resourceVersion": o.meta(node).get("resourceVersion"),
+    }
     try:
-        writer.patch(key, {"metadata": {"finalizers": sorted({*o.finalizers(node), c.NODE_FINALIZER})}})
-    except ApiError as err:
+        deps.writers.nodes.patch(name, {"metadata": metadata})
+    except RequestError as err:
         if is_not_found(err):
             return DONE
-        log.warning("node_finalizer_failed", node=key, error=err.message)
+        if is_conflict(err):
+            log.debug("node_finalizer_conflict", node=name)
+            return Result.after(c.CONFLICT_RETRY)
+        log.warning("node_finalizer_failed", node=name, error=err.message)
         return Result.after(c.SHORT_RETRY)
     return DONE
+
+
+def reconcile_deleted_node(deps: Deps, node_name: str) -> Result:
+    """The informer saw the Node deleted: delete its Machine, unless the Node is back."""
+    assert deps.listers.nodes is not None
+    try:
+        node = deps.listers.nodes.get(node_name)
+    except ApiError as err:
+        if not is_not_found(err):
+            raise
+    else:
+        if not o.deletion_timestamp(node):
+            log.info("deleted_node_is_back", node=node_name)
+            return DONE
+    try:
+        machine = machine_for_node(deps, node_name)
+    except MultipleMachines as err:
+        log.error("node_machine_lookup_failed", node=node_name, error=str(err))
+        return Result.after(c.SHORT_RETRY)
+    if machine is None:
+        return DONE
+    return _delete_machine_of_node(deps, node_name, machine)
+
+
+def _delete_machine_of_node(deps: Deps, node_name: str, machine: Mapping[str, Any]) -> Result:
+    failed = trigger_machine_deletion(deps, machine)
+    if failed is None:
+        return DONE
+    log.warning("machine_delete_for_node_failed", node=node_name, error=failed.message)
+    return Result.after(c.SHORT_RETRY)

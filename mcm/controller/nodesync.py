@@ -17,7 +17,7 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
-from mcm.controller.common import machine_key, record_warning
+from mcm.controller.common import machine_key, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.status import write_object
 from mcm.runtime.client.errors import ApiError, is_not_found
@@ -154,6 +154,6 @@ def sync_node_templates(deps: Deps, machine: Mapping[str, Any]) -> Result | None
         return Result.after(c.SHORT_RETRY)
     write = write_object(writer, node, new)
     if not write.ok:
-        record_warning(deps, machine, "NodeSyncFailed", f"Node UPDATE failed: {write.error}")
+        record_write_failure(deps, machine, "NodeSyncFailed", f"Node UPDATE failed: {write.error}", write)
         return Result.after(write.retry(c.SHORT_RETRY))
     return None

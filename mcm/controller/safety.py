@@ -357,7 +357,9 @@ class OrphanCollector:
         writer = self.deps.writers.nodes
         assert writer is not None
         try:
-            body = {"metadata": {"finalizers": remaining}}
+            body = {
+                "metadata": {"finalizers": remaining, "resourceVersion": o.meta(node).get("resourceVersion")}
+            }
             patched: Mapping[str, Any] = writer.patch(o.name_of(node), body)
         except _REQUEST_ERRORS as err:
             log.error("unmanaged_node_finalizer_removal_failed", node=o.name_of(node), error=str(err))

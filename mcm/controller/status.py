@@ -5,7 +5,11 @@ Guarantees:
 - :func:`write_status` / :func:`write_object` never write when the result would equal what the
   cache holds; they return a :class:`Write` saying whether the API accepted the change, hit a
   409 (the caller returns ``CONFLICT_RETRY``, ~200 ms, and the next pass reads fresh data) or
-  failed otherwise. They never raise for API errors.
+  failed otherwise (an error answer or no answer at all). They never raise for a failed request.
+- A write always carries the ``resourceVersion`` of the object it was computed from, so a
+  change computed on a stale copy is refused (409) rather than written over someone else's.
+- A conflict is routine: it is logged at debug level, and the callers record no Event for it
+  (``mcm.controller.common.record_write_failure``); any other failure is a Warning Event.
 - :func:`machine_status_update` is upstream's ``machineStatusUpdate``: it sets lastOperation,
   currentStatus and lastKnownState on a copy and skips the write when the new status is
   *similar* to the old one (:func:`is_machine_status_similar`). ``lastKnownState`` is always
@@ -23,7 +27,7 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
-from mcm.runtime.client.errors import ApiError, is_conflict
+from mcm.runtime.client.errors import RequestError, is_conflict
 from mcm.runtime.client.rest import RESTClient
 
 __all__ = [
@@ -51,7 +55,7 @@ class Write:
 
     obj: dict[str, Any]
     written: bool = False
-    error: ApiError | None = None
+    error: RequestError | None = None
 
     @property
     def ok(self) -> bool:
@@ -71,8 +75,9 @@ class Write:
 def _put(client: RESTClient, new: dict[str, Any], *, status: bool) -> Write:
     try:
         stored = client.update_status(new) if status else client.update(new)
-    except ApiError as err:
-        log.warning("write_failed", kind=new.get("kind"), name=o.name_of(new), error=str(err))
+    except RequestError as err:
+        level = log.debug if is_conflict(err) else log.warning
+        level("write_failed", kind=new.get("kind"), name=o.name_of(new), error=str(err))
         return Write(new, error=err)
     return Write(stored, written=True)
 

@@ -20,6 +20,7 @@ from mcm.drain.volumes import VolumeAttachmentHub
 from mcm.driver import Driver
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
+from mcm.runtime.errors import TransientError
 from mcm.runtime.record import EventRecorder
 
 __all__ = ["DrainError", "DrainRequestLike", "NodeDrainer"]
@@ -44,7 +45,7 @@ class DrainRequestLike(Protocol):
     def machine(self) -> Mapping[str, Any]: ...
 
 
-class DrainError(Exception):
+class DrainError(TransientError):
     """The drain did not succeed; ``result`` has the details."""
 
     def __init__(self, result: DrainResult) -> None:

@@ -27,12 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcm.driver.codes import Code, code_name
+from mcm.runtime.errors import TransientError
 
 __all__ = ["MachineError", "Status", "status_from_error"]
 
 
-class MachineError(Exception):
-    """A driver failure with a machine code.
+class MachineError(TransientError):
+    """A driver failure with a machine code (a :class:`~mcm.runtime.errors.TransientError`: a
+    worker that sees one escape retries with back-off, it never crashes).
 
     ``code`` must be in the table (0-17; ``ValueError`` otherwise). ``Code.OK`` is accepted, as
     upstream does, though a driver has no reason to raise it.

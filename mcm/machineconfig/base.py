@@ -1,24 +1,22 @@
 """The sample-controller loop every sub-controller shares: a named queue, workers, retries.
 
 A sub-controller implements ``sync(name) -> Result | None`` and enqueues names from its informer
-handlers (handlers only enqueue). :meth:`SubController.reconcile` turns a failed API call into a
-rate-limited retry (:data:`~mcm.runtime.worker.RETRY`), logged but never raised: a retried
-conflict at info level, any other failure as a warning.
+handlers (handlers only enqueue). A failed API call raises a
+:class:`~mcm.runtime.errors.TransientError` (every ``ApiError`` and ``ConnectionFailed`` is one):
+the worker logs it once and re-adds the key rate-limited; it is never a crash.
 """
 
 from __future__ import annotations
 
 import threading
 
-import structlog
-
 from mcm.machineconfig.context import Context
-from mcm.runtime.client.errors import ApiError, Conflict, ConnectionFailed
-from mcm.runtime.worker import DEFAULT_MAX_RETRIES, DONE, RETRY, Result, start_workers
+from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Result, start_workers
 
-__all__ = ["SubController"]
+__all__ = ["CONFLICT_RETRY", "SubController"]
 
-log = structlog.get_logger(__name__)
+CONFLICT_RETRY = 0.2
+"""Seconds before a pass that lost a write race looks again (with fresh data)."""
 
 
 class SubController:
@@ -42,17 +40,7 @@ class SubController:
     def sync(self, key: str) -> Result | None:
         raise NotImplementedError
 
-    def reconcile(self, key: str) -> Result:
-        """:meth:`sync` with failed API calls turned into rate-limited retries."""
-        try:
-            return self.sync(key) or DONE
-        except Conflict as err:
-            log.info("sync_conflict_retrying", controller=self.name, key=key, error=err.message)
-        except (ApiError, ConnectionFailed) as err:
-            log.warning("sync_failed_retrying", controller=self.name, key=key, error=str(err))
-        return RETRY
-
     def start(self, workers: int, stop: threading.Event) -> list[threading.Thread]:
         return start_workers(
-            self.queue, self.name, workers, self.reconcile, DEFAULT_MAX_RETRIES, stop, clock=self.ctx.clock
+            self.queue, self.name, workers, self.sync, DEFAULT_MAX_RETRIES, stop, clock=self.ctx.clock
         )

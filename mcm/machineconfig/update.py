@@ -38,7 +38,7 @@ from typing import Any
 import structlog
 
 from mcm.machineconfig import api
-from mcm.machineconfig.base import SubController
+from mcm.machineconfig.base import CONFLICT_RETRY, SubController
 from mcm.machineconfig.conditions import condition
 from mcm.machineconfig.context import Context, object_of
 from mcm.machineconfig.nodes import (
@@ -57,7 +57,7 @@ from mcm.runtime.client import Object
 from mcm.runtime.client.errors import ApiError, Conflict, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import NODES
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
-from mcm.runtime.worker import RETRY, Result
+from mcm.runtime.worker import Result
 from mcm.runtime.workqueue import parallelize_until
 
 __all__ = ["UpdateController"]
@@ -180,7 +180,7 @@ class UpdateController(SubController):
         self._note_degraded_nodes(pool, nodes, phases)
         status_due = self._write_status(pool, counts, target, problem)
         if retry:
-            return RETRY
+            return Result.after(CONFLICT_RETRY)
         return None if status_due is None else Result.after(status_due)
 
     def _pool_nodes(self, pool: Object) -> list[Object]:

@@ -22,6 +22,15 @@ a library (tests, the driver conformance kit, embedding processes), where one bu
 not kill the host. The ``machine-controller`` command turns the Go behaviour on at start-up with
 ``configure_crash(really_crash=True)``. Tests toggle the module attributes directly (e.g. with
 ``monkeypatch.setattr(errors, "REALLY_CRASH", True)``); they are read on every call.
+
+Errors and bugs: :class:`TransientError` is the base class of every failure that comes from
+outside this process's code: an API server's error answer and a broken or refused connection
+(``mcm.runtime.client.errors.RequestError``: the transport wraps every network exception into
+one), a driver's error (``mcm.driver.MachineError``), a wait that timed out. Such a failure is
+an *error*, the Python form of a Go ``error`` return: retrying later may succeed, and it never
+ends the process. Any other exception escaping a reconcile or a handler is a *bug*, the form of
+a Go panic: with ``REALLY_CRASH`` on it ends the process. :mod:`mcm.runtime.worker` applies the
+distinction.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ __all__ = [
     "ON_FATAL",
     "PANIC_HANDLERS",
     "REALLY_CRASH",
+    "TransientError",
     "configure_crash",
     "handle_crash",
     "handle_error",
@@ -49,6 +59,16 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
+
+
+class TransientError(Exception):
+    """A failure outside this process's code; retried with back-off, never a crash.
+
+    Base of ``RequestError`` (``ApiError``, ``ConnectionFailed``) and ``MachineError``.
+    A reconciler raises one (or lets one escape) to ask its worker for a rate-limited retry;
+    a library raises its own subclass for failures the caller cannot prevent.
+    """
+
 
 ErrorHandler = Callable[[BaseException, Mapping[str, object]], None]
 """Called with the error and the keyword context given to :func:`handle_error`."""

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.errors import handle_crash
+from mcm.runtime.errors import TransientError, handle_crash
 
 __all__ = [
     "Backoff",
@@ -55,7 +55,7 @@ ConditionFunc = Callable[[], bool]
 MAX_INT32 = 2**31 - 1
 
 
-class WaitTimeoutError(Exception):
+class WaitTimeoutError(TransientError):
     """The condition was not met in time (or the stop event fired)."""
 
     def __init__(self, message: str = "timed out waiting for the condition") -> None:

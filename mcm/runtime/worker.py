@@ -4,25 +4,45 @@ The loop of sample-controller and MCM's ``pkg/util/worker`` (seeds 000/002). Gua
 
 - :func:`process_next_work_item` handles exactly one item and returns ``False`` only when the
   queue has shut down and is empty; it calls ``done`` for every item it took, whatever happens.
-- A reconcile returns a :class:`Result` (``None`` counts as :data:`DONE`), as controller-runtime's
-  ``reconcile.Result``: it returns normally → ``forget`` (when ``forget_after_success``), so the
-  item's back-off starts over; then, if ``result.requeue_after`` is set, ``add_after(item,
-  requeue_after)`` (a delay ≤ 0 adds at once; a pending delayed add keeps the earliest time).
-  Every loop's retry periods are therefore visible in what its reconciler returns.
-- ``Result(requeue=True)`` (:data:`RETRY`; controller-runtime's ``Requeue: true``) is the
-  sample-controller's "return err": the item is *not* forgotten and is re-added rate-limited,
-  so its back-off grows with every retry until a later pass succeeds. It is how a reconciler
-  asks for a retry after a failed API call without raising (raising is a bug, see below).
-- A reconcile that raises an ``Exception`` is a bug, not a retry signal. With
-  :data:`mcm.runtime.errors.REALLY_CRASH` on, it is logged with its stack by the panic handlers
-  and :data:`~mcm.runtime.errors.ON_FATAL` ends the process (client-go ``TestPanicPropagated``);
-  the exception is then re-raised. Off (the library default), it is reported through
-  :func:`~mcm.runtime.errors.handle_error` with its traceback; re-added rate-limited while
-  ``num_requeues`` is below ``max_retries``, otherwise forgotten (dropped until something adds
-  it again).
 - A key that is not a ``str`` is forgotten and reported, never reconciled.
 - A reconcile exception never ends the worker thread; :func:`start_workers` also restarts the
   loop after 1 s if anything else escapes it (``wait.until`` with ``handle_crash``).
+
+What a reconcile's outcome means (controller-runtime's ``reconcile`` contract, on one screen):
+
+========================================  =======================================================
+the reconcile ...                         the worker ...
+========================================  =======================================================
+returns ``DONE`` / ``None``               ``forget`` (back-off starts over); nothing more until an
+                                          event adds the key again
+returns ``Result.after(d)``               ``forget``, then ``add_after(key, d)`` (``d <= 0``: at
+                                          once; a pending delayed add keeps the earliest time)
+raises a ``TransientError`` (an *error*)  logs it once (``handle_error`` with ``key``, ``worker``,
+                                          ``requeues``, ``outcome="requeued"``, no stack) and
+                                          ``add_rate_limited(key)``: per-item exponential back-off,
+                                          capped by the queue's rate limiter (client-go's default:
+                                          5 ms doubling to 1000 s). Never a crash, never dropped.
+raises any other ``Exception`` (a *bug*)  with ``REALLY_CRASH`` on: the panic handlers log it with
+                                          its stack and ``ON_FATAL`` ends the process, as a Go
+                                          panic would (client-go ``TestPanicPropagated``); the
+                                          exception is then re-raised. Off (the library default):
+                                          reported with its stack and re-added rate-limited while
+                                          ``num_requeues < max_retries``, then forgotten (dropped)
+========================================  =======================================================
+
+How the two are told apart: by type. :class:`~mcm.runtime.errors.TransientError` is the base of
+every failure that comes from outside the process's code. The REST transport wraps every network
+exception (reset, refused, timed out, TLS, protocol) into ``ConnectionFailed``; it and every
+error answer (``ApiError``) are ``RequestError``, a ``TransientError``; driver errors
+(``MachineError``) are too. A reconciler that wants a retry for its own reason raises its own
+``TransientError`` subclass or, better, returns ``Result.after``. Anything else that escapes is
+a programming error. Unlike MCM's worker, which drops any key after 15 failed passes, an error
+is retried for as long as it lasts: a key dropped during a 3-minute API outage would otherwise
+wait for the next resync (hours) before its object is looked at again.
+
+Two rules go with it, for everything built on this loop: informer event handlers only enqueue
+(they read caches, never call an API server or a driver), and no lock is held across an API or
+a driver call (a per-object marker that others test without waiting is used instead).
 
 Stopping: set ``stop`` **and** shut the queue down. Workers blocked in ``get`` return only when
 the queue shuts down; they then poll ``stop`` once a second until it is set.
@@ -39,14 +59,13 @@ from typing import TypeVar, cast
 
 from mcm.runtime import errors
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.errors import handle_error
+from mcm.runtime.errors import TransientError, handle_error
 from mcm.runtime.wait import until
 from mcm.runtime.workqueue.rate_limiting_queue import RateLimitingQueue
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DONE",
-    "RETRY",
     "WORKER_RESTART_PERIOD",
     "Reconciler",
     "Result",
@@ -64,12 +83,11 @@ class Result:
 
     ``requeue_after=None``: done, nothing more unless an event adds the key again.
     ``requeue_after=d``: the key is forgotten (back-off reset) and added again after ``d``
-    seconds. ``requeue=True`` (without ``requeue_after``): the key keeps its back-off and is
-    added rate-limited. A reconciler that wants a retry returns one; it does not raise.
+    seconds. A reconciler that knows when to look again returns one; one that failed raises a
+    :class:`~mcm.runtime.errors.TransientError` (rate-limited back-off).
     """
 
     requeue_after: float | None = None
-    requeue: bool = False
 
     @classmethod
     def after(cls, seconds: float) -> Result:
@@ -80,18 +98,16 @@ class Result:
 DONE = Result()
 """Nothing more to do for this key."""
 
-RETRY = Result(requeue=True)
-"""Try again after this key's rate-limited back-off (a failed API call, a write conflict)."""
-
 Reconciler = Callable[[str], "Result | None"]
 """Reconciles one key (``"namespace/name"``) and says when to look again; ``None`` = :data:`DONE`.
 
-Raising is a bug (see the module docstring), reported and retried rate-limited unless
-``REALLY_CRASH`` is on.
+Raising a :class:`~mcm.runtime.errors.TransientError` is an error (retried with back-off);
+raising anything else is a bug (see the module docstring).
 """
 
 DEFAULT_MAX_RETRIES = 15
-"""MCM's limit of rate-limited retries per key."""
+"""MCM's limit of rate-limited retries per key; mcm applies it to bugs (with ``REALLY_CRASH``
+off) only: errors are retried until they stop."""
 
 WORKER_RESTART_PERIOD = 1.0
 """Seconds before a worker loop that returned is started again (``wait.Until(worker, 1s)``)."""
@@ -140,14 +156,14 @@ def _reconcile(
     """Run ``reconcile`` for ``item`` (a ``str``) and apply the retry policy."""
     try:
         result = reconcile(str(item))
+    except TransientError as err:
+        _retry(queue, item, err, name)
+        return
     except Exception as err:
         if errors.REALLY_CRASH:
             _crash(err)
             raise
         _retry_or_drop(queue, item, err, max_retries, name)
-        return
-    if result is not None and result.requeue and result.requeue_after is None:
-        queue.add_rate_limited(item)
         return
     if forget_after_success:
         queue.forget(item)
@@ -161,6 +177,13 @@ def _crash(err: Exception) -> None:
         with contextlib.suppress(Exception):  # reporting must not stop the crash
             handler(err)
     errors.ON_FATAL(err)
+
+
+def _retry(queue: RateLimitingQueue[T], item: T, err: TransientError, name: str) -> None:
+    """An error: log it once with the key and re-add the key rate-limited."""
+    requeues = queue.num_requeues(item)
+    queue.add_rate_limited(item)
+    handle_error(err, worker=name, key=item, requeues=requeues, outcome="requeued")
 
 
 def _retry_or_drop(queue: RateLimitingQueue[T], item: T, err: Exception, max_retries: int, name: str) -> None:

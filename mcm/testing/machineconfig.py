@@ -16,7 +16,8 @@ Each step is an Event on the node (``Drain``, ``Reboot``, ``ConfigApplied``, War
 
 A ``desiredConfig`` that changes mid-way restarts the apply for the new config. Every write is a
 patch of only the fields the daemon owns (annotations; the Ready condition keyed by type), so it
-never drops what the controller or a kubelet wrote. API errors are retried with back-off.
+never drops what the controller or a kubelet wrote. API errors and failed drains are retried
+with back-off.
 
 :func:`node_manifest` and :func:`create_nodes` make Ready Nodes with labels;
 :func:`controller_config` is a valid ControllerConfig for the templates.
@@ -38,7 +39,7 @@ from mcm.machineconfig import api
 from mcm.machineconfig.ignition import config_files
 from mcm.runtime.cache import MutationCache, ResourceEventHandlerFuncs, SharedInformerFactory
 from mcm.runtime.client import ClusterClient, Object
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
+from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -48,17 +49,29 @@ from mcm.runtime.client.resources import (
     VOLUME_ATTACHMENTS,
 )
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.errors import TransientError
 from mcm.runtime.labels import Selector, everything
 from mcm.runtime.record import EventBroadcaster, EventRecorder
-from mcm.runtime.worker import DONE, RETRY, Result, start_workers
+from mcm.runtime.worker import DONE, Result, start_workers
 from mcm.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
-__all__ = ["DaemonFleet", "DaemonOptions", "controller_config", "create_nodes", "node_manifest"]
+__all__ = [
+    "DaemonFleet",
+    "DaemonOptions",
+    "DrainFailed",
+    "controller_config",
+    "create_nodes",
+    "node_manifest",
+]
 
 log = structlog.get_logger(__name__)
 
 ROOT_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCnNpbXVsYXRlZAotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg=="
 """Base64 of a placeholder PEM block (the simulated machines never use it)."""
+
+
+class DrainFailed(TransientError):
+    """The node could not be drained; the daemon tries again with back-off."""
 
 
 @dataclass(frozen=True)
@@ -237,11 +250,7 @@ class DaemonFleet:
             with self._lock:
                 self.progress.pop(name, None)
             return None
-        try:
-            return self._step(node)
-        except (ApiError, ConnectionFailed) as err:
-            log.info("daemon_retry", node=name, error=str(err))
-            return RETRY
+        return self._step(node)  # a failed API call raises a TransientError: retried with back-off
 
     def _step(self, node: Object) -> Result | None:
         name = api.name_of(node)
@@ -278,8 +287,7 @@ class DaemonFleet:
             stop=self.stop_event,
         )
         if not result.ok:
-            log.info("daemon_drain_failed", node=name, error=result.error)
-            return RETRY
+            raise DrainFailed(f"drain of node {name} failed: {result.error}")
         self._event(working, "Normal", "Drain", f"Drained node to apply {desired}")
         with self._lock:
             self.degraded.pop(name, None)

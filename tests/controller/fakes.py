@@ -1,8 +1,9 @@
 """In-memory API for table tests: one store per resource serving as both REST client and lister.
 
-Writes bump ``resourceVersion`` and check it (409 on a stale one); ``fail`` makes the next
-writes of a verb raise a given error; every write is recorded. Deletion of an object with
-finalizers sets ``deletionTimestamp``, as the API server does.
+Writes bump ``resourceVersion`` and check it (409 on a stale one; a merge patch is checked only
+when it carries one, as the API server does); ``fail`` makes the next calls of a verb raise a
+given error (an ``ApiError`` or a ``ConnectionFailed``); every write and patch body is recorded.
+Deletion of an object with finalizers sets ``deletionTimestamp``, as the API server does.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class FakeResource:
     namespaced: bool = True
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     writes: list[tuple[str, str]] = field(default_factory=list)
-    failures: dict[str, list[ApiError]] = field(default_factory=dict)
+    failures: dict[str, list[Exception]] = field(default_factory=dict)
+    patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     version: int = 0
 
     # setup
@@ -55,7 +57,7 @@ class FakeResource:
         self.objects[stored["metadata"]["name"]] = stored
         return copy.deepcopy(stored)
 
-    def fail(self, verb: str, error: ApiError, times: int = 1000) -> None:
+    def fail(self, verb: str, error: Exception, times: int = 1000) -> None:
         self.failures[verb] = [error] * times
 
     def _check(self, verb: str, name: str) -> None:
@@ -107,8 +109,13 @@ class FakeResource:
 
     def patch(self, name: str, body: Mapping[str, Any], **_: Any) -> dict[str, Any]:
         self._check("patch", name)
+        self.patches.append((name, copy.deepcopy(dict(body))))
         current = self.get(name)
-        current["metadata"].update(body.get("metadata", {}))
+        metadata = dict(body.get("metadata", {}))
+        version = metadata.pop("resourceVersion", None)
+        if version is not None and version != current["metadata"]["resourceVersion"]:
+            raise Conflict({"message": f"the object {name} has been modified", "code": 409})
+        current["metadata"].update(metadata)
         return self.put(current)
 
     def delete(self, name: str, **_: Any) -> dict[str, Any]:

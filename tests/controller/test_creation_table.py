@@ -270,3 +270,75 @@ def test_invalid_spec_and_missing_class_never_crash() -> None:
     world.machines.put(other_kind)
     assert reconciler.reconcile_machine_key("test-ns/machine-0") == Result.after(c.LONG_RETRY)
     assert world.driver.calls == []
+
+
+# --- issue 23 "tests that notice" --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", [Code.NotFound, Code.Unimplemented])
+def test_a_machine_with_a_provider_id_is_never_given_a_second_vm(code: Code) -> None:
+    """GetMachineStatus answers NotFound/Unimplemented for a machine that has a providerID: the
+    VM it names is kept (no CreateMachine); upstream's ``and not providerID`` branch."""
+    clock = make_world().clock
+    world, machine = setup(mk_machine(clock, provider_id="fakeID-0", node="fakeNode-0"))
+    world.driver.always("get_machine_status", MachineError(code, "not there"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert world.driver.calls_to("create_machine") == []
+    after = stored(world)
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert phase(after) == c.PHASE_PENDING
+
+
+@pytest.mark.parametrize(
+    ("created_ago", "expected"), [(0.0, c.PHASE_CRASH_LOOP_BACK_OFF), (3600.0, c.PHASE_FAILED)]
+)
+def test_a_failed_initialize_machine_is_a_failed_create_operation(created_ago: float, expected: str) -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock, created_ago=created_ago))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    world.driver.script("initialize_machine", MachineError(Code.Unavailable, "still booting"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    after = stored(world)
+    assert after["spec"]["providerID"] == "fakeID-0"  # the VM is recorded before InitializeMachine
+    assert phase(after) == expected
+    last = after["status"]["lastOperation"]
+    assert last["state"] == c.STATE_FAILED and last["type"] == c.OPERATION_CREATE
+    assert last["errorCode"] == "Unavailable"
+    assert last["description"] == c.DESC_INITIALIZE_FAILED.format(
+        err="machine codes error: code = [Unavailable] message = [still booting]"
+    )
+
+
+def test_a_driver_answer_without_provider_id_is_a_failed_create() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script("create_machine", CreateMachineResponse("", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.MEDIUM_RETRY)
+    after = stored(world)
+    assert "providerID" not in after["spec"]
+    assert phase(after) == c.PHASE_CRASH_LOOP_BACK_OFF
+    assert after["status"]["lastOperation"]["errorCode"] == "Internal"
+
+
+def test_a_conflict_on_the_failed_create_status_write_is_retried_soon() -> None:
+    from mcm.runtime.client.errors import Conflict
+
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script("create_machine", MachineError(Code.Internal, "quota"))
+    world.machines.fail("update_status", Conflict({"message": "modified", "code": 409}), 1)
+    assert create(world, machine) == Result.after(c.CONFLICT_RETRY)
+
+
+def test_without_a_target_cluster_a_vm_with_any_node_name_becomes_available() -> None:
+    import dataclasses
+
+    world = make_world()
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=None)
+    world.deps.writers = dataclasses.replace(world.deps.writers, nodes=None, target_secrets=None)
+    world.classes.put(mk_class("machine-0"))
+    world.machines.put(mk_machine(world.clock))
+    machine = world.machines.get("machine-0")
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "some-other-node"))
+    assert create(world, machine) == Result.after(c.LONG_RETRY)
+    assert phase(stored(world)) == c.PHASE_AVAILABLE

@@ -10,13 +10,14 @@ import pytest
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
+from mcm.controller import ControllerOptions
 from mcm.controller.deletion import DeletionInputs, dispatch, trigger_deletion_flow
-from mcm.driver import GetMachineStatusResponse
+from mcm.driver import Code, GetMachineStatusResponse, MachineError
 from mcm.runtime.client.errors import InternalError
 from mcm.runtime.worker import DONE, Result
 
 from .builders import mk_class, mk_machine, mk_node
-from .fakes import World, make_world
+from .fakes import NS, World, make_world
 from .fixtures import StubDrainer
 
 MIN = 60.0
@@ -367,3 +368,121 @@ def test_deletion_records_terminating_and_failed_step_events() -> None:
     step(world, machine)
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "DeleteVMFailed")]
     assert events[0]["involvedObject"]["name"] == "machine-0"
+
+
+# --- issue 23 "tests that notice" --------------------------------------------------------------
+
+
+def test_delete_machine_answering_not_found_goes_on_with_its_last_known_state() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL))
+    world.driver.script("delete_machine", MachineError(Code.NotFound, "gone", last_known_state="s9"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_VM_DELETE_NOT_FOUND, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert stored is not None and stored["status"]["lastKnownState"] == "s9"
+
+
+@pytest.mark.parametrize(
+    ("code", "retry"), [(Code.Unavailable, c.SHORT_RETRY), (Code.Internal, c.LONG_RETRY)]
+)
+def test_a_failed_delete_machine_stays_at_vm_deletion(code: Code, retry: float) -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL))
+    world.driver.always("delete_machine", MachineError(code, "cloud says no"))
+    result, stored = step(world, machine)
+    assert result == Result.after(retry)
+    description, state, _ = op(stored)
+    assert state == c.STATE_FAILED and description.endswith(c.MARKER_INITIATE_VM_DELETION)
+    assert "fakeID-0" in world.driver.vms
+
+
+@pytest.mark.parametrize(
+    ("spec", "flags", "timeout", "retries"),
+    [
+        ({}, {"machine_drain_timeout": 300.0, "machine_max_evict_retries": 10}, 300.0, 10),
+        ({}, {"machine_drain_timeout": 100.0, "machine_max_evict_retries": 10}, 100.0, 5),  # ≤ timeout/20 s
+        ({"drainTimeout": "10m", "maxEvictRetries": 3}, {"machine_drain_timeout": 100.0}, 600.0, 3),
+        ({"drainTimeout": "10s", "maxEvictRetries": 3}, {}, 10.0, 1),  # at least one attempt
+    ],
+)
+def test_what_the_controller_hands_the_drain(
+    spec: dict[str, Any], flags: dict[str, Any], timeout: float, retries: int
+) -> None:
+    options = ControllerOptions(
+        namespace=NS, machine_pv_detach_timeout=7.0, machine_pv_reattach_timeout=11.0, **flags
+    )
+    drainer = StubDrainer()
+    world = make_world(options, drainer=drainer)
+    machine = terminating(world, c.MARKER_INITIATE_DRAIN)
+    machine["spec"].update(spec)
+    world.machines.put(machine)
+    world.nodes.put(mk_node("fakeNode-0"))
+    result, stored = step(world, world.machines.get("machine-0"))
+    assert result is None
+    assert drainer.cordoned == ["fakeNode-0"]
+    request = drainer.drained[0]
+    assert (request.node_name, request.timeout, request.max_evict_retries) == ("fakeNode-0", timeout, retries)
+    assert (request.force, request.pv_detach_timeout, request.pv_reattach_timeout) == (False, 7.0, 11.0)
+    assert request.machine["metadata"]["name"] == "machine-0"
+    assert op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
+
+
+def test_a_forced_drain_gets_one_minute_and_one_eviction_attempt() -> None:
+    drainer = StubDrainer()
+    world = make_world(drainer=drainer)
+    world.machines.put(terminating(world, c.MARKER_INITIATE_DRAIN, labels={c.LABEL_FORCE_DELETION: "True"}))
+    world.nodes.put(mk_node("fakeNode-0"))
+    step(world, world.machines.get("machine-0"))
+    request = drainer.drained[0]
+    assert (request.force, request.timeout, request.max_evict_retries) == (True, 60.0, 1)
+
+
+def test_a_failed_normal_drain_never_goes_on_to_vm_deletion() -> None:
+    world, drainer, machine = world_for(lambda w: terminating(w, c.DESC_VM_FOUND))
+    world.nodes.put(mk_node("fakeNode-0"))
+    drainer.fail_with = "pods left behind: default/app-0"
+    result = trigger_deletion_flow(world.deps, machine, MachineClass.from_dict(mk_class()), {})
+    assert result == Result.after(c.SHORT_RETRY)
+    stored = world.machines.get("machine-0")
+    description, state, _ = op(stored)
+    assert state == c.STATE_FAILED
+    assert description == c.DESC_DRAIN_FAILED.format(err="pods left behind: default/app-0")
+    assert description.endswith(c.MARKER_INITIATE_DRAIN)
+    assert world.driver.calls_to("delete_machine") == []
+    assert "fakeID-0" in world.driver.vms and "fakeNode-0" in world.nodes.objects
+
+
+def test_a_deleting_machine_without_finalizer_gets_a_deletion_blocked_event() -> None:
+    from mcm.runtime.record import EventRecorder
+
+    world, _, machine = world_for(
+        lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, finalizer=False, deleting_ago=0)
+    )
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    assert trigger_deletion_flow(world.deps, machine, MachineClass.from_dict(mk_class()), {}) == Result.after(
+        c.LONG_RETRY
+    )
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "DeletionBlocked")]
+
+
+def test_a_failed_terminating_status_write_is_retried_before_anything_else() -> None:
+    world, drainer, machine = world_for(
+        lambda w: mk_machine(w.clock, phase=c.PHASE_RUNNING, node="fakeNode-0", deleting_ago=0)
+    )
+    world.machines.fail("update_status", InternalError({"message": "etcd timeout", "code": 500}), 1)
+    result = trigger_deletion_flow(world.deps, machine, MachineClass.from_dict(mk_class()), {})
+    assert result == Result.after(c.SHORT_RETRY)
+    assert world.driver.calls == [] and drainer.cordoned == []
+    assert world.machines.get("machine-0")["status"]["currentStatus"]["phase"] == c.PHASE_RUNNING
+
+
+def test_a_node_without_attached_volumes_skips_the_volume_attachment_wait() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL))
+    world.nodes.put(mk_node("fakeNode-0", status={"volumesAttached": []}))
+    world.volume_attachments.put({"metadata": {"name": "va-1"}, "spec": {"nodeName": "fakeNode-0"}})
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VA_DETACHED.format(node="fakeNode-0")
+    assert "va-1" in world.volume_attachments.objects

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 
 from mcm.apis.machine import constants as c
+from mcm.runtime.client.resources import PODS
 
 from .fixtures import NS, Env, eventually, machine
 
@@ -16,6 +18,18 @@ from .fixtures import NS, Env, eventually, machine
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
     environment = Env(tmp_path)
+    try:
+        yield environment
+    finally:
+        environment.close()
+
+
+@pytest.fixture
+def real_drain(tmp_path: Path) -> Iterator[Env]:
+    """A controller whose deletions go through ``mcm.drain`` on the emulated target cluster."""
+    from mcm.app.drainer import drain_factory
+
+    environment = Env(tmp_path, drainer_factory=drain_factory)
     try:
         yield environment
     finally:
@@ -52,15 +66,20 @@ def _node_exists(env: Env, name: str) -> bool:
     return True
 
 
-def test_delete_drains_deletes_vm_node_and_finalizer(env: Env) -> None:
+def test_delete_drains_deletes_vm_node_and_finalizer(real_drain: Env) -> None:
+    """Through the real drain: the pods are evicted, the VM, the Node and the Machine are gone."""
+    env = real_drain
     env.setup_class()
     env.start()
     _running(env, "machine-two")
     eventually(lambda: c.NODE_FINALIZER in (env.nodes.get("machine-two")["metadata"].get("finalizers") or []))
+    pods = env.target.resource(PODS)
+    pods.create(_pod("app-two", "machine-two"), namespace=NS)
+    other = _pod("elsewhere", "another-node")
+    pods.create(other, namespace=NS)
     env.machines.delete("machine-two", namespace=NS)
     eventually(lambda: env.get_machine("machine-two") is None, what="machine gone")
-    assert env.drainer.cordoned == ["machine-two"]
-    assert [r.node_name for r in env.drainer.drained] == ["machine-two"]
+    assert [p["metadata"]["name"] for p in pods.list(namespace=NS)["items"]] == ["elsewhere"]
     assert env.driver.vms == {}
     assert not _node_exists(env, "machine-two")
 
@@ -121,15 +140,19 @@ def test_delete_with_pods_goes_through_the_real_drain(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stuck_at", ["get_machine_status", "drain", "delete_machine", "delete_node"])
-def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(env: Env, stuck_at: str) -> None:
+def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(
+    real_drain: Env, stuck_at: str
+) -> None:
+    """Through the real drain: whether the node's pod is still there tells where the deletion
+    stood; after a restart the flow resumes there and ends with nothing left."""
     from mcm.driver import Code, MachineError
 
-    from .fixtures import StubDrainer
-
-    assert isinstance(env.drainer, StubDrainer)
+    env = real_drain
     env.setup_class()
     env.start()
     _running(env, "machine-five")
+    pods = env.target.resource(PODS)
+    pods.create(_pod("app-five", "machine-five"), namespace=NS)
     markers = {
         "get_machine_status": c.MARKER_GET_VM_STATUS,
         "drain": c.MARKER_INITIATE_DRAIN,
@@ -137,7 +160,8 @@ def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(env: Env,
         "delete_node": c.MARKER_INITIATE_NODE_DELETION,
     }
     if stuck_at == "drain":
-        env.drainer.fail_with = "pods left behind"
+        faults = env.pair.target.faults
+        faults.add(code=500, verb="create", resource="pods", subresource="eviction", times=1000)
     elif stuck_at == "delete_node":
         env.pair.target.faults.add(code=500, verb="delete", resource="nodes", times=1000)
     else:
@@ -151,15 +175,17 @@ def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(env: Env,
 
     eventually(stuck, what=f"stuck at {stuck_at}")
     env.stop_controller()
-    drains_before = len(env.drainer.drained)
-    env.drainer.fail_with = None
+    pod_left = [p["metadata"]["name"] for p in pods.list(namespace=NS)["items"]]
+    assert pod_left == (["app-five"] if stuck_at in ("get_machine_status", "drain") else [])
+    assert _node_exists(env, "machine-five")
+    assert bool(env.driver.vms) == (stuck_at != "delete_node")
     env.driver.reset_scripts()
     env.pair.target.faults.clear()
     env.start()
     eventually(lambda: env.get_machine("machine-five") is None, what="machine gone after restart")
-    drained_again = len(env.drainer.drained) > drains_before
-    assert drained_again == (stuck_at in ("get_machine_status", "drain"))
+    assert pods.list(namespace=NS)["items"] == []
     assert env.driver.vms == {}
+    assert not _node_exists(env, "machine-five")
 
 
 def test_conflict_storm_watch_drops_and_410_do_not_create_a_second_vm(env: Env) -> None:
@@ -230,3 +256,55 @@ def test_without_a_target_cluster_machines_become_available(env: Env) -> None:
     finally:
         stop.set()
         runner.join(30)
+
+
+class _ResettingPool:
+    """The control cluster's connection pool, with a connection reset on chosen writes."""
+
+    def __init__(self, inner: Any, should_reset: Any) -> None:
+        self.inner = inner
+        self.should_reset = should_reset
+
+    def urlopen(self, method: str, url: str, **kwargs: Any) -> Any:
+        if self.should_reset(method, url):
+            reset = ConnectionResetError(104, "Connection reset by peer")
+            raise urllib3.exceptions.ProtocolError("Connection aborted.", reset)
+        return self.inner.urlopen(method, url, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_connection_reset_on_a_status_write_never_ends_the_process(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's headline: with REALLY_CRASH on (as the command runs), a reset status PUT
+    made the whole process exit 1 within a second. It is an error now: retried, the machine
+    goes on to Pending."""
+    import threading
+
+    from mcm.runtime import errors
+
+    fatal: list[BaseException] = []
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", fatal.append)
+    resets: list[str] = []
+    lock = threading.Lock()
+
+    def should_reset(method: str, url: str) -> bool:
+        with lock:
+            if method == "PUT" and url.endswith("/machine-reset/status") and not resets:
+                resets.append(url)
+                return True
+        return False
+
+    transport = env.control.transport
+    direct_pool = transport._direct_pool
+    monkeypatch.setattr(transport, "_direct_pool", lambda: _ResettingPool(direct_pool(), should_reset))
+    env.setup_class()
+    env.start()
+    env.machines.create(machine("machine-reset"), namespace=NS)
+    eventually(lambda: env.phase("machine-reset") == c.PHASE_PENDING, what="Pending after the reset")
+    assert resets and fatal == []
+    assert env.controller is not None and env.thread is not None and env.thread.is_alive()
+    assert len(env.driver.calls_to("create_machine")) == 1

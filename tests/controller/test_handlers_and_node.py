@@ -6,9 +6,11 @@ import copy
 from typing import Any
 
 from mcm.apis.machine import constants as c
+from mcm.controller import node
 from mcm.controller.handlers import EventHandlers
 from mcm.controller.node import reconcile_node_key
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
+from mcm.runtime.client.errors import ConnectionFailed
 from mcm.runtime.worker import DONE, Result
 
 from .builders import HEALTHY, mk_class, mk_machine, mk_node
@@ -82,12 +84,39 @@ def test_not_managed_nodes_are_ignored() -> None:
     assert seen == []
 
 
-def test_deleting_a_node_deletes_its_machine() -> None:
+def test_deleting_a_node_deletes_its_machine_from_the_node_queue() -> None:
+    """The handler only enqueues; the node queue's worker sends the DELETE (and retries it)."""
     world = make_world()
-    h, _ = handlers(world)
+    h, seen = handlers(world)
     world.machines.put(mk_machine(world.clock, node="node-0"))
     h.node_deleted(DeletedFinalStateUnknown("node-0", mk_node("node-0")))
+    assert world.machines.writes == []
+    assert seen == [("node", node.deleted_node_key("node-0"), 0.0)]
+    world.machines.fail("delete", ConnectionFailed("connection reset by peer"), 1)
+    assert reconcile_node_key(world.deps, node.deleted_node_key("node-0")) == Result.after(c.SHORT_RETRY)
+    assert reconcile_node_key(world.deps, node.deleted_node_key("node-0")) == DONE
     assert world.machines.get("machine-0")["metadata"].get("deletionTimestamp")
+
+
+def test_a_deleted_node_that_is_back_does_not_delete_its_machine() -> None:
+    world = make_world()
+    world.machines.put(mk_machine(world.clock, node="node-0"))
+    world.nodes.put(mk_node("node-0"))
+    assert reconcile_node_key(world.deps, node.deleted_node_key("node-0")) == DONE
+    assert world.machines.writes == []
+
+
+def test_node_handlers_make_no_api_call_for_a_deleting_node() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0"))
+    old = mk_node("node-0", metadata={"finalizers": [c.NODE_FINALIZER]})
+    new = copy.deepcopy(old)
+    new["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    world.machines.fail("delete", ConnectionFailed("connection reset by peer"))
+    h.node_updated(old, new)  # used to send the DELETE from the informer's thread
+    assert seen == [("node", "node-0", 0.0)]
+    assert world.machines.writes == []
 
 
 def _node_world(node: dict[str, Any], machine: dict[str, Any] | None = None) -> World:

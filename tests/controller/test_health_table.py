@@ -60,7 +60,10 @@ def run(world: World, machine: dict[str, Any], marks: FailedMarks | None = None)
     stored = world.machines.get(machine["metadata"]["name"])
     outcome = reconcile_machine_health(world.deps, stored, marks or FailedMarks())
     after = world.machines.get(machine["metadata"]["name"])
-    return outcome.result, after["status"]["currentStatus"]["phase"]
+    result = outcome.result
+    if result is None and outcome.recheck is not None:
+        result = Result.after(outcome.recheck)
+    return result, after["status"]["currentStatus"]["phase"]
 
 
 UNHEALTHY = [{"type": "Ready", "status": "False"}]
@@ -180,10 +183,10 @@ def other(world: World, name: str, phase: str, labels: dict[str, str] | None = N
     world.machines.put(mk_machine(world.clock, name, phase=phase, labels=labels, **kw))
 
 
-def timed_out(world: World, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def timed_out(world: World, labels: dict[str, str] | None = None, name: str = TARGET) -> dict[str, Any]:
     return mk_machine(
         world.clock,
-        TARGET,
+        name,
         phase=c.PHASE_UNKNOWN,
         node="node-0",
         conditions=UNHEALTHY,
@@ -256,3 +259,121 @@ def test_a_just_marked_machine_counts_before_the_cache_shows_it() -> None:
     marks.add("testWorkerPool-z1", "first")  # written Failed, cache still says Unknown
     _, phase = run(world, timed_out(world, DEPLOYMENT), marks)
     assert phase == c.PHASE_UNKNOWN
+
+
+def test_the_permit_is_not_held_across_the_failed_write_and_a_failed_write_frees_its_slot() -> None:
+    """No lock across an API call (issue 23): the decision is reserved under the permit, the
+    permit is given back before the status write; a write that fails gives the slot back."""
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    world = make_world()
+    marks = FailedMarks()
+    held_during_write: list[bool] = []
+    update_status = world.machines.update_status
+
+    def observed(body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        held_during_write.append(world.deps.permits.is_held("testWorkerPool-z1"))
+        return update_status(body, **kw)
+
+    world.machines.update_status = observed  # type: ignore[method-assign]
+    world.machines.fail("update_status", ConnectionFailed("connection reset by peer"), 1)
+    result, phase = run(world, timed_out(world, DEPLOYMENT, name="first"), marks)
+    assert (result, phase) == (Result.after(c.SHORT_RETRY), c.PHASE_UNKNOWN)
+    _, phase = run(world, timed_out(world, DEPLOYMENT, name="second"), marks)
+    assert phase == c.PHASE_FAILED  # the first one's failed write left no reservation behind
+    assert held_during_write == [False, False]
+
+
+# --- issue 23 mutation survivors ---------------------------------------------------------------
+
+
+def test_an_unknown_machine_that_recovers_rejoins_without_touching_its_token() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", HEALTHY))
+    world.target_secrets.put({"metadata": {"name": "bootstrap-token-x", "namespace": "kube-system"}})
+    machine = mk_machine(
+        world.clock,
+        TARGET,
+        phase=c.PHASE_UNKNOWN,
+        node="node-0",
+        conditions=UNHEALTHY,
+        description="unhealthy",
+        op_type=c.OPERATION_HEALTH_CHECK,
+    )
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    last = world.machines.get(TARGET)["status"]["lastOperation"]
+    assert (last["description"], last["type"]) == (
+        c.DESC_REJOINED.format(machine=TARGET),
+        c.OPERATION_HEALTH_CHECK,
+    )
+    assert world.target_secrets.writes == []
+
+
+def pending_after_create(world: World) -> dict[str, Any]:
+    return mk_machine(
+        world.clock,
+        TARGET,
+        phase=c.PHASE_PENDING,
+        node="node-0",
+        description=c.DESC_CREATING,
+        op_type=c.OPERATION_CREATE,
+    )
+
+
+def test_going_running_records_a_normal_event() -> None:
+    from mcm.runtime.record import EventRecorder
+
+    world = make_world()
+    events: list[dict[str, Any]] = []
+
+    def submit(event: dict[str, Any]) -> bool:
+        events.append(event)
+        return True
+
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
+    world.nodes.put(mk_node("node-0", HEALTHY))
+    machine = mk_machine(
+        world.clock,
+        TARGET,
+        phase=c.PHASE_PENDING,
+        node="node-0",
+        description=c.DESC_CREATING,
+        op_type="Create",
+    )
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    assert [(e["type"], e["reason"]) for e in events] == [("Normal", "MachineRunning")]
+
+
+def test_a_node_cache_error_is_a_short_retry_not_a_missing_node() -> None:
+    import dataclasses
+
+    from mcm.runtime.client.errors import InternalError
+
+    from .test_safety_table import Raising
+
+    world = make_world()
+    raising = Raising(world.nodes, InternalError({"message": "cache broken", "code": 500}))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=raising)
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=HEALTHY)
+    result, phase = run(world, machine)
+    assert (result, phase) == (Result.after(c.SHORT_RETRY), c.PHASE_RUNNING)
+
+
+def test_a_machine_without_creation_timestamp_still_joins() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", HEALTHY))
+    machine = mk_machine(
+        world.clock,
+        TARGET,
+        phase=c.PHASE_PENDING,
+        node="node-0",
+        description=c.DESC_CREATING,
+        op_type="Create",
+    )
+    del machine["metadata"]["creationTimestamp"]
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    description = world.machines.get(TARGET)["status"]["lastOperation"]["description"]
+    assert description == c.DESC_JOINED_IN.format(machine=TARGET, duration="0s")

@@ -88,3 +88,43 @@ def test_cleanup_drops_only_idle_stale_entries() -> None:
         assert giver.try_permit("idle", 0.0)
     finally:
         giver.close()
+
+
+# --- CreationTracker: one flow per Machine, nobody waits (issue 23) ---------------------------
+
+
+def test_the_creation_tracker_gives_a_machine_to_one_flow_at_a_time() -> None:
+    from mcm.controller.context import CREATING, DELETING, ORPHAN_CHECK, CreationTracker
+
+    tracker = CreationTracker()
+    with tracker.deleting("ns/m") as deleting:
+        assert deleting and tracker.holder("ns/m") == DELETING and "ns/m" not in tracker
+        with tracker.creating("ns/m") as creating, tracker.hold_off("ns/m") as orphan:
+            assert (creating, orphan) == (False, False)
+        with tracker.creating("ns/other") as other:
+            assert other
+    with tracker.hold_off("ns/m") as orphan:
+        assert orphan and tracker.holder("ns/m") == ORPHAN_CHECK
+    with tracker.creating("ns/m") as creating:
+        assert creating and tracker.holder("ns/m") == CREATING and "ns/m" in tracker
+    assert tracker.holder("ns/m") is None
+
+
+def test_an_abandoned_create_keeps_its_machine_in_creation_until_released_once() -> None:
+    from mcm.controller.context import CreationTracker
+
+    tracker = CreationTracker()
+    with tracker.creating("ns/m") as creating:
+        assert creating
+        first = tracker.abandoned("ns/m")
+        second = tracker.abandoned("ns/m")
+    assert "ns/m" in tracker
+    with tracker.deleting("ns/m") as deleting:
+        assert not deleting
+    first()
+    first()  # a second call of the same release changes nothing
+    assert "ns/m" in tracker
+    second()
+    assert "ns/m" not in tracker
+    with tracker.deleting("ns/m") as deleting:
+        assert deleting

@@ -410,7 +410,7 @@ def test_7_4_should_not_delete_the_wrong_finalizer() -> None:
 
 def test_7_4_update_secret_finalizers() -> None:
     world = make_world()
-    world.secrets.put(mk_secret("test-secret"))
+    world.secrets.put(mk_secret("test-secret", finalizers=["finalizer2"]))
     client: RESTClient = world.deps.writers.secrets
-    update_finalizers(client, NS, "test-secret", ["finalizer1", "finalizer2"])
+    update_finalizers(client, NS, "test-secret", add="finalizer1")
     assert world.secrets.get("test-secret")["metadata"]["finalizers"] == ["finalizer1", "finalizer2"]

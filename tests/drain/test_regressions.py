@@ -5,14 +5,17 @@ Each test names the upstream behaviour it would catch.
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
 import pytest
 
 from mcm.drain import DrainOptions, DrainResult, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain.state import LEFT_NODE_GONE, POD_POLL_INTERVAL, TERMINATION_BUFFER
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
+from mcm.runtime.cache.listers import new_not_found
 from mcm.runtime.client.errors import ApiError
 from mcm.runtime.client.resources import PODS
 from mcm.runtime.client.rest import RESTClient
@@ -373,3 +376,152 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
     s.cluster.handlers.append(s.delete_pod)
     result, _ = run(s, options())
     assert result.ok and result.evicted == ("default/p",)
+
+
+# --- issue 23 "tests that notice": outcomes the mutation run found unchecked -------------------
+
+
+def test_a_pod_recreated_under_the_same_name_counts_as_gone() -> None:
+    """A StatefulSet puts a new pod (new uid) under the old name at once: the evicted pod is
+    gone; waiting for the name to disappear would wait out the whole termination timeout."""
+    s = build(FakeCluster(), FakeClock(), nopv=2, tgp=600)
+
+    def recreate(victim: Obj) -> None:
+        with s.cluster.lock:
+            fresh = copy.deepcopy(victim)
+            fresh["metadata"]["uid"] = f"{victim['metadata']['uid']}-new"
+            s.cluster.pods[f"{victim['metadata']['namespace']}/{victim['metadata']['name']}"] = fresh
+
+    s.cluster.handlers.append(recreate)
+    result, elapsed = run(s, options())
+    assert result.ok, result
+    assert sorted(result.evicted) == ["default/nopv-0", "default/nopv-1"]
+    assert result.left_behind == ()
+    assert elapsed < POD_POLL_INTERVAL * 2
+
+
+def test_a_node_that_disappears_ends_the_wait_for_pods_without_volumes() -> None:
+    """Pods without PVs whose eviction was accepted but which never terminate: once the Node is
+    gone the drain stops waiting and succeeds (node_gone), long before their termination wait."""
+    s = build(FakeCluster(), FakeClock(), nopv=3, tgp=600)
+    polls = 0
+
+    def node_vanishes(name: str) -> None:
+        nonlocal polls
+        polls += 1
+        if polls >= 2:
+            with s.cluster.lock:
+                s.cluster.nodes.pop(NODE, None)
+
+    s.cluster.node_get_reactor = node_vanishes
+    result, elapsed = run(s, options(timeout=3600))
+    assert result.ok, result
+    assert result.node_gone
+    assert sorted(p.key for p in result.left_behind) == ["default/nopv-0", "default/nopv-1", "default/nopv-2"]
+    assert {p.reason for p in result.left_behind} == {LEFT_NODE_GONE}
+    assert elapsed < 60
+
+
+def test_pods_that_stay_while_the_node_stays_fail_the_drain_at_their_termination_wait() -> None:
+    s = build(FakeCluster(), FakeClock(), nopv=1, tgp=5)
+    result, elapsed = run(s, options(timeout=3600))
+    assert not result.ok
+    assert not result.node_gone
+    assert [p.key for p in result.left_behind] == ["default/nopv-0"]
+    assert "timed out waiting for the condition" in (result.error or "")
+    assert 5 + TERMINATION_BUFFER <= elapsed < 5 + TERMINATION_BUFFER + POD_POLL_INTERVAL + 1
+
+
+def test_a_pod_gone_before_its_eviction_is_counted_as_gone() -> None:
+    s = build(FakeCluster(), FakeClock(), nopv=2)
+
+    def vanish_first(victim: Obj) -> None:
+        if victim["metadata"]["name"] == "nopv-0":
+            s.cluster.remove_pod(victim)
+            raise new_not_found("", "pods", "nopv-0")
+
+    s.cluster.evict_reactor = vanish_first
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options())
+    assert result.ok, result
+    assert result.gone == ("default/nopv-0",)
+    assert result.evicted == ("default/nopv-1",)
+
+
+def test_a_fatal_pod_selection_evicts_nothing() -> None:
+    """A pod with local storage and no permission to delete it stops the drain before any pod
+    is touched (upstream's fatal filter)."""
+    s = build(FakeCluster(), FakeClock(), nopv=1)
+    local = pod("scratch")
+    local["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]
+    s.add(local)
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options(delete_local_data=False))
+    assert not result.ok
+    assert "scratch" in (result.error or "")
+    assert s.cluster.count("pods.evict.attempt") == 0 and s.cluster.count("pods.delete.attempt") == 0
+
+
+def test_the_drain_deadline_while_volumes_still_detach_leaves_the_pod_behind() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.cluster.handlers.append(s.delete_pod)  # the pod goes, its volume never detaches
+    result, elapsed = run(s, options(timeout=20, pv_detach_timeout=30))
+    assert not result.ok
+    assert result.timed_out
+    assert [(p.key, p.reason) for p in result.left_behind] == [("default/expv-0", "drain deadline exceeded")]
+    assert elapsed <= 20
+
+
+def test_the_drain_waits_for_volumes_to_reattach_elsewhere() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.hub = VolumeAttachmentHub()
+    s.cluster.handlers.append(s.delete_pod)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))  # detach, then reattach 5 s later
+    result, elapsed = run(s, options(pv_reattach_timeout=30))
+    assert result.ok, result
+    assert 5 <= elapsed < 30
+
+
+def test_an_attachment_event_that_changes_nothing_does_not_make_the_detach_wait_spin() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    hub = s.hub = VolumeAttachmentHub()
+
+    def poke_then_detach(victim: Obj) -> None:
+        s.delete_pod(victim)
+        s.clock.sleep(0.1)
+        hub.dispatch(attachment("expv-0-0", NODE))  # still attached to this node
+        s.clock.sleep(2)
+        s.detach_exclusive(victim)
+
+    s.cluster.handlers.append(poke_then_detach)
+    result, _ = run(s, options(pv_reattach_timeout=30))
+    assert result.ok, result
+    assert s.cluster.count("nodes.get") < 10
+
+
+def test_a_pv_pod_refused_once_is_evicted_on_the_next_pass() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    refused: list[str] = []
+
+    def refuse_once(victim: Obj) -> None:
+        if not refused:
+            refused.append(victim["metadata"]["name"])
+            raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse_once
+    s.cluster.handlers.append(s.delete_pod)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))
+    result, elapsed = run(s, options())
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)
+    assert s.cluster.count("pods.evict") == 1
+    assert 20 <= elapsed < 60  # one eviction retry interval
+
+
+def test_a_claim_without_spec_does_not_break_the_drain() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.pvcs[0] = {k: v for k, v in s.pvcs[0].items() if k != "spec"}
+    s.cluster.handlers.append(s.delete_pod)
+    result, _ = run(s, options())
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)

@@ -238,3 +238,25 @@ def test_blocking_pdb_uses_policy_v1_selector_semantics() -> None:
     for selector, selected in cases:
         pdbs = lister([_pdb("budget", selector)], "poddisruptionbudget", namespaced=True, group="policy")
         assert (blocking_pdb(target, pdbs) is not None) is selected, selector
+
+
+def test_a_single_refused_eviction_records_one_blocked_event() -> None:
+    s = Scenario(FakeCluster(), FakeClock())
+    s.add(pod("db-0", labels={"app": "db"}))
+    s.cluster.nodes[NODE] = {"metadata": {"name": NODE}}
+    refused: list[str] = []
+
+    def refuse_once(victim: Obj) -> None:
+        if not refused:
+            refused.append(victim["metadata"]["name"])
+            raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse_once
+    s.cluster.handlers.append(s.delete_pod)
+    recorder = Recorder()
+    assert drain(s, recorder).ok
+    assert [reason for _, reason, _ in recorder.events] == [
+        REASON_DRAIN_STARTED,
+        REASON_DRAIN_BLOCKED,
+        REASON_DRAIN_SUCCEEDED,
+    ]

@@ -306,3 +306,37 @@ def test_kubectl_applies_the_examples_yaml(tmp_path: Path) -> None:
         finally:
             halt()
             client.close()
+
+
+def test_raise_to_retry_is_an_error_not_a_crash_under_really_crash(
+    emulator: Emulator, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23: the sample controller's retries (a foreign Deployment, a failed status write)
+    are TransientErrors: retried with back-off, never fatal with REALLY_CRASH on."""
+    from examples.sample_controller.controller import ResourceExistsError
+    from mcm.runtime import errors
+
+    fatal: list[BaseException] = []
+    handled: list[tuple[BaseException, dict[str, object]]] = []
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", fatal.append)
+    monkeypatch.setattr(errors, "ERROR_HANDLERS", [lambda err, ctx: handled.append((err, dict(ctx)))])
+    emulator.install_crds(ARTIFACTS / "crd.yaml")
+    client = load_config(kubeconfig)
+    halt = start_controller(client)
+    try:
+        cluster = Cluster(emulator, client)
+        client.resource(DEPLOYMENTS).create(deployment_body("taken"), namespace=NS)
+        emulator.faults.add(code=500, verb="update", resource="foos", subresource="status", times=1)
+        cluster.create_foo("claimer", deploymentName="taken", replicas=1)
+        cluster.create_foo("fine", deploymentName="fine-deploy", replicas=1)
+        exists = ResourceExistsError
+        cluster.wait("a retried ResourceExistsError", lambda: any(type(e) is exists for e, _ in handled))
+        cluster.wait("the second Foo synced", lambda: bool(cluster.events("fine", "Synced")))
+    finally:
+        halt()
+        client.close()
+    assert fatal == []
+    retried = [ctx for err, ctx in handled if isinstance(err, ResourceExistsError)]
+    assert retried[0]["outcome"] == "requeued" and retried[0]["key"] == f"{NS}/claimer"
+    assert any(type(e).__name__ == "InternalError" for e, _ in handled)  # the failed status write

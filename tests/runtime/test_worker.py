@@ -8,9 +8,11 @@ from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
+from mcm.driver import Code, MachineError
 from mcm.runtime import errors
+from mcm.runtime.client import errors as client_errors
 from mcm.runtime.clock import FakeClock
-from mcm.runtime.worker import DONE, RETRY, Result, process_next_work_item, start_workers
+from mcm.runtime.worker import DONE, Result, process_next_work_item, start_workers
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 TIMEOUT = 10.0
@@ -219,24 +221,6 @@ def test_result_done_and_none_do_not_requeue(q: RateLimitingQueue[str]) -> None:
     assert q.len() == 0 and q.waiting_len() == 0
 
 
-def test_result_retry_keeps_the_back_off_and_adds_rate_limited(
-    q: RateLimitingQueue[str], clock: FakeClock
-) -> None:
-    q.add("ns/a")
-    assert process_next_work_item(q, lambda key: RETRY)
-    assert q.num_requeues("ns/a") == 1 and q.len() == 0
-    deliver(q, clock, 1.0)
-    assert process_next_work_item(q, lambda key: RETRY)
-    assert q.num_requeues("ns/a") == 2  # the back-off grew: 2 s this time
-    clock.block_until_waiters()
-    clock.step(1.9)
-    assert q.len() == 0
-    clock.step(0.1)
-    eventually(lambda: q.len() == 1)
-    assert process_next_work_item(q, lambda key: DONE)
-    assert q.num_requeues("ns/a") == 0  # success forgets
-
-
 def test_result_zero_delay_requeues_at_once(q: RateLimitingQueue[str]) -> None:
     q.add("ns/a")
     assert process_next_work_item(q, lambda key: Result.after(0))
@@ -272,3 +256,66 @@ def test_panic_propagated_when_really_crashing(
     assert reported.calls == []  # not handled as an ordinary error
     q.add("ns/a")
     assert q.len() == 1  # done was still called
+
+
+# --- errors and bugs (issue 23): a TransientError is retried, never a crash, never dropped -------
+
+
+def transient(calls: list[str], error: Exception) -> Callable[[str], None]:
+    def reconcile(key: str) -> None:
+        calls.append(key)
+        raise error
+
+    return reconcile
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        client_errors.ConnectionFailed("PUT /apis/...: ProtocolError: Connection reset by peer"),
+        client_errors.Conflict({"message": "the object has been modified", "code": 409}),
+        MachineError(Code.Unavailable, "cloud busy"),
+    ],
+    ids=["reset", "409", "driver"],
+)
+def test_a_transient_error_under_really_crash_is_requeued_not_fatal(
+    q: RateLimitingQueue[str], reported: Reported, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """The issue's crash: a ConnectionFailed escaping a reconcile ended the process."""
+    fatal: list[BaseException] = []
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", fatal.append)
+    q.add("ns/a")
+    assert process_next_work_item(q, transient([], error), 15, name="machine")
+    assert fatal == []
+    assert q.num_requeues("ns/a") == 1 and q.waiting_len() == 1
+    err, context = reported.calls[0]
+    assert err is error
+    assert context == {"worker": "machine", "key": "ns/a", "requeues": 0, "outcome": "requeued"}
+
+
+def test_a_transient_error_is_retried_with_growing_back_off_past_max_retries(
+    q: RateLimitingQueue[str], clock: FakeClock, reported: Reported
+) -> None:
+    calls: list[str] = []
+    reconcile = transient(calls, client_errors.ConnectionFailed("connection refused", refused=True))
+    q.add("ns/m")
+    for delay in (1.0, 2.0, 4.0, 8.0):  # the limiter's per-item exponential back-off
+        assert process_next_work_item(q, reconcile, 2, True)
+        deliver(q, clock, delay)
+    assert len(calls) == 4  # past max_retries=2: still there
+    assert reported.outcomes() == ["requeued"] * 4
+    assert q.num_requeues("ns/m") == 4
+
+
+def test_a_programming_error_still_ends_the_process_under_really_crash(
+    q: RateLimitingQueue[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fatal: list[BaseException] = []
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", fatal.append)
+    monkeypatch.setattr(errors, "PANIC_HANDLERS", [])
+    q.add("ns/a")
+    with pytest.raises(KeyError):
+        process_next_work_item(q, transient([], KeyError("status")))
+    assert len(fatal) == 1

@@ -25,6 +25,9 @@ Guarantees:
 - ``stop`` ends a running watch promptly (the stream is stopped from another thread). A list
   in flight, or a watch still waiting for its response headers, is not interrupted; the client's
   request timeout bounds it (the watch's longer read timeout applies only after the headers).
+  A lister-watcher that offers ``with_cancel(event)`` (:class:`CancellableListerWatcher`, as
+  ``mcm.runtime.client.ListWatch`` does) is used through ``with_cancel(stop)``, so ``stop`` also
+  ends a list's or a watch's wait for the client's rate limiter or a server's ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
@@ -45,6 +48,7 @@ from mcm.runtime.wait import BackoffManager, ExponentialBackoffManager, backoff_
 
 __all__ = [
     "MIN_WATCH_TIMEOUT",
+    "CancellableListerWatcher",
     "Reflector",
     "ReflectorStore",
     "RetryWithDeadline",
@@ -84,6 +88,15 @@ class VeryShortWatchError(Exception):
 
 
 WatchErrorHandler = Callable[["Reflector", BaseException], None]
+
+
+@runtime_checkable
+class CancellableListerWatcher(ListerWatcher, Protocol):
+    """A lister-watcher whose requests can be told to stop waiting (client-go's context)."""
+
+    def with_cancel(self, cancel: threading.Event) -> ListerWatcher:
+        """The same lister-watcher whose throttle and Retry-After waits end once ``cancel`` is set."""
+        ...
 
 
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
@@ -214,7 +227,7 @@ class Reflector:
         self._relay_stop(stop)
         if stop.is_set():
             return
-        self._list()
+        self._list(stop)
         log.debug("caches_populated", reflector=self.name, type=self.type_description)
         cancel = threading.Event()
         resync_errors: list[BaseException] = []
@@ -256,8 +269,14 @@ class Reflector:
             return ""
         return self._last_sync_rv or "0"
 
-    def _new_pager(self, options: ListOptions) -> ListPager:
-        pager = ListPager(self._lw.list)
+    def _lister_watcher(self, stop: threading.Event) -> ListerWatcher:
+        """The lister-watcher whose waits end when ``stop`` is set, when it can be told so."""
+        if isinstance(self._lw, CancellableListerWatcher):
+            return self._lw.with_cancel(stop)
+        return self._lw
+
+    def _new_pager(self, options: ListOptions, stop: threading.Event) -> ListPager:
+        pager = ListPager(self._lister_watcher(stop).list)
         if self.watch_list_page_size:
             pager.page_size = self.watch_list_page_size
         elif self._paginated_result:
@@ -266,17 +285,17 @@ class Reflector:
             pager.page_size = 0  # let the watch cache answer: it ignores limits only for RV "0"
         return pager
 
-    def _list(self) -> None:
+    def _list(self, stop: threading.Event) -> None:
         options = ListOptions(resource_version=self._relist_resource_version())
         try:
-            result, paginated = self._new_pager(options).list(options)
+            result, paginated = self._new_pager(options, stop).list(options)
         except Exception as exc:
             if not (client_errors.is_resource_expired(exc) or _is_too_large_resource_version(exc)):
                 log.warning("list_failed", reflector=self.name, type=self.type_description, error=str(exc))
                 raise
             self._rv_unavailable = True
             options = ListOptions(resource_version=self._relist_resource_version())
-            result, paginated = self._new_pager(options).list(options)
+            result, paginated = self._new_pager(options, stop).list(options)
         if options.resource_version == "0" and paginated:
             self._paginated_result = True
         self._rv_unavailable = False
@@ -351,7 +370,7 @@ class Reflector:
             allow_watch_bookmarks=True,
         )
         try:
-            stream = self._lw.watch(options)
+            stream = self._lister_watcher(stop).watch(options)
         except Exception as exc:
             if not _is_watch_error_retriable(exc):
                 raise

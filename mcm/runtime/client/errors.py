@@ -1,12 +1,17 @@
 """Typed API errors carrying the server's ``Status`` body (the port of ``apimachinery/pkg/api/errors``).
 
-Every failed request raises an :class:`ApiError` subclass chosen by ``reason`` (falling back to
-the HTTP code); the ``is_*`` helpers accept any exception and answer False for non-API errors.
+Every failed request raises a :class:`RequestError`: an :class:`ApiError` subclass chosen by
+``reason`` (falling back to the HTTP code) when the server answered, :class:`ConnectionFailed`
+when no answer came. Both are :class:`~mcm.runtime.errors.TransientError`: a worker retries
+them with back-off and never crashes on them. ``except RequestError`` catches every way a
+request can fail. The ``is_*`` helpers accept any exception and answer False for others.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from mcm.runtime.errors import TransientError
 
 __all__ = [
     "AlreadyExists",
@@ -22,6 +27,7 @@ __all__ = [
     "NotFound",
     "RequestCancelled",
     "RequestEntityTooLarge",
+    "RequestError",
     "ServerTimeout",
     "ServiceUnavailable",
     "Timeout",
@@ -47,7 +53,16 @@ __all__ = [
 ]
 
 
-class ApiError(Exception):
+class RequestError(TransientError):
+    """A request that failed: the server answered with an error, or did not answer at all."""
+
+    @property
+    def message(self) -> str:
+        """A one-line description safe to show (the ``Status`` message for an :class:`ApiError`)."""
+        return str(self)
+
+
+class ApiError(RequestError):
     """A request the API server answered with a failure ``Status``."""
 
     code: int = 500
@@ -205,7 +220,7 @@ def error_from_status(status: dict[str, Any] | None, code: int, retry_after: flo
     return err
 
 
-class ConnectionFailed(Exception):
+class ConnectionFailed(RequestError):
     """No HTTP answer: the server could not be reached, or the connection broke mid-response.
 
     ``refused`` is True when the TCP connection was refused (client-go's ``IsConnectionRefused``:

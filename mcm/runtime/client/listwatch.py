@@ -7,6 +7,7 @@ namespace is left out for cluster-scoped resources.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from mcm.runtime.client.rest import RESTClient
@@ -31,6 +32,11 @@ class ListWatch:
         self.client = client
         self.namespace = namespace or None
         self._tweak = tweak_list_options
+
+    def with_cancel(self, cancel: threading.Event) -> ListWatch:
+        """The same list and watch whose throttle and Retry-After waits end once ``cancel`` is set
+        (the reflector passes its stop event)."""
+        return ListWatch(self.client.with_cancel(cancel), self.namespace, self._tweak)
 
     def _options(self, options: ListOptions) -> ListOptions:
         return self._tweak(options) if self._tweak is not None else options

@@ -11,8 +11,11 @@ Guarantees:
   in-cluster tokens and exec-plugin credentials are picked up (the client's refresh hook runs).
 - A 429 or 5xx answer with a ``Retry-After`` header is retried after that many seconds (on the
   injected clock), at most :data:`MAX_RETRY_AFTER` seconds per wait and at most ``max_retries``
-  (default 10, client-go's ``maxRetries``) times; any other failure raises the typed
-  :class:`~mcm.runtime.client.errors.ApiError` built from the ``Status`` body.
+  (default 10, client-go's ``maxRetries``) times, and only while the wait ends within the
+  request's deadline (``timeout`` from the first attempt): a request that cannot be retried in
+  time raises the answer it had at once, as client-go returns when the request's context
+  expires. Any other failure raises the typed :class:`~mcm.runtime.client.errors.ApiError`
+  built from the ``Status`` body.
 - The wait before a retry ends early when the request's ``cancel`` event (or, without one, the
   transport's ``stop`` event) is set; the request then raises the answer it last had. So does
   the wait for a rate-limiter token, which then raises
@@ -21,11 +24,15 @@ Guarantees:
   default, never "forever") bounds connecting and each read of a plain request and the wait for a
   watch's response headers; a watch's body reads are bounded by the read timeout it asks for
   (:data:`DEFAULT_WATCH_READ_TIMEOUT` without one).
-- No HTTP answer at all raises :class:`~mcm.runtime.client.errors.ConnectionFailed`.
+- No HTTP answer at all raises :class:`~mcm.runtime.client.errors.ConnectionFailed`: every
+  network exception (socket errors, TLS errors, urllib3 and ``http.client`` failures, a reset
+  mid-request) is wrapped into it, so callers catch
+  :class:`~mcm.runtime.client.errors.RequestError` and nothing else.
 """
 
 from __future__ import annotations
 
+import http.client
 import importlib.metadata
 import json
 import platform
@@ -298,6 +305,7 @@ class Transport:
         payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = self._headers(content_type if payload is not None else None)
         attempt = 0
+        deadline = self.clock.monotonic() + self.timeout
         while True:
             if not self.rate_limiter.accept(cancel if cancel is not None else self.stop):
                 raise RequestCancelled(
@@ -310,17 +318,21 @@ class Transport:
             if not self._should_retry(error, attempt):
                 raise error
             attempt += 1
-            if self._wait_before_retry(error, cancel):
+            if self._wait_before_retry(error, cancel, deadline):
                 log.debug("request_retry_cancelled", method=method, path=path, code=error.code)
                 raise error
 
     def _should_retry(self, error: ApiError, attempt: int) -> bool:
         return error.retry_after is not None and _retryable_status(error.code) and attempt < self.max_retries
 
-    def _wait_before_retry(self, error: ApiError, cancel: threading.Event | None) -> bool:
-        """Wait out ``Retry-After`` (capped); True when ``cancel`` or ``stop`` cut the wait short."""
+    def _wait_before_retry(self, error: ApiError, cancel: threading.Event | None, deadline: float) -> bool:
+        """Wait out ``Retry-After`` (capped); True when the request must give up instead: the
+        wait would end past ``deadline``, or ``cancel`` or ``stop`` cut it short."""
         assert error.retry_after is not None
         seconds = min(error.retry_after, self.max_retry_after)
+        if self.clock.monotonic() + seconds > deadline:
+            log.debug("request_retry_past_deadline", code=error.code, seconds=seconds)
+            return True
         log.debug("request_retry_after", code=error.code, seconds=seconds, asked=error.retry_after)
         if self.stop.is_set():
             return True
@@ -360,7 +372,7 @@ class Transport:
                 assert_same_host=False,
                 preload_content=preload,
             )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
             raise connection_failed(exc, f"{method} {url}") from exc
 
     def _direct_pool(self) -> urllib3.HTTPConnectionPool | None:

@@ -27,6 +27,9 @@ class FakeRESTClient:
     def watch(self, options: ListOptions, *, namespace: str | None = None) -> FakeWatch:
         return self.server.watch(options)
 
+    def with_cancel(self, cancel: threading.Event) -> FakeRESTClient:
+        return self
+
 
 class FakeCluster:
     def __init__(self) -> None:

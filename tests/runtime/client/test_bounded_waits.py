@@ -186,3 +186,76 @@ def test_a_request_waiting_for_a_throttle_token_can_be_cancelled(stub: StubServe
     assert len(failures) == 1 and isinstance(failures[0], errors.RequestCancelled)
     assert len(stub.requests) == 1
     assert client.rate_limiter.tokens() == pytest.approx(0.0)  # type: ignore[attr-defined]
+
+
+def test_a_retry_after_past_the_requests_deadline_returns_at_once(stub: StubServer, tmp_path: Path) -> None:
+    """Issue 23 #8: a request with a 3 s timeout answered 429 + Retry-After 10 used to sleep
+    (up to the 60 s cap); it now answers with the 429 within its deadline."""
+    clock = FakeClock()
+    client = load_config(stub.write_kubeconfig(tmp_path / "kc"), clock=clock, timeout=3.0)
+    stub.handler = lambda r: _throttled("10")
+    thread, outcome = _get_in_thread(client)
+    thread.join(WAIT)  # no clock step: only the deadline can end the request
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and errors.is_too_many_requests(outcome[0])
+    assert len(stub.requests) == 1
+
+
+def test_retries_within_the_deadline_still_happen(stub: StubServer, tmp_path: Path) -> None:
+    clock = FakeClock()
+    client = load_config(stub.write_kubeconfig(tmp_path / "kc"), clock=clock, timeout=3.0)
+    answers = iter([_throttled("2"), _throttled("2"), Reply(200, {"kind": "Pod", "metadata": {"name": "p"}})])
+    stub.handler = lambda r: next(answers)
+    thread, outcome = _get_in_thread(client)
+    clock.block_until_waiters(1)
+    clock.step(2)  # the second Retry-After would end at 4 s > 3 s: the request gives up
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and errors.is_too_many_requests(outcome[0])
+    assert len(stub.requests) == 2
+
+
+def test_a_reflector_list_waiting_out_retry_after_ends_on_stop(stub: StubServer, tmp_path: Path) -> None:
+    """Issue 23 #8: the reflector's list ignored its stop event during a Retry-After wait."""
+    from mcm.runtime.cache import Reflector
+    from mcm.runtime.client import list_watch
+
+    clock = FakeClock()
+    client = load_config(stub.write_kubeconfig(tmp_path / "kc"), clock=clock)
+    stub.handler = lambda r: _throttled("30")
+    store = _NullStore()
+    reflector = Reflector(list_watch(client.resource(PODS), "ns"), store, clock=clock)
+    stop = threading.Event()
+    ended: list[BaseException] = []
+
+    def list_and_watch() -> None:
+        try:
+            reflector.list_and_watch(stop)
+        except errors.ApiError as exc:  # the throttled list gives up with its last answer
+            ended.append(exc)
+
+    runner = threading.Thread(target=list_and_watch, daemon=True)
+    runner.start()
+    clock.block_until_waiters(1)
+    stop.set()  # no clock step: only the stop event can end the wait
+    runner.join(WAIT)
+    assert not runner.is_alive()
+    assert len(stub.requests) == 1
+    assert store.replaced == 0
+    assert len(ended) == 1 and errors.is_too_many_requests(ended[0])
+
+
+class _NullStore:
+    def __init__(self) -> None:
+        self.replaced = 0
+
+    def add(self, obj: Any) -> None: ...
+
+    def update(self, obj: Any) -> None: ...
+
+    def delete(self, obj: Any) -> None: ...
+
+    def replace(self, objects: Any, resource_version: str = "") -> None:
+        self.replaced += 1
+
+    def resync(self) -> None: ...
