@@ -123,6 +123,8 @@ class UpdateController(SubController):
         """pool → monotonic time of this process's last status write."""
         self._index_cache: tuple[tuple[tuple[str, str], ...], PoolIndex] | None = None
         self._conflicts_seen: set[str] = set()
+        self._phases: dict[str, tuple[str, str, str]] = {}
+        """node → (resourceVersion, target, phase) of the last computation."""
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=self._pool_event,
@@ -170,12 +172,12 @@ class UpdateController(SubController):
         nodes = self._pool_nodes(pool)
         target = str(api.status_of(pool).get("currentMachineConfig") or "")
         problem = spec_problem(pool, len(nodes))
-        phases = {api.name_of(n): node_phase(n, target) for n in nodes}
+        phases = {api.name_of(n): self._phase(n, target) for n in nodes}
         retry = False
         if target and problem is None and api.spec_of(pool).get("paused") is not True:
             written, retry = self._start_updates(pool, nodes, phases, target)
             nodes = [written.get(api.name_of(n), n) for n in nodes]
-            phases.update({name: node_phase(node, target) for name, node in written.items()})
+            phases.update({name: self._phase(node, target) for name, node in written.items()})
         counts = count_nodes(nodes, target, phases)
         self._note_degraded_nodes(pool, nodes, phases)
         status_due = self._write_status(pool, counts, target, problem)
@@ -183,9 +185,24 @@ class UpdateController(SubController):
             return Result.after(CONFLICT_RETRY)
         return None if status_due is None else Result.after(status_due)
 
+    def _phase(self, node: Object, target: str) -> str:
+        """:func:`node_phase`, remembered per node version and target (a pass over a large pool
+        recomputes only the nodes that changed)."""
+        name, version = api.name_of(node), str(api.meta(node).get("resourceVersion") or "")
+        cached = self._phases.get(name)
+        if cached is not None and cached[0] == version and cached[1] == target:
+            return cached[2]
+        phase = node_phase(node, target)
+        self._phases[name] = (version, target, phase)
+        return phase
+
     def _pool_nodes(self, pool: Object) -> list[Object]:
         """The nodes whose primary pool is ``pool``; warns once about nodes claimed twice."""
-        nodes, contested = nodes_of_pool(pool, self._pool_index(), self.nodes.list())
+        everyone = self.nodes.list()
+        if len(self._phases) > 2 * len(everyone) + 100:  # forget deleted nodes now and then
+            current = {api.name_of(n) for n in everyone}
+            self._phases = {k: v for k, v in self._phases.items() if k in current}
+        nodes, contested = nodes_of_pool(pool, self._pool_index(), everyone)
         for node, why in contested:
             self._warn_conflict(node, why)
         return nodes
