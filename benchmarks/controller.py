@@ -2,8 +2,9 @@
 
 A control and a target emulator run in child processes (``python -m mcm.emulator serve``); the
 controller runs in this process with a FakeDriver and unthrottled clients; a node simulator runs
-in its own process (a kubelet per VM: it registers a Ready Node for every machine the controller
-gave a providerID and a node name, through its own informer on the control cluster).
+in its own process (``_scenario.node_simulator``: a kubelet per VM, registering a Ready Node for
+every machine the controller gave a providerID and a node name, through its own informer on the
+control cluster).
 
 For each size N: N Machines created at once → all Running; then all deleted → all gone. Prints
 seconds to all Running (p50 / p99 / max of each machine's time from its creation to the moment
@@ -35,16 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
 
 from _report import Report, at_most  # noqa: E402
+from _scenario import machine, node_simulator, percentile  # noqa: E402
 
 from mcm.apis.machine import constants as c  # noqa: E402
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
 from mcm.controller import Controller, ControllerOptions, DrainRequest  # noqa: E402
 from mcm.driver import FakeDriver  # noqa: E402
 from mcm.emulator import ClusterPair  # noqa: E402
-from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
+from mcm.runtime.cache import ResourceEventHandlerFuncs  # noqa: E402
 from mcm.runtime.client import load_config  # noqa: E402
-from mcm.runtime.client.errors import AlreadyExists, ApiError  # noqa: E402
-from mcm.runtime.client.resources import NODES, SECRETS  # noqa: E402
+from mcm.runtime.client.resources import SECRETS  # noqa: E402
 
 NS = "default"
 Obj = dict[str, Any]
@@ -58,74 +59,6 @@ class NoPodsDrainer:
 
     def drain(self, request: DrainRequest) -> None:
         return None
-
-
-def node_simulator(control_kubeconfig: str, target_kubeconfig: str, stop: Any) -> None:
-    """Child process: a Ready Node for every machine with a providerID and a node label."""
-    logging.disable(logging.CRITICAL)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
-    control = load_config(control_kubeconfig, qps=-1, burst=0)
-    nodes = load_config(target_kubeconfig, qps=-1, burst=0).resource(NODES)
-    registered: set[str] = set()
-    lock = threading.Lock()
-    pool = ThreadPoolExecutor(8)
-
-    def register(node: str, provider_id: str) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": node},
-            "spec": {"providerID": provider_id},
-            "status": {
-                "conditions": [
-                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready"},
-                    {
-                        "type": "DiskPressure",
-                        "status": "False",
-                        "reason": "KubeletHasNoDiskPressure",
-                        "message": "",
-                    },
-                ],
-                "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-            },
-        }
-        try:
-            nodes.create(body)
-        except AlreadyExists:
-            pass
-        except ApiError:
-            with lock:
-                registered.discard(node)
-
-    def seen(obj: Obj) -> None:
-        node = ((obj.get("metadata") or {}).get("labels") or {}).get(c.LABEL_NODE)
-        provider_id = (obj.get("spec") or {}).get("providerID")
-        if not node or not provider_id or (obj.get("metadata") or {}).get("deletionTimestamp"):
-            return
-        with lock:
-            if node in registered:
-                return
-            registered.add(node)
-        pool.submit(register, node, provider_id)
-
-    factory = SharedInformerFactory(control, NS)
-    factory.informer_for(MACHINES).add_event_handler(
-        ResourceEventHandlerFuncs(on_add=seen, on_update=lambda _old, new: seen(new))
-    )
-    halt = threading.Event()
-    factory.start(halt)
-    stop.wait()
-    halt.set()
-    pool.shutdown(wait=False)
-
-
-def machine(name: str) -> Obj:
-    return {
-        "apiVersion": "machine.sapcloud.io/v1alpha1",
-        "kind": "Machine",
-        "metadata": {"name": name, "namespace": NS, "labels": {"name": "bench"}},
-        "spec": {"class": {"kind": "MachineClass", "name": "bench"}},
-    }
 
 
 def watch_running(controller: Controller) -> dict[str, float]:
@@ -142,11 +75,6 @@ def watch_running(controller: Controller) -> dict[str, float]:
         ResourceEventHandlerFuncs(on_add=seen, on_update=lambda _old, new: seen(new))
     )
     return running
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 def cpu_seconds() -> float:

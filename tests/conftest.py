@@ -1,15 +1,18 @@
-"""Shared fixtures: a fresh API server emulator per test and a kubeconfig pointing at it."""
+"""Shared fixtures: a fresh API server emulator per test and a kubeconfig pointing at it; the real
+control plane (``real_pair``) shared by the tests of the ``realapi`` tier."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
 if TYPE_CHECKING:
     from mcm.emulator import Emulator
+    from mcm.testing.envtest import ControlPlanePair
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MCM_CRDS_DIR = REPO_ROOT / "charts" / "machine-controller" / "crds"
@@ -33,3 +36,31 @@ def kubeconfig(emulator: Emulator, tmp_path: Path) -> str:
     path = tmp_path / "kubeconfig"
     emulator.write_kubeconfig(path)
     return str(path)
+
+
+REALAPI_GROUP = "realapi"
+"""The xdist group of every test on the real control plane: one worker, one shared pair."""
+REALAPI_MARKS = (pytest.mark.realapi, pytest.mark.xdist_group(REALAPI_GROUP))
+"""Marks for a test (``pytestmark``) or a parameter (``pytest.param(..., marks=...)``) that runs
+on the real control plane."""
+
+
+def realapi_unavailable(reason: str) -> NoReturn:
+    """Skip the real-API tier with one line, or fail it when ``CI=true`` (CI must run it)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"realapi tier required under CI=true: {reason}", pytrace=False)
+    pytest.skip(f"realapi tier skipped: {reason}")
+
+
+@pytest.fixture(scope="session")
+def real_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlanePair]:
+    """A real control + target pair (etcd, kube-apiserver, kube-controller-manager; the MCM CRDs
+    in control), shared by every real-API test of this worker."""
+    from mcm.testing.envtest import BinariesMissing, ControlPlanePair, find_binaries
+
+    try:
+        binaries = find_binaries()
+    except BinariesMissing as exc:
+        realapi_unavailable(str(exc))
+    with ControlPlanePair(tmp_path_factory.mktemp("envtest"), crds=MCM_CRDS_DIR, binaries=binaries) as pair:
+        yield pair

@@ -9,7 +9,11 @@ registry.
 
 - Informers (``SharedInformerFactory``): control, restricted to ``options.namespace``:
   Machines, MachineClasses, Secrets; target: Nodes, Pods, PVs, PVCs, VolumeAttachments and
-  policy/v1 PodDisruptionBudgets.
+  policy/v1 PodDisruptionBudgets. Their caches hold objects without ``managedFields`` (and
+  Nodes without ``status.images``), which the controller never reads.
+- Machines are read through a :class:`~mcm.runtime.cache.mutation_cache.MutationCache`: a
+  reconcile that runs before the informer has delivered the controller's own last write sees
+  the object that write returned, so its next write does not fail with a self-inflicted 409.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
@@ -54,6 +58,8 @@ from mcm.runtime.cache import (
     SharedIndexInformer,
     SharedInformerFactory,
 )
+from mcm.runtime.cache.mutation_cache import MutationCache, MutationLister, RecordingRESTClient
+from mcm.runtime.cache.transforms import strip_managed_fields, strip_node_images
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import (
     NODES,
@@ -165,7 +171,7 @@ class Controller:
             SharedInformerFactory(target, None, resync, clock=self.clock) if target is not None else None
         )
         for resource in (MACHINES, MACHINE_CLASSES, SECRETS):
-            self.control_factory.informer_for(resource)
+            self.control_factory.informer_for(resource).set_transform(strip_managed_fields)
         self.control_factory.informer_for(MACHINES).add_indexers(dict(MACHINE_INDEXERS))
         if self.target_factory is not None:
             for resource in (
@@ -176,7 +182,8 @@ class Controller:
                 VOLUME_ATTACHMENTS,
                 POD_DISRUPTION_BUDGETS,
             ):
-                self.target_factory.informer_for(resource)
+                transform = strip_node_images if resource == NODES else strip_managed_fields
+                self.target_factory.informer_for(resource).set_transform(transform)
 
     def _drain_wiring(
         self, target: ClusterClient, driver: Driver, recorder: EventRecorder | None
@@ -209,16 +216,18 @@ class Controller:
     ) -> Deps:
         ns = self.options.namespace
         target_factory = self.target_factory
+        machine_informer = self.control_factory.informer_for(MACHINES)
+        mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
         listers = Listers(
-            machines=self.control_factory.lister(MACHINES).namespaced(ns),
+            machines=MutationLister(self.control_factory.lister(MACHINES), ns, mutations),
             classes=self.control_factory.lister(MACHINE_CLASSES).namespaced(ns),
             secrets=self.control_factory.lister(SECRETS).namespaced(ns),
             nodes=target_factory.lister(NODES) if target_factory else None,
             volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
-            machine_indexer=self.control_factory.informer_for(MACHINES).get_indexer(),
+            machine_indexer=machine_informer.get_indexer(),
         )
         writers = Writers(
-            machines=control.resource(MACHINES),
+            machines=RecordingRESTClient(control.resource(MACHINES), mutations),
             classes=control.resource(MACHINE_CLASSES),
             secrets=control.resource(SECRETS),
             nodes=target.resource(NODES) if target else None,

@@ -38,9 +38,24 @@ __all__ = [
 Obj = dict[str, Any]
 
 
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
 def clone(obj: Mapping[str, Any]) -> Obj:
-    """A deep copy that may be changed freely."""
-    return copy.deepcopy(dict(obj))
+    """A deep copy that may be changed freely (dicts, lists and scalars copied directly, several
+    times faster than ``copy.deepcopy`` on API objects; anything else deep-copied)."""
+    return {key: _copied(item) for key, item in obj.items()}
 
 
 _EMPTY: Mapping[str, Any] = {}

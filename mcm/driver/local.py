@@ -5,7 +5,9 @@ A real driver, not a mock. Each VM is a ConfigMap in a namespace of its own (def
 orphan collection and restarts behave as with a cloud. With a target cluster, a
 :class:`~mcm.driver.nodesim.NodeSimulator` plays the kubelet of every VM: after the class's boot
 delay the VM's Node appears (provider ID, addresses, capacity and labels from the class's
-``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted.
+``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted; like a kubelet it
+finishes the termination of pods deleted from its Nodes (a real kube-apiserver leaves them
+Terminating otherwise).
 
 Guarantees of the contract (``docs/driver.md``): create is idempotent per machine name
 (provider ID ``local:///<vm-namespace>/<machine>``, node name = machine name); status finds a VM
@@ -197,6 +199,7 @@ class LocalDriver(Driver):
                 clock=clock,
                 heartbeat_interval=heartbeat_interval,
                 poll_interval=poll_interval,
+                finish_pods=True,
             ).start()
 
     # --- the Driver methods --------------------------------------------------------------------

@@ -13,6 +13,10 @@ Given a target :class:`~mcm.runtime.client.ClusterClient` and a source of VMs, a
   ``lastHeartbeatTime`` through a strategic-merge patch of ``nodes/status`` keyed by condition
   type, so labels, taints and conditions written by others (the controller's ``Terminating``
   condition) are never overwritten.
+- **pod termination** (``finish_pods=True``): a pod bound to a node the simulator plays that is
+  being deleted gracefully (``deletionTimestamp`` set) is deleted with grace period 0 on the
+  next pass, as its kubelet does once the containers have stopped (simulated containers stop
+  at once). kube-apiserver leaves this to the kubelet: without it such pods stay Terminating.
 - **VM gone**: heartbeats stop; the Node is left for the machine controller to delete (as with
   a real cloud, where nobody deletes it for you).
 - **test hooks**: :meth:`set_ready`, :meth:`set_condition`, :meth:`stop_heartbeats`,
@@ -41,8 +45,8 @@ from mcm.driver.driver import Driver, ListMachinesRequest
 from mcm.driver.errors import MachineError
 from mcm.driver.fake import FakeDriver
 from mcm.runtime.client import ClusterClient
-from mcm.runtime.client.errors import AlreadyExists, ApiError, ConnectionFailed, NotFound
-from mcm.runtime.client.resources import NODES
+from mcm.runtime.client.errors import AlreadyExists, ApiError, Conflict, ConnectionFailed, NotFound
+from mcm.runtime.client.resources import NODES, PODS
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
 __all__ = [
@@ -163,8 +167,10 @@ class NodeSimulator:
         heartbeat_interval: float = 10.0,
         poll_interval: float = 1.0,
         labels: Mapping[str, str] | None = None,
+        finish_pods: bool = False,
     ) -> None:
         self.target = target
+        self.finish_pods = finish_pods
         self.source: VMSource = driver_vms(source, machine_classes) if isinstance(source, Driver) else source
         self.clock = clock
         self.boot_delay = boot_delay
@@ -172,6 +178,7 @@ class NodeSimulator:
         self.poll_interval = poll_interval
         self.labels = dict(labels or {})
         self._nodes = target.resource(NODES)
+        self._pods = target.resource(PODS)
         self._lock = threading.RLock()
         self._states: dict[str, _NodeState] = {}
         self._stop = threading.Event()
@@ -226,6 +233,8 @@ class NodeSimulator:
                 state.vm = vm
         for name in list(vms):
             self._sync_node(name, now)
+        if self.finish_pods:
+            self.finish_pod_terminations()
 
     def _list_vms(self) -> Iterable[SimulatedVM | Mapping[str, Any]]:
         try:
@@ -257,6 +266,41 @@ class NodeSimulator:
             log.warning("node write failed; retrying next pass", node=name, error=str(exc))
             return
         state.last_heartbeat = now
+
+    def finish_pod_terminations(self) -> int:
+        """Delete with grace period 0 every terminating pod bound to a node this simulator
+        plays (registered, not vanished); returns how many it deleted."""
+        with self._lock:
+            nodes = {n for n, s in self._states.items() if s.present and not s.vanished}
+        if not nodes:
+            return 0
+        try:
+            pods = self._pods.list().get("items") or []
+        except (ApiError, ConnectionFailed) as exc:
+            log.warning("listing pods failed; retrying next pass", error=str(exc))
+            return 0
+        finished = 0
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            if not meta.get("deletionTimestamp") or (pod.get("spec") or {}).get("nodeName") not in nodes:
+                continue
+            try:
+                self._pods.delete(
+                    meta["name"],
+                    namespace=meta["namespace"],
+                    grace_period_seconds=0,
+                    preconditions={"uid": meta["uid"]},
+                )
+            except (NotFound, Conflict):
+                continue  # gone already, or a new pod of the same name
+            except (ApiError, ConnectionFailed) as exc:
+                log.warning("finishing pod termination failed", pod=meta["name"], error=str(exc))
+                continue
+            finished += 1
+            log.info(
+                "pod terminated", pod=meta["name"], namespace=meta["namespace"], node=pod["spec"]["nodeName"]
+            )
+        return finished
 
     # --- writes ---------------------------------------------------------------------------------
 

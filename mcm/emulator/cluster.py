@@ -9,7 +9,8 @@ Guarantees:
 - ``ClusterPair.single(dir)`` runs one emulator that plays both roles; both files point at it.
 - ``in_process=False`` runs each emulator as ``python -m mcm.emulator serve`` in its own process
   (off the GIL of the code under test); ``control``/``target`` are then
-  :class:`~mcm.emulator.admin.RemoteEmulator` handles with the same control methods.
+  :class:`~mcm.emulator.admin.RemoteEmulator` handles with the same control methods. With
+  ``request_logs=True`` each writes its request log to ``dir/<name>.requests.jsonl``.
 - ``close()`` (or leaving the ``with`` block) stops every emulator it started.
 """
 
@@ -58,12 +59,13 @@ class ClusterPair:
         crds: str | Path | None = None,
         namespace: str | None = None,
         in_process: bool = True,
+        request_logs: bool = False,
         **options: Any,
     ) -> ClusterPair:
         """Start ``control`` and ``target``; install the MCM CRDs into ``control``."""
         target_dir = Path(directory)
         if not in_process:
-            return cls._start_processes(target_dir, tls=tls, crds=crds)
+            return cls._start_processes(target_dir, tls=tls, crds=crds, request_logs=request_logs)
         control = Emulator(
             name="control", tls=tls, tls_dir=target_dir / "control-tls" if tls else None, **options
         )
@@ -106,11 +108,23 @@ class ClusterPair:
         return cls(emulator, emulator, control_path, target_path)
 
     @classmethod
-    def _start_processes(cls, directory: Path, *, tls: bool, crds: str | Path | None) -> ClusterPair:
+    def _start_processes(
+        cls, directory: Path, *, tls: bool, crds: str | Path | None, request_logs: bool
+    ) -> ClusterPair:
         crd_dir = Path(crds) if crds is not None else default_crd_dir()
-        control = spawn(directory, "control", tls=tls, crds=crd_dir if crd_dir.is_dir() else None)
+
+        def log(name: str) -> Path | None:
+            return directory / f"{name}.requests.jsonl" if request_logs else None
+
+        control = spawn(
+            directory,
+            "control",
+            tls=tls,
+            crds=crd_dir if crd_dir.is_dir() else None,
+            request_log=log("control"),
+        )
         try:
-            target = spawn(directory, "target", tls=tls)
+            target = spawn(directory, "target", tls=tls, request_log=log("target"))
         except BaseException:
             control.close()
             raise

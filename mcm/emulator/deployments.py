@@ -15,10 +15,12 @@ Guarantees (following ``pkg/apis/apps/v1/defaults.go`` and ``pkg/apis/apps/valid
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from mcm.emulator import podspec
+from mcm.emulator.errors import Raw
 from mcm.emulator.strategies import Strategy
 from mcm.emulator.validation import FieldError, invalid, label_errors, not_supported, required
 from mcm.runtime.labels import selector_from_label_selector
@@ -145,7 +147,10 @@ def deployment_errors(new: Obj, old: Obj | None) -> list[FieldError]:
     errors = [*_replicas_errors(spec), *_selector_errors(spec), *_template_errors(spec)]
     strategy_type = _get(spec, "strategy", "type")
     if strategy_type is not None and strategy_type not in _STRATEGY_TYPES:
-        errors.append(not_supported("spec.strategy.type", strategy_type, _STRATEGY_TYPES))
+        rolling = _get(spec, "strategy", "rollingUpdate")
+        shown = json.dumps({"Type": strategy_type, "RollingUpdate": rolling}, separators=(",", ":"))
+        # kube-apiserver names the field spec.strategy and prints the Go struct as JSON.
+        errors.append(not_supported("spec.strategy", Raw(shown), _STRATEGY_TYPES))
     if old is not None and _get(old, "spec", "selector") != spec.get("selector"):
         errors.append(invalid("spec.selector", spec.get("selector"), "field is immutable"))
     return errors

@@ -317,6 +317,13 @@ def internal_error(text: str) -> ApiStatusError:
     return _err(500, "InternalError", f"Internal error occurred: {text}", details)
 
 
+def storage_error(text: str) -> ApiStatusError:
+    """500 whose message is ``text`` and that has no reason: an error the storage layer returns
+    without an API status (kube-apiserver's ``resourceVersion should not be set on objects to be
+    created``)."""
+    return _err(500, "", text)
+
+
 def service_unavailable(text: str = "the server is currently unable to handle the request") -> ApiStatusError:
     """503 ServiceUnavailable."""
     return _err(503, "ServiceUnavailable", text)

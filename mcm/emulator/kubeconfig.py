@@ -9,7 +9,9 @@ Guarantees:
 - TLS material is made per run with the ``openssl`` CLI (the ``cryptography`` package is not a
   dependency): an EC P-256 CA and a server certificate for ``IP:127.0.0.1`` and
   ``DNS:localhost`` with ``extendedKeyUsage=serverAuth``. This is mcm's only certificate recipe:
-  tests that need a TLS server (e.g. the runtime client's stub server) use it too.
+  tests that need a TLS server (e.g. the runtime client's stub server) use it too, and
+  :mod:`mcm.testing.envtest` adds client certificates (:func:`issue_client_cert`) and
+  service-account signing keys (:func:`make_signing_key`) for real kube-apiservers.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ["TlsMaterial", "make_tls_material", "tls_available", "write_kubeconfig"]
+__all__ = [
+    "TlsMaterial",
+    "issue_client_cert",
+    "make_signing_key",
+    "make_tls_material",
+    "tls_available",
+    "write_kubeconfig",
+]
 
 
 @dataclass(frozen=True)
@@ -137,6 +146,53 @@ def _sign_server_cert(target: Path) -> None:
     )
 
 
+def issue_client_cert(material: TlsMaterial, name: str, user: str, groups: tuple[str, ...] = ()) -> Path:
+    """``<name>.crt`` and ``<name>.key`` in the material's directory: a clientAuth certificate
+    signed by its CA for ``user`` (the subject CN) in ``groups`` (the subject O entries), the
+    identity a kube-apiserver with ``--client-ca-file`` reads from it. Returns the cert's path."""
+    target = material.directory
+    subject = "".join(f"/O={group}" for group in groups) + f"/CN={user}"
+    _run(["req", "-new", *_EC_KEY, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject], target)
+    (target / f"{name}.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n",
+        encoding="utf-8",
+    )
+    _run(
+        [
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "2",
+            "-extfile",
+            f"{name}.ext",
+        ],
+        target,
+    )
+    return target / f"{name}.crt"
+
+
+def make_signing_key(path: str | Path) -> Path:
+    """An EC P-256 private key in PKCS#8 PEM at ``path`` and its public key beside it
+    (``<path>.pub``), e.g. for service-account token signing. Returns the private key's path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _run(
+        ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", target.name],
+        target.parent,
+    )
+    _run(["pkey", "-in", target.name, "-pubout", "-out", f"{target.name}.pub"], target.parent)
+    return target
+
+
 def kubeconfig_document(
     name: str,
     url: str,
@@ -144,12 +200,18 @@ def kubeconfig_document(
     ca_pem: bytes | None = None,
     token: str | None = None,
     namespace: str | None = None,
+    client_cert_pem: bytes | None = None,
+    client_key_pem: bytes | None = None,
 ) -> dict[str, Any]:
-    """The kubeconfig as a dict."""
+    """The kubeconfig as a dict; over https the user carries ``token`` and/or the client
+    certificate and key."""
     cluster: dict[str, Any] = {"server": url}
     if ca_pem is not None:
         cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     user: dict[str, Any] = {"token": token} if token and url.startswith("https://") else {}
+    if client_cert_pem is not None and client_key_pem is not None and url.startswith("https://"):
+        user["client-certificate-data"] = base64.b64encode(client_cert_pem).decode()
+        user["client-key-data"] = base64.b64encode(client_key_pem).decode()
     context: dict[str, Any] = {"cluster": name, "user": name}
     if namespace:
         context["namespace"] = namespace

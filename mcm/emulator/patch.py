@@ -298,7 +298,9 @@ def _smp_list(original: list[Any], patch: list[Any], path: str, table: Mapping[s
         rest = [item for item in patch if not (isinstance(item, dict) and item.get(_PATCH) == "replace")]
         return [_strip_directives(item) for item in rest]
     if strategy == MERGE_PRIMITIVE:
-        return _unique([*original, *copy.deepcopy(patch)])
+        # kube-apiserver puts the patch's new values before the ones the object had.
+        added = [item for item in patch if item not in original]
+        return _unique([*copy.deepcopy(added), *original])
     if strategy.startswith(MERGE_KEY_PREFIX):
         return _merge_keyed_list(original, patch, strategy[len(MERGE_KEY_PREFIX) :], path, table)
     return [_strip_directives(item) for item in patch]

@@ -82,9 +82,11 @@ def spawn(
     crds: str | Path | None = None,
     controllers: bool = True,
     history_size: int | None = None,
+    request_log: str | Path | None = None,
     timeout: float = 30.0,
 ) -> EmulatorProcess:
-    """Start ``serve`` for cluster ``name``; files go to ``directory``; the options are ``serve``'s."""
+    """Start ``serve`` for cluster ``name``; files go to ``directory``; the options are ``serve``'s
+    (``request_log``: append every answered request to this file as a JSON line)."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
     ready = target / f"{name}.ready.json"
@@ -92,6 +94,8 @@ def spawn(
     command = _serve_command(
         name, kubeconfig, ready, tls=tls, crds=crds, controllers=controllers, history_size=history_size
     )
+    if request_log is not None:
+        command += ["--request-log", str(request_log)]
     proc = subprocess.Popen(command, env=_child_env(), stderr=subprocess.DEVNULL)
     info = _wait_ready(proc, ready, name, timeout)
     return EmulatorProcess(proc, RemoteEmulator(info["admin_url"], info["url"]), kubeconfig, info)

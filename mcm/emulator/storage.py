@@ -229,7 +229,7 @@ class Storage:
         obj = self._check_type_meta(rt, objectmeta.drop_nulls(body))
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
-            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+            raise errors.storage_error("resourceVersion should not be set on objects to be created")
         obj = self._check_namespace(rt, obj, namespace)
         if rt.namespaced:
             self._check_namespace_usable(
@@ -261,6 +261,7 @@ class Storage:
         if rt.strategy.reset_status_on_create:
             obj.pop("status", None)
         prepared, warnings = self._prepare(rt, obj, None)
+        prepared = rt.strategy.admit_create(prepared)
         return prepared, self._apply_field_validation(rt, obj, warnings, field_validation)
 
     @staticmethod
@@ -365,7 +366,7 @@ class Storage:
                         "FieldValueInvalid",
                         "metadata.resourceVersion",
                         "must be specified for an update",
-                        Raw("0x0"),
+                        Raw("0"),
                     )
                 ],
             )

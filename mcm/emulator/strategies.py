@@ -11,7 +11,10 @@ write path uses it as follows (create, update and patch alike):
 3. ``defaults(obj)`` on every write; idempotent. Create-only parts (namespace finalizer, CRD
    establishment and cleanup finalizer) apply only while the status is unset, i.e. right after
    the create-time status reset;
-4. ``validate(new, old)`` (``old`` is None on create) → kind-specific field errors (→ 422);
+4. ``admit_create(obj)`` on create only, after ``defaults``: the mutating admission plugins'
+   create-time changes (``TaintNodesByCondition``: a new Node gets the
+   ``node.kubernetes.io/not-ready:NoSchedule`` taint);
+5. ``validate(new, old)`` (``old`` is None on create) → kind-specific field errors (→ 422);
    object metadata (names, labels, annotations, owner references) is the server's check.
 
 Guarantees: all functions are pure and never mutate their input; built-in strategies follow the
@@ -93,6 +96,8 @@ class Strategy:
     graceful_delete: Callable[[Obj, Obj], int | None] | None = None
     """``(obj, delete options) -> grace seconds`` for kinds with graceful deletion (pods)."""
     defaults: Callable[[Obj], Obj] = _identity
+    admit_create: Callable[[Obj], Obj] = _identity
+    """Create-time mutating admission (runs once, after ``defaults``)."""
     validate: Callable[[Obj, Obj | None], list[FieldError]] = _no_errors
     normalize: Callable[[Obj], Obj] = _identity
     prune: Callable[[Obj], tuple[Obj, list[str]]] = _no_pruning
@@ -217,7 +222,7 @@ def _taint_errors(new: Obj, old: Obj | None) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[tuple[str, str]] = set()
     for index, taint in enumerate(taints):
-        path = f"spec.taints[{index}]"
+        path = f"metadata.taints[{index}]"  # sic: kube-apiserver's validation names this path
         if not isinstance(taint, Mapping):
             errors.append(invalid(path, taint, "must be an object"))
             continue
@@ -237,8 +242,31 @@ def _taint_errors(new: Obj, old: Obj | None) -> list[FieldError]:
     return errors
 
 
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+"""What kube-apiserver's TaintNodesByCondition admission puts on every new Node (the node
+lifecycle controller removes it once the Node is Ready)."""
+
+
+def _taint_not_ready(obj: Obj) -> Obj:
+    """TaintNodesByCondition: add :data:`NOT_READY_TAINT` unless the new Node has it already."""
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = dict(raw_spec) if isinstance(raw_spec, Mapping) else {}
+    raw_taints = spec.get("taints")
+    if raw_taints is not None and not isinstance(raw_taints, list):
+        return obj  # validation answers for it
+    taints: list[Any] = list(raw_taints or [])
+    for taint in taints:
+        if isinstance(taint, Mapping) and (taint.get("key"), taint.get("effect")) == (
+            NOT_READY_TAINT["key"],
+            NOT_READY_TAINT["effect"],
+        ):
+            return obj
+    return {**obj, "spec": {**spec, "taints": [*taints, dict(NOT_READY_TAINT)]}}
+
+
 NODE = Strategy(
     status_subresource=True,
+    admit_create=_taint_not_ready,
     validate=_taint_errors,
     normalize=normalizer(
         ("status.capacity", "status.allocatable"),
@@ -380,6 +408,12 @@ def _event_errors(new: Obj, old: Obj | None) -> list[FieldError]:
     involved = new.get("involvedObject")
     if not isinstance(involved, Mapping) or not involved:
         return [required("involvedObject")]
+    namespace = str((new.get("metadata") or {}).get("namespace") or "")
+    involved_namespace = str(involved.get("namespace") or "")
+    # kube-apiserver: an event of a cluster-scoped object lives in "default" (or no namespace);
+    # any other event lives in its object's namespace.
+    if (involved_namespace or namespace not in ("", "default")) and involved_namespace != namespace:
+        return [invalid("involvedObject.namespace", involved_namespace, "does not match event.namespace")]
     return []
 
 

@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client, config
 
 from mcm.emulator.emulator import Emulator
-from tests.conftest import MCM_CRDS_DIR
+from tests.conftest import MCM_CRDS_DIR, REALAPI_MARKS
 
 RUN_ID = uuid.uuid4().hex[:8]
 
@@ -68,9 +68,16 @@ def _target(request: pytest.FixtureRequest) -> str | None:
     return os.environ.get("CONFORMANCE_KUBECONFIG") or None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["emulator", pytest.param("real", marks=REALAPI_MARKS)])
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The server under test: every test runs on the emulator and on the real control plane
+    (``real``, the shared ``real_pair``'s control cluster), or on the cluster an option names."""
     path = _target(request)
+    if request.param == "real" and path is None:
+        pair = request.getfixturevalue("real_pair")
+        path = str(pair.control_kubeconfig)
+    elif path is not None and request.param == "emulator":
+        pytest.skip("the conformance target is the given cluster")
     if path is not None:
         api = config.new_client_from_config(config_file=path)
         yield Cluster(api, None, 60.0)

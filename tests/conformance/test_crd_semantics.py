@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -85,6 +86,7 @@ def test_crd_established_and_discoverable(cluster: Cluster, gizmo_group: str) ->
     assert gizmo_group in {g.name for g in groups.groups}
 
 
+@pytest.mark.deviation  # real: the CRD stays Terminating while "held" keeps its finalizer
 def test_crd_delete_removes_custom_objects(cluster: Cluster, gizmo_group: str, namespace: str) -> None:
     body = {
         "apiVersion": f"{gizmo_group}/v1",
@@ -97,7 +99,10 @@ def test_crd_delete_removes_custom_objects(cluster: Cluster, gizmo_group: str, n
     cluster.custom.create_namespaced_custom_object(gizmo_group, "v1", namespace, "gizmos", held)
     name = f"gizmos.{gizmo_group}"
     cluster.crds.delete_custom_resource_definition(name)
-    cluster.wait(lambda: crd_gone(cluster, name), "the CRD and its objects to be removed")
+    deadline = time.monotonic() + 10
+    while not crd_gone(cluster, name):
+        assert time.monotonic() < deadline, "the CRD and its objects were not removed"
+        time.sleep(0.05)
     groups = client.ApisApi(cluster.api).get_api_versions()
     assert gizmo_group not in {g.name for g in groups.groups}
 

@@ -111,7 +111,11 @@ def test_generation_follows_the_spec_only(apps: client.AppsV1Api, namespace: str
             "`selector` does not match template `labels`",
         ),
         ({"selector": None}, "spec.selector", "Required value"),
-        ({"strategy": {"type": "Sideways"}}, "spec.strategy.type", 'Unsupported value: "Sideways"'),
+        (
+            {"strategy": {"type": "Sideways"}},
+            "spec.strategy",
+            'Unsupported value: {"Type":"Sideways","RollingUpdate":null}',
+        ),
     ],
 )
 def test_invalid_specs_are_422(
@@ -192,7 +196,7 @@ def test_strict_field_validation_knows_the_deployment_fields(cluster: Cluster, n
     assert ok.status == 201
 
 
-@pytest.mark.needs_controllers
+@pytest.mark.deviation  # real: needs the deployment and ReplicaSet controllers, a scheduler, kubelets
 def test_the_deployment_controller_reports_the_replicas_available(
     cluster: Cluster, apps: client.AppsV1Api, namespace: str
 ) -> None:

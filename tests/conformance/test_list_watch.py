@@ -81,7 +81,11 @@ def test_field_selector_pod_spec_nodename(cluster: Cluster, namespace: str) -> N
 
 def test_field_selector_event_involved_object(cluster: Cluster, namespace: str) -> None:
     for name, kind in (("e1", "Machine"), ("e2", "Node")):
-        body = {"metadata": {"name": name}, "involvedObject": {"kind": kind, "name": "x"}, "reason": "R"}
+        body = {
+            "metadata": {"name": name},
+            "involvedObject": {"kind": kind, "name": "x", "namespace": namespace},
+            "reason": "R",
+        }
         cluster.core.create_namespaced_event(namespace, body)
     events = cluster.core.list_namespaced_event(
         namespace, field_selector="involvedObject.kind=Machine,involvedObject.name=x"

@@ -55,7 +55,7 @@ def test_merge_patch_replaces_finalizers_list(cluster: Cluster, node: str) -> No
 def test_smp_finalizers_merge_and_delete_directive(cluster: Cluster, node: str) -> None:
     cluster.core.patch_node(node, {"metadata": {"finalizers": ["example.com/a"]}})
     added = cluster.core.patch_node(node, {"metadata": {"finalizers": ["example.com/b"]}})
-    assert added.metadata.finalizers == ["example.com/a", "example.com/b"]
+    assert added.metadata.finalizers == ["example.com/b", "example.com/a"]  # new values first
     removed = cluster.core.patch_node(
         node, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/a", "example.com/b"]}}
     )
@@ -83,7 +83,7 @@ def test_smp_event_count_patch(cluster: Cluster, namespace: str) -> None:
     name = unique("ev")
     event = {
         "metadata": {"name": name},
-        "involvedObject": {"kind": "Node", "name": "n", "apiVersion": "v1"},
+        "involvedObject": {"kind": "Node", "name": "n", "apiVersion": "v1", "namespace": namespace},
         "reason": "Test",
         "message": "m1",
         "count": 1,
@@ -160,6 +160,6 @@ def test_patch_missing_object_404(cluster: Cluster) -> None:
 def test_python_client_dict_patch_is_smp(cluster: Cluster, node: str) -> None:
     cluster.core.patch_node(node, {"metadata": {"finalizers": ["example.com/a"]}})
     patched = cluster.core.patch_node(node, {"metadata": {"finalizers": ["example.com/b"]}})
-    # only a strategic merge patch appends to finalizers; a merge patch would replace them
-    assert patched.metadata.finalizers == ["example.com/a", "example.com/b"]
+    # only a strategic merge patch adds to finalizers (new values first); a merge patch replaces them
+    assert patched.metadata.finalizers == ["example.com/b", "example.com/a"]
     merge(cluster, node, {"metadata": {"finalizers": None}})

@@ -19,6 +19,7 @@ from tests.conformance.semantics_support import (
     pod_body,
     unique,
 )
+from tests.conformance.wire import call
 
 __all__ = ["cluster", "namespace"]
 
@@ -175,4 +176,32 @@ def test_node_taint_validation_422(cluster: Cluster, node_name: str) -> None:
     with pytest.raises(client.ApiException) as err:
         cluster.core.patch_node(node_name, {"spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}})
     assert err.value.status == 422
-    assert json.loads(err.value.body)["details"]["causes"][0]["field"] == "spec.taints[0].effect"
+    assert json.loads(err.value.body)["details"]["causes"][0]["field"] == "metadata.taints[0].effect"
+
+
+def test_a_new_node_gets_the_not_ready_taint(cluster: Cluster) -> None:
+    """TaintNodesByCondition admission: every new Node starts tainted not-ready (the node lifecycle
+    controller lifts it once Ready); later writes may drop it."""
+    name = unique("conf-node")
+    body = node_body(name)
+    body["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+    try:
+        created = call(cluster, "POST", "/api/v1/nodes", body).json()
+        assert created["spec"]["taints"] == [
+            {"key": "dedicated", "value": "x", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+        ]
+        untainted = cluster.core.patch_node(name, {"spec": {"taints": None}})
+        assert untainted.spec.taints is None
+    finally:
+        cleanup_node(cluster, name)
+
+
+def test_an_event_lives_in_its_objects_namespace(cluster: Cluster, namespace: str) -> None:
+    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"}}
+    reply = call(cluster, "POST", f"/api/v1/namespaces/{namespace}/events", event)
+    assert reply.status == 422
+    assert reply.json()["details"]["causes"][0]["field"] == "involvedObject.namespace"
+    assert 'Invalid value: "other": does not match event.namespace' in reply.json()["message"]
+    cluster_scoped = {"metadata": {"name": "n"}, "involvedObject": {"kind": "Node", "name": "n"}}
+    assert call(cluster, "POST", f"/api/v1/namespaces/{namespace}/events", cluster_scoped).status == 422

@@ -308,3 +308,28 @@ def test_a_connection_reset_on_a_status_write_never_ends_the_process(
     assert resets and fatal == []
     assert env.controller is not None and env.thread is not None and env.thread.is_alive()
     assert len(env.driver.calls_to("create_machine")) == 1
+
+
+def test_the_node_cache_holds_no_image_lists(env: Env) -> None:
+    """Issue 25: a Node's status.images (kilobytes per node, never read by the controller) is
+    dropped by the informer transform before it is cached."""
+    env.setup_class()
+    env.nodes.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "big-node"}})
+    env.nodes.patch(
+        "big-node",
+        {"status": {"images": [{"names": ["registry/app:1"], "sizeBytes": 5}]}},
+        subresource="status",
+    )
+    controller = env.start()
+    nodes = controller.deps.listers.nodes
+    assert nodes is not None
+
+    def cached() -> dict[str, Any] | None:
+        try:
+            return dict(nodes.get("big-node"))
+        except Exception:
+            return None
+
+    eventually(lambda: cached() is not None, what="node cached")
+    assert "images" not in ((cached() or {}).get("status") or {})
+    assert env.nodes.get("big-node")["status"]["images"]

@@ -22,6 +22,7 @@ import pytest
 from mcm.apis.machine import constants as c
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver import DeleteMachineRequest
+from mcm.runtime.client.errors import Conflict
 
 from .fixtures import NS, Env, eventually, machine
 
@@ -61,9 +62,18 @@ def test_control_api_server_hang_freezes_without_failing_machines(env: Env) -> N
     eventually(lambda: env.phase("machine-h") == c.PHASE_RUNNING, what="Running")
     eventually(lambda: frozen_gauge(controller) == 0.0, what="collector registered")
 
-    node = env.nodes.get("machine-h")
-    node["status"]["conditions"][0]["status"] = "False"
-    env.nodes.update_status(node)
+    def node_not_ready() -> bool:
+        """The controller may still be writing the node (finalizer, template sync): a 409 means
+        read it again."""
+        node = env.nodes.get("machine-h")
+        node["status"]["conditions"][0]["status"] = "False"
+        try:
+            env.nodes.update_status(node)
+        except Conflict:
+            return False
+        return True
+
+    eventually(node_not_ready, what="node NotReady written")
     eventually(lambda: env.phase("machine-h") == c.PHASE_UNKNOWN, what="Unknown")
     unknown_seen = time.monotonic()
 

@@ -260,5 +260,8 @@ def test_kubectl_describe_diff_expose_dry_run_and_node_maintenance(
     kubectl("taint", "node", "n1", "dedicated=infra:NoSchedule")
     spec = json.loads(kubectl("get", "node", "n1", "-o", "json"))["spec"]
     assert spec["unschedulable"] is True
-    assert spec["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    assert spec["taints"] == [
+        {"key": "dedicated", "value": "infra", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},  # TaintNodesByCondition
+    ]
     assert "dedicated=infra:NoSchedule" in kubectl("describe", "node", "n1")

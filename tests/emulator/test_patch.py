@@ -201,7 +201,7 @@ def test_smp_scalar_and_map_merge() -> None:
 def test_smp_finalizers_add_and_delete_directive() -> None:
     doc = {"metadata": {"finalizers": ["a"]}}
     added = strategic_merge_patch(doc, {"metadata": {"finalizers": ["b", "a"]}}, NODE_LISTS)
-    assert added["metadata"]["finalizers"] == ["a", "b"]
+    assert added["metadata"]["finalizers"] == ["b", "a"]  # kube-apiserver: new values first
     removed = strategic_merge_patch(
         added, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}, NODE_LISTS
     )

@@ -187,15 +187,15 @@ def test_node_taint_validation() -> None:
         return [(e.type, e.field) for e in s.validate({"spec": {"taints": taints}}, None)]
 
     assert errors([{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}]) == []
-    assert errors([{"key": "a"}]) == [("FieldValueRequired", "spec.taints[0].effect")]
+    assert errors([{"key": "a"}]) == [("FieldValueRequired", "metadata.taints[0].effect")]
     assert errors([{"key": "a", "effect": "Sometimes"}]) == [
-        ("FieldValueNotSupported", "spec.taints[0].effect")
+        ("FieldValueNotSupported", "metadata.taints[0].effect")
     ]
     assert errors([{"key": "bad key", "effect": "NoSchedule"}]) == [
-        ("FieldValueInvalid", "spec.taints[0].key")
+        ("FieldValueInvalid", "metadata.taints[0].key")
     ]
     assert errors([{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoSchedule"}]) == [
-        ("FieldValueDuplicate", "spec.taints[1]")
+        ("FieldValueDuplicate", "metadata.taints[1]")
     ]
     assert strategy_for("", "Node").smp_lists["spec.taints"] == "atomic"
     assert (

@@ -9,9 +9,10 @@ import pytest
 
 from mcm.apis.machine.v1alpha1 import NodeAddress
 from mcm.driver import CallContext, CreateMachineRequest, FakeDriver
+from mcm.emulator import Emulator
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
-from mcm.runtime.client.resources import NODES
+from mcm.runtime.client.resources import NODES, PODS
 from mcm.runtime.clock import FakeClock
 from mcm.testing.driver_conformance import sample_machine, sample_machine_class
 from mcm.testing.nodesim import NodeSimulator, SimulatedVM
@@ -179,3 +180,31 @@ def test_a_new_simulator_adopts_existing_nodes(target: ClusterClient) -> None:
     second.sync()
     assert second.registered("a")
     assert _conditions(target.resource(NODES).get("a"))["Ready"]["lastHeartbeatTime"] > first
+
+
+def test_finishes_the_termination_of_pods_on_its_nodes_only(
+    target: ClusterClient, emulator: Emulator
+) -> None:
+    """kube-apiserver leaves a gracefully deleted pod bound to a node Terminating until its kubelet
+    deletes it with grace period 0; the simulator plays that kubelet for its own nodes."""
+    emulator.controllers.kubelet.mode = "manual"  # the emulator's own kubelet stays out of it
+    pods = target.resource(PODS)
+    sim = NodeSimulator(target, lambda: [SimulatedVM("p:///a", "a")], clock=FakeClock(), finish_pods=True)
+    sim.sync()
+    for name, node in (("on-a", "a"), ("elsewhere", "other"), ("running", "a")):
+        body = {
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+        }
+        pods.create(body, namespace="default")
+    pods.delete("on-a", namespace="default", grace_period_seconds=30)
+    pods.delete("elsewhere", namespace="default", grace_period_seconds=30)
+    assert pods.get("on-a", namespace="default")["metadata"]["deletionTimestamp"]
+    sim.sync()
+    with pytest.raises(NotFound):
+        pods.get("on-a", namespace="default")
+    assert pods.get("elsewhere", namespace="default")["metadata"]["deletionTimestamp"], "not its node"
+    assert "deletionTimestamp" not in pods.get("running", namespace="default")["metadata"]
+    assert (
+        NodeSimulator(target, lambda: [], clock=FakeClock(), finish_pods=True).finish_pod_terminations() == 0
+    )

@@ -3,7 +3,7 @@
 Where to start:
 
 - :func:`load_config` (a kubeconfig path, or ``"inClusterConfig"``) returns a
-  :class:`ClusterClient`: one ``kubernetes`` ``ApiClient`` (one connection pool) and one
+  :class:`ClusterClient`: one :class:`Connection` (one connection pool) and one
   client-side token bucket (QPS/burst; the machine-controller's 20/30 unless given) per cluster.
 - ``client.resource(PODS)`` gives the :class:`RESTClient` of a resource from
   :mod:`~mcm.runtime.client.resources`: get, list, watch, create, update, update_status,
@@ -20,6 +20,7 @@ Where to start:
 
 from mcm.runtime.client.cluster import ClusterClient
 from mcm.runtime.client.config import IN_CLUSTER_CONFIG, ConfigError, load_config
+from mcm.runtime.client.connection import Connection
 from mcm.runtime.client.discovery import DiscoveryClient
 from mcm.runtime.client.listwatch import ListWatch, list_watch
 from mcm.runtime.client.resources import Resource
@@ -31,6 +32,7 @@ __all__ = [
     "IN_CLUSTER_CONFIG",
     "ClusterClient",
     "ConfigError",
+    "Connection",
     "DiscoveryClient",
     "HTTPWatchStream",
     "ListOptions",

@@ -1,4 +1,5 @@
-"""A client for one cluster: one ``ApiClient`` (one connection pool), one rate limiter.
+"""A client for one cluster: one :class:`~mcm.runtime.client.connection.Connection` (one
+connection pool), one rate limiter.
 
 :meth:`ClusterClient.resource` hands out a :class:`RESTClient` per resource, all sharing the
 cluster's transport, so the QPS/burst budget is per cluster client as in client-go (where each
@@ -18,8 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kubernetes.client import ApiClient
-
+from mcm.runtime.client.connection import Connection
 from mcm.runtime.client.discovery import DiscoveryClient
 from mcm.runtime.client.ratelimit import RateLimiter, new_rate_limiter
 from mcm.runtime.client.resources import Resource
@@ -36,7 +36,7 @@ class ClusterClient:
 
     def __init__(
         self,
-        api_client: ApiClient,
+        connection: Connection | Any,
         *,
         qps: float = MACHINE_CONTROLLER_QPS,
         burst: int = MACHINE_CONTROLLER_BURST,
@@ -48,7 +48,9 @@ class ClusterClient:
         rate_limiter: RateLimiter | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        self.api_client = api_client
+        if not isinstance(connection, Connection):
+            connection = Connection.from_api_client(connection)  # a kubernetes ApiClient
+        self.connection = connection
         self.qps = qps
         self.burst = burst
         self.namespace = namespace
@@ -56,7 +58,7 @@ class ClusterClient:
         self.clock = clock
         self.rate_limiter = rate_limiter or new_rate_limiter(qps, burst, clock=clock)
         self.transport = Transport(
-            api_client,
+            connection,
             rate_limiter=self.rate_limiter,
             user_agent=user_agent or default_user_agent(),
             clock=clock,
@@ -87,7 +89,7 @@ class ClusterClient:
     def with_user_agent(self, suffix: str) -> ClusterClient:
         """A client over the same connection pool with user agent ``…/<suffix>`` and its own bucket."""
         return ClusterClient(
-            self.api_client,
+            self.connection,
             qps=self.qps,
             burst=self.burst,
             namespace=self.namespace,
@@ -111,10 +113,10 @@ class ClusterClient:
         return self.transport.request_bytes("GET", path, query=query)
 
     def close(self) -> None:
-        """Cut pending Retry-After waits short and close the pooled connections (the ApiClient
+        """Cut pending Retry-After waits short and close the pooled connections (the connection
         is shared with siblings; close once)."""
         self.transport.stop.set()
-        self.api_client.close()  # type: ignore[no-untyped-call]
+        self.connection.close()
 
     def __repr__(self) -> str:
         return f"ClusterClient(host={self.host!r}, qps={self.qps}, burst={self.burst})"

@@ -2,9 +2,12 @@
 
 Guarantees:
 
-- Each call builds its own ``kubernetes`` ``Configuration`` and ``ApiClient``; the package's
-  process-wide default configuration is never read or written, so a control and a target
-  cluster can be used side by side.
+- Each call builds its own :class:`~mcm.runtime.client.connection.Connection` (pool and
+  credentials), so a control and a target cluster can be used side by side. Tokens, token files,
+  client certificates, basic auth, CA and proxy settings and the in-cluster service account need
+  nothing else; only exec credential plugins, auth providers and SOCKS proxies go through the
+  ``kubernetes`` package, imported then (its own ``Configuration`` and ``ApiClient``; the
+  package's process-wide default configuration is never read or written).
 - ``kubeconfig`` is a path (several joined by ``:`` are merged, as with ``$KUBECONFIG``), or
   ``None``, ``""`` or ``"inClusterConfig"`` for the in-cluster service account
   (``KUBERNETES_SERVICE_HOST``/``_PORT``, token and CA under :data:`SERVICE_ACCOUNT_DIR`; the
@@ -12,9 +15,7 @@ Guarantees:
 - A kubeconfig is checked first (:func:`~mcm.runtime.client.kubeconfig.check_kubeconfig`): bad
   YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
   what is wrong, never a raw YAML error.
-- Whatever the kubeconfig can express (tokens, client certificates, CA data, insecure TLS,
-  exec plugins) is handled by the ``kubernetes`` package's loaders; failures raise
-  :class:`ConfigError` with the reason.
+- Failures of either path raise :class:`ConfigError` with the reason.
 - TCP keep-alive is on (client-go's probe timing), and the pool keeps enough connections for
   the informers' long-running watches.
 """
@@ -22,15 +23,17 @@ Guarantees:
 from __future__ import annotations
 
 import os
-from typing import Any
-
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.config import list_kube_config_contexts, load_kube_config
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.incluster_config import InClusterConfigLoader
+from typing import TYPE_CHECKING
 
 from mcm.runtime.client.cluster import ClusterClient
-from mcm.runtime.client.kubeconfig import ConfigError, check_kubeconfig
+from mcm.runtime.client.connection import (
+    CONNECTION_POOL_SIZE,
+    Connection,
+    in_cluster_connection,
+    kubeconfig_connection,
+    needs_kubernetes_package,
+)
+from mcm.runtime.client.kubeconfig import ConfigError, select_context
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
@@ -41,6 +44,7 @@ __all__ = [
     "ConfigError",
     "load_config",
     "new_configuration",
+    "new_connection",
 ]
 
 IN_CLUSTER_CONFIG = "inClusterConfig"
@@ -49,8 +53,8 @@ IN_CLUSTER_CONFIG = "inClusterConfig"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 """Where the pod's service account token, CA and namespace are mounted."""
 
-CONNECTION_POOL_SIZE = 64
-"""Connections kept per host: every informer holds one for its watch."""
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
 
 
 def _is_in_cluster(kubeconfig: str | None) -> bool:
@@ -58,6 +62,9 @@ def _is_in_cluster(kubeconfig: str | None) -> bool:
 
 
 def _in_cluster_configuration(configuration: Configuration) -> str | None:
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
     loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
         token_filename=os.path.join(SERVICE_ACCOUNT_DIR, "token"),
         cert_filename=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
@@ -66,6 +73,10 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as exc:
         raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    return _service_account_namespace()
+
+
+def _service_account_namespace() -> str | None:
     try:
         with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as f:
             return f.read().strip() or None
@@ -73,39 +84,38 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         return None
 
 
-def _context_namespace(kubeconfig: str, context: str | None) -> str | None:
-    contexts: list[dict[str, Any]]
-    contexts, current = list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    wanted = context or (current or {}).get("name")
-    for entry in contexts or []:
-        if entry.get("name") == wanted:
-            ns = (entry.get("context") or {}).get("namespace")
-            return ns if isinstance(ns, str) and ns else None
-    return None
+def _kubeconfig_paths(kubeconfig: str) -> list[str]:
+    paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
+    return paths
 
 
 def _kubeconfig_configuration(
     configuration: Configuration, kubeconfig: str, context: str | None
 ) -> str | None:
-    paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
-    missing = [p for p in paths if not os.path.exists(p)]
-    if missing:
-        raise ConfigError(f"kubeconfig {missing[0]!r} does not exist")
-    check_kubeconfig(paths, context)
+    from kubernetes.config import load_kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    paths = _kubeconfig_paths(kubeconfig)
+    selection = select_context(paths, context)
     kubeconfig = os.pathsep.join(paths)
     try:
         load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
         )
-        return _context_namespace(kubeconfig, context)
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
+    return selection.namespace
 
 
 def new_configuration(
     kubeconfig: str | None, *, context: str | None = None
 ) -> tuple[Configuration, str | None]:
     """A fresh ``Configuration`` for ``kubeconfig`` and the default namespace it names (if any)."""
+    from kubernetes.client import Configuration
+
     configuration = Configuration()
     if _is_in_cluster(kubeconfig):
         namespace = _in_cluster_configuration(configuration)
@@ -119,6 +129,33 @@ def new_configuration(
     return configuration, namespace
 
 
+def new_connection(kubeconfig: str | None, *, context: str | None = None) -> tuple[Connection, str | None]:
+    """A :class:`Connection` for ``kubeconfig`` and the default namespace it names (if any)."""
+    if _is_in_cluster(kubeconfig):
+        try:
+            return in_cluster_connection(SERVICE_ACCOUNT_DIR), _service_account_namespace()
+        except ValueError as exc:
+            raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    assert kubeconfig is not None
+    paths = _kubeconfig_paths(kubeconfig)
+    selection = select_context(paths, context)
+    if needs_kubernetes_package(selection.cluster, selection.user):
+        from kubernetes.client import ApiClient
+
+        configuration, namespace = new_configuration(kubeconfig, context=context)
+        return Connection.from_api_client(ApiClient(configuration=configuration)), namespace
+    try:
+        connection = kubeconfig_connection(
+            selection.cluster,
+            selection.user,
+            cluster_dir=os.path.dirname(os.path.abspath(selection.cluster_file)),
+            user_dir=os.path.dirname(os.path.abspath(selection.user_file)),
+        )
+    except (OSError, ValueError, TypeError) as exc:
+        raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
+    return connection, selection.namespace
+
+
 def load_config(
     kubeconfig: str | None,
     *,
@@ -130,16 +167,15 @@ def load_config(
     max_retries: int = DEFAULT_MAX_RETRIES,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ClusterClient:
-    """A :class:`ClusterClient` with its own ``ApiClient`` for the cluster ``kubeconfig`` names.
+    """A :class:`ClusterClient` with its own connection for the cluster ``kubeconfig`` names.
 
     ``qps``/``burst`` set the client's token bucket: by default the machine-controller's flag
     defaults 20 / 30; ``qps`` 0 → 5 and ``burst`` 0 → 10 (client-go rest's defaults), negative
     ``qps`` → unthrottled, as client-go. ``timeout`` bounds the wait for each non-watch answer.
     """
-    configuration, namespace = new_configuration(kubeconfig, context=context)
-    api_client = ApiClient(configuration=configuration)
+    connection, namespace = new_connection(kubeconfig, context=context)
     return ClusterClient(
-        api_client,
+        connection,
         qps=qps,
         burst=burst,
         namespace=namespace,

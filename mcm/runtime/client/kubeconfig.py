@@ -15,11 +15,12 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "check_kubeconfig"]
+__all__ = ["ConfigError", "Selection", "check_kubeconfig", "select_context"]
 
 _SECTIONS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
 
@@ -76,6 +77,7 @@ class _Merged:
     def __init__(self) -> None:
         self.current_context = ""
         self.named: dict[str, dict[str, Any]] = {section: {} for section, _ in _SECTIONS}
+        self.sources: dict[str, dict[str, str]] = {section: {} for section, _ in _SECTIONS}
 
     def add(self, path: str, document: dict[str, Any]) -> None:
         current = document.get("current-context")
@@ -83,7 +85,9 @@ class _Merged:
             self.current_context = current
         for section, field in _SECTIONS:
             for name, body in _entries(path, document, section, field).items():
-                self.named[section].setdefault(name, body)
+                if name not in self.named[section]:
+                    self.named[section][name] = body
+                    self.sources[section][name] = path
 
 
 def _check_context(where: str, merged: _Merged, context: str | None) -> None:
@@ -107,8 +111,41 @@ def _check_context(where: str, merged: _Merged, context: str | None) -> None:
         raise ConfigError(f"kubeconfig {where}: user {user_name!r} of context {name!r} is not defined")
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The cluster and user a context selects, the files that define them, and its namespace."""
+
+    cluster: dict[str, Any]
+    user: dict[str, Any]
+    namespace: str | None
+    cluster_file: str
+    user_file: str
+
+
+def select_context(paths: Sequence[str], context: str | None = None) -> Selection:
+    """Check ``paths`` (merged) as :func:`check_kubeconfig` does and return what the context
+    (``context``, else ``current-context``) selects."""
+    merged = _merge(paths, context)
+    name = context or merged.current_context
+    body = merged.named["contexts"][name]
+    cluster_name, user_name = body["cluster"], body.get("user")
+    user = merged.named["users"].get(user_name) if user_name else None
+    namespace = body.get("namespace")
+    return Selection(
+        cluster=dict(merged.named["clusters"][cluster_name]),
+        user=dict(user) if isinstance(user, dict) else {},
+        namespace=namespace if isinstance(namespace, str) and namespace else None,
+        cluster_file=merged.sources["clusters"][cluster_name],
+        user_file=merged.sources["users"].get(user_name or "", merged.sources["clusters"][cluster_name]),
+    )
+
+
 def check_kubeconfig(paths: Sequence[str], context: str | None = None) -> None:
     """Raise :class:`ConfigError` unless ``paths`` (merged) select a usable context."""
+    _merge(paths, context)
+
+
+def _merge(paths: Sequence[str], context: str | None = None) -> _Merged:
     where = repr(":".join(paths))
     merged = _Merged()
     found = False
@@ -120,3 +157,4 @@ def check_kubeconfig(paths: Sequence[str], context: str | None = None) -> None:
     if not found:
         raise ConfigError(f"kubeconfig {where} is empty")
     _check_context(where, merged, context)
+    return merged

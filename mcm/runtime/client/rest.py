@@ -156,13 +156,18 @@ class RESTClient:
 
     # -- writes ----------------------------------------------------------------------------------
     def create(self, body: Object, *, namespace: str | None = None, subresource: str | None = None) -> Object:
-        """POST a new object (its namespace from ``namespace`` or the body)."""
+        """POST a new object (its namespace from ``namespace`` or the body), or, with
+        ``subresource``, POST the body to that subresource of the object the body names (e.g. a
+        ``TokenRequest`` to ``serviceaccounts/<name>/token``)."""
         ns = self._body_namespace(body, namespace)
         if self._resource.namespaced and ns is None:
             raise ValueError(f"{self._resource.qualified_name}: a namespace is required to create")
-        result: Object = self._transport.request(
-            "POST", self.collection_path(ns), body=body, cancel=self._cancel
+        path = (
+            self.collection_path(ns)
+            if subresource is None
+            else self.object_path(self._body_name(body), ns, subresource)
         )
+        result: Object = self._transport.request("POST", path, body=body, cancel=self._cancel)
         return result
 
     def update(self, body: Object, *, namespace: str | None = None, subresource: str | None = None) -> Object:

@@ -1,14 +1,14 @@
 """HTTP to one cluster: throttling, authentication, retries after Retry-After, error mapping.
 
-The transport sends raw JSON over the connection pool of the cluster's ``kubernetes``
-``ApiClient`` (``_preload_content=False`` semantics: no typed models anywhere) and answers with
+The transport sends raw JSON over the pool of the cluster's
+:class:`~mcm.runtime.client.connection.Connection` (no typed models anywhere) and answers with
 decoded dicts or, for watches, the open response.
 
 Guarantees:
 
 - Every request first takes a token from the cluster's rate limiter, retries included.
-- Authentication comes from the ApiClient's configuration on every request, so rotating
-  in-cluster tokens and exec-plugin credentials are picked up (the client's refresh hook runs).
+- Authentication comes from the connection on every request, so rotating token files,
+  in-cluster tokens and exec-plugin credentials are picked up.
 - A 429 or 5xx answer with a ``Retry-After`` header is retried after that many seconds (on the
   injected clock), at most :data:`MAX_RETRY_AFTER` seconds per wait and at most ``max_retries``
   (default 10, client-go's ``maxRetries``) times, and only while the wait ends within the
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import http.client
 import importlib.metadata
-import json
 import platform
 import threading
 from collections.abc import Mapping
@@ -43,9 +42,10 @@ from urllib.parse import quote, urlencode
 
 import structlog
 import urllib3
-from kubernetes.client import ApiClient
 from urllib3.util.retry import Retry
 
+from mcm.runtime.client import codec
+from mcm.runtime.client.connection import Connection
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -166,7 +166,7 @@ def connection_failed(exc: BaseException, what: str) -> ConnectionFailed:
 def _status_from_body(data: bytes, code: int, reason_phrase: str | None) -> dict[str, Any] | None:
     """The ``Status`` the server sent, or a synthetic one carrying the body text."""
     try:
-        decoded = json.loads(data) if data else None
+        decoded = codec.loads(data) if data else None
     except ValueError:
         decoded = None
     if isinstance(decoded, dict) and decoded.get("kind") == "Status":
@@ -185,11 +185,11 @@ def _set_read_timeout(response: urllib3.BaseHTTPResponse, seconds: float) -> Non
 
 
 class Transport:
-    """Sends requests for one cluster over one ``ApiClient``'s pool."""
+    """Sends requests for one cluster over one connection's pool."""
 
     def __init__(
         self,
-        api_client: ApiClient,
+        connection: Connection | Any,
         *,
         rate_limiter: RateLimiter,
         user_agent: str | None = None,
@@ -203,7 +203,9 @@ class Transport:
             raise ValueError(f"max_retries must not be negative, got {max_retries}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive (or None for the default), got {timeout}")
-        self.api_client = api_client
+        if not isinstance(connection, Connection):
+            connection = Connection.from_api_client(connection)  # a kubernetes ApiClient
+        self.connection = connection
         self.rate_limiter = rate_limiter
         self.user_agent = user_agent or default_user_agent()
         self.clock = clock
@@ -212,9 +214,8 @@ class Transport:
         self.max_retry_after = max_retry_after
         self.stop = stop or threading.Event()
         """Set to cut every pending Retry-After wait short (the client's shutdown)."""
-        self._configuration = api_client.configuration
-        self._pool: urllib3.PoolManager = api_client.rest_client.pool_manager
-        self._base = str(self._configuration.host).rstrip("/")
+        self._pool: urllib3.PoolManager = connection.pool
+        self._base = connection.host
         self._base_path = (urllib3.util.parse_url(self._base).path or "").rstrip("/")
         self._host_pool: urllib3.HTTPConnectionPool | None = None
 
@@ -230,9 +231,7 @@ class Transport:
         headers = {"Accept": CONTENT_TYPE_JSON, "User-Agent": self.user_agent}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        for setting in self._configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
+        headers.update(self.connection.auth_headers())
         return headers
 
     def _timeout(self, read: float) -> urllib3.Timeout:
@@ -255,7 +254,7 @@ class Transport:
         if not data:
             return {}
         try:
-            return json.loads(data)
+            return codec.loads(data)
         except ValueError as exc:
             raise ApiError({"message": f"undecodable response to {method} {path}: {exc}"}, code=500) from exc
 
@@ -302,7 +301,7 @@ class Transport:
         preload: bool = True,
     ) -> urllib3.BaseHTTPResponse:
         url = self.url(path, query)
-        payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        payload = None if body is None else codec.dumps(body)
         headers = self._headers(content_type if payload is not None else None)
         attempt = 0
         deadline = self.clock.monotonic() + self.timeout

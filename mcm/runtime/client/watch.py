@@ -5,7 +5,7 @@ The :class:`HTTPWatchStream` implements :class:`~mcm.runtime.client.types.WatchS
 Guarantees:
 
 - Events are yielded in the order the server sent them; each line is decoded with one
-  ``json.loads`` (no typed models); lines may be split across chunks in any way.
+  ``codec.loads`` (orjson; no typed models); lines may be split across chunks in any way.
 - ``resource_version`` is the last resourceVersion seen on an ADDED, MODIFIED, DELETED or
   BOOKMARK event (initially the one the watch started from).
 - ``ERROR`` events are yielded as they are; :func:`error_from_watch_event` turns one into the
@@ -23,7 +23,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from typing import Any, cast
@@ -31,6 +30,7 @@ from typing import Any, cast
 import structlog
 import urllib3
 
+from mcm.runtime.client import codec
 from mcm.runtime.client.errors import ApiError, error_from_status
 from mcm.runtime.client.transport import connection_failed
 from mcm.runtime.client.types import EventType, WatchEvent
@@ -72,7 +72,7 @@ def _is_decode_failure(event: WatchEvent) -> bool:
 def decode_event(line: bytes) -> WatchEvent:
     """Decode one line of a watch stream; a malformed line becomes an InternalError ERROR event."""
     try:
-        raw = json.loads(line)
+        raw = codec.loads(line)
     except ValueError as exc:
         return _internal_error(f"{_DECODE_FAILURE}: {exc}")
     if not isinstance(raw, dict):

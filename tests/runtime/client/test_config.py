@@ -1,4 +1,4 @@
-"""load_config: kubeconfig files and in-cluster service accounts, one ApiClient per cluster."""
+"""load_config: kubeconfig files and in-cluster service accounts, one connection per cluster."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_resource_clients_share_the_cluster_transport(stub: StubServer, tmp_path
     client = load_config(stub.write_kubeconfig(tmp_path / "kc"))
     assert client.resource(NODES) is client.resource(NODES)
     sibling = client.with_user_agent("machine-leader-election")
-    assert sibling.api_client is client.api_client
+    assert sibling.connection is client.connection
     assert sibling.rate_limiter is not client.rate_limiter
     assert sibling.user_agent.endswith("/machine-leader-election")
 
@@ -59,7 +59,7 @@ def test_two_clusters_stay_apart_and_the_global_default_is_untouched(tmp_path: P
         _ok(two)
         first = load_config(one.write_kubeconfig(tmp_path / "one", token="t1"))
         second = load_config(two.write_kubeconfig(tmp_path / "two", token="t2"))
-        assert first.api_client is not second.api_client
+        assert first.connection is not second.connection
         first.resource(NODES).list()
         second.resource(NODES).list()
         assert [r.headers["authorization"] for r in one.requests] == ["Bearer t1"]
@@ -108,26 +108,69 @@ def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize("kubeconfig", [IN_CLUSTER_CONFIG, None, ""])
 def test_in_cluster_config(service_account: Path, kubeconfig: str | None) -> None:
     client = load_config(kubeconfig)
-    configuration = client.api_client.configuration
     assert client.host == "https://10.0.0.1:443"
     assert client.namespace == "machine-ns"
-    assert configuration.ssl_ca_cert == str(service_account / "ca.crt")
-    assert client.transport._headers(None)["authorization"] == "bearer pod-token"
+    assert client.connection.ca_file == str(service_account / "ca.crt")
+    assert client.transport._headers(None)["Authorization"] == "Bearer pod-token"
 
 
-def test_credentials_are_refreshed_on_every_request(stub: StubServer, tmp_path: Path) -> None:
+def test_a_token_file_is_read_again_when_it_rotates(stub: StubServer, tmp_path: Path) -> None:
     _ok(stub)
-    client = load_config(stub.write_kubeconfig(tmp_path / "kc", token="first"))
-    configuration = client.api_client.configuration
-    tokens = iter(["second", "third"])
-
-    def rotate(config: Configuration) -> None:
-        config.api_key["BearerToken"] = f"Bearer {next(tokens)}"
-
-    configuration.refresh_api_key_hook = rotate
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: k, cluster: {{server: '{stub.url}'}}}}]\n"
+        "users: [{name: u, user: {tokenFile: token, token: ignored}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    client = load_config(str(kubeconfig))
+    tokens = client.connection._headers.__self__  # type: ignore[attr-defined]
     client.resource(NODES).list()
+    token.write_text("second\n")
+    client.resource(NODES).list()  # still within the refresh period
+    tokens.refresh = 0.0
     client.resource(NODES).list()
-    assert [r.headers["authorization"] for r in stub.requests] == ["Bearer second", "Bearer third"]
+    assert [r.headers["authorization"] for r in stub.requests] == [
+        "Bearer first",
+        "Bearer first",
+        "Bearer second",
+    ]
+
+
+def test_exec_plugins_go_through_the_kubernetes_package(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: echo}}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    client = load_config(str(kubeconfig))
+    assert client.connection.api_client is not None
+    assert load_config(stub_kubeconfig(tmp_path)).connection.api_client is None
+
+
+def stub_kubeconfig(tmp_path: Path) -> str:
+    path = tmp_path / "plain"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    return str(path)
+
+
+def test_the_command_does_not_import_the_kubernetes_package() -> None:
+    """Issue 25: importing kubernetes.client costs tens of MiB before the controller does anything."""
+    import subprocess
+    import sys
+
+    code = "import sys, mcm.app.cli; print(any(m.split('.')[0] == 'kubernetes' for m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_in_cluster_outside_a_cluster_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,3 +272,36 @@ def test_a_context_chosen_by_name_is_checked_across_merged_files(tmp_path: Path)
     with pytest.raises(ConfigError, match="cluster 'elsewhere' of context 'd' is not defined") as info:
         load_config(merged, context="d")
     assert str(first) in str(info.value) and str(second) in str(info.value)
+
+
+def test_tls_material_from_paths_and_data(tmp_path: Path) -> None:
+    import base64
+    import stat
+
+    from mcm.runtime.client.connection import kubeconfig_connection
+
+    pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    connection = kubeconfig_connection(
+        {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt", "tls-server-name": "api"},
+        {
+            "client-certificate-data": base64.b64encode(pem).decode(),
+            "client-key-data": base64.b64encode(b"KEY").decode(),
+        },
+        cluster_dir=str(tmp_path),
+        user_dir=str(tmp_path),
+    )
+    kw = connection.pool.connection_pool_kw
+    assert kw["ca_certs"] == str(tmp_path / "ca.crt") == connection.ca_file
+    assert kw["server_hostname"] == "api"
+    assert Path(kw["cert_file"]).read_bytes() == pem
+    assert Path(kw["key_file"]).read_bytes() == b"KEY"
+    assert stat.S_IMODE(Path(kw["key_file"]).stat().st_mode) == 0o600
+    insecure = kubeconfig_connection(
+        {"server": "https://x", "insecure-skip-tls-verify": True}, {}, cluster_dir="/", user_dir="/"
+    )
+    assert insecure.pool.connection_pool_kw["cert_reqs"] == "CERT_NONE"
+    assert insecure.auth_headers() == {}
+    basic = kubeconfig_connection(
+        {"server": "https://x"}, {"username": "a", "password": "b"}, cluster_dir="/", user_dir="/"
+    )
+    assert basic.auth_headers() == {"Authorization": "Basic YTpi"}

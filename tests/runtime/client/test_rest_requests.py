@@ -170,3 +170,16 @@ def test_resource_table() -> None:
     custom = Resource("machine.sapcloud.io", "v1alpha1", "machines", "Machine", True)
     assert custom.prefix == "/apis/machine.sapcloud.io/v1alpha1"
     assert str(custom) == "machines.machine.sapcloud.io/v1alpha1"
+
+
+def test_create_posts_to_the_named_subresource(stub_client: ClusterClient, seen: list[Request]) -> None:
+    """A TokenRequest goes to serviceaccounts/<name>/token, not to the collection (found on a real
+    kube-apiserver, where the collection answers 'TokenRequest' is not a ServiceAccount)."""
+    accounts = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {"name": "mc"}}
+    stub_client.resource(accounts).create(request, namespace="ns", subresource="token")
+    stub_client.resource(accounts).create({"metadata": {"name": "mc"}}, namespace="ns")
+    assert [(r.method, r.path) for r in seen] == [
+        ("POST", "/api/v1/namespaces/ns/serviceaccounts/mc/token"),
+        ("POST", "/api/v1/namespaces/ns/serviceaccounts"),
+    ]

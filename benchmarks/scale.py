@@ -1,0 +1,311 @@
+"""mcm's cost curve from 100 to 5,000 machines: ``benchmarks/scale.py [--smoke] [--plot PNG]``.
+
+For each client setting (Gardener's production ``--kube-api-qps=100 --kube-api-burst=200``, and
+the limit off) and each N in ``--machines`` (default 100, 500, 1,000, 2,000, 5,000), on fresh
+emulator processes with the node simulator of ``_scenario.py``, ``machine-controller
+--driver=fake`` runs in its own process with ``--min-resync-period=1m``:
+
+1. N machines created at once; seconds until all are Running;
+2. steady state (production setting only, or both with ``--steady-all``): ``--steady`` seconds
+   (default 120, so at least one informer resync falls inside) with all machines Running:
+   the controller's CPU % of one core and its RSS at the end;
+3. all deleted at once; seconds until all are gone.
+
+Per N: those figures, the controller's requests and CPU seconds per machine over phases 1 and 3,
+and its peak RSS. Then, per figure, a least-squares fit ``a + b·N`` and the exponent ``k`` of
+``N^k`` (log-log slope: 1 is linear, below 1 better than linear). ``--plot`` draws the curves
+into a PNG (matplotlib, from the ``bench`` extra). The targets of issue 25: 5,000 machines to all
+Running within 3 minutes with the limit off, every figure linear in N or better (k ≤ 1.15 allows
+for noise), and 2,000 machines in steady state at ≤ 256 MiB RSS and ≤ 5 % of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _scenario import (
+    LIMIT_OFF,
+    ControllerProcess,
+    Observer,
+    bench_client,
+    create_machines,
+    delete_machines,
+    free_port,
+    install_class,
+    machine_names,
+    mcm_command,
+    quiet,
+    read_requests,
+    start_node_simulator,
+    warm_up,
+)
+
+from mcm.emulator import ClusterPair
+
+SETTINGS: dict[str, tuple[float, int]] = {"QPS 100/burst 200": (100.0, 200), "limit off": LIMIT_OFF}
+LINEAR_SLACK = 1.15
+"""The largest log-log exponent still counted as linear (two cores shared with other work)."""
+
+
+@dataclass
+class Point:
+    """One N in one setting."""
+
+    setting: str
+    n: int
+    running: int = 0
+    to_running: float = math.nan
+    to_gone: float = math.nan
+    requests: float = math.nan
+    cpu_per_machine: float = math.nan
+    peak_rss: float = math.nan
+    steady_cpu_pct: float = math.nan
+    steady_rss: float = math.nan
+
+
+def run_point(setting: str, n: int, steady: float, timeout: float, profile: Path | None = None) -> Point:
+    qps, burst = SETTINGS[setting]
+    point = Point(setting, n)
+    with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
+        directory = Path(tmp)
+        pair = ClusterPair.start(directory, in_process=False, request_logs=True)
+        stop_sim = observer = process = None
+        try:
+            control, target = bench_client(pair.control_kubeconfig), bench_client(pair.target_kubeconfig)
+            install_class(control)
+            stop_sim = start_node_simulator(pair.control_kubeconfig, pair.target_kubeconfig)
+            observer = Observer(control, target)
+            observer.start()
+            command = mcm_command(
+                pair.control_kubeconfig,
+                pair.target_kubeconfig,
+                qps=qps,
+                burst=burst,
+                port=free_port(),
+                extra=["--min-resync-period=1m"],
+            )
+            process = ControllerProcess(command, directory / "controller.log")
+            control_log, target_log = (
+                directory / "control.requests.jsonl",
+                directory / "target.requests.jsonl",
+            )
+            if not warm_up(control, observer, 120, process.alive):
+                print((directory / "controller.log").read_text(errors="replace")[-3000:])
+                return point
+            names = machine_names(n)
+            since = time.time()
+            profiler = process.profile(profile) if profile is not None else None
+            cpu0 = process.cpu_seconds()
+            start = time.monotonic()
+            create_machines(control, names, observer, None)
+            observer.wait(lambda: observer.running >= n, timeout)
+            with observer.lock:
+                point.running = observer.running
+                done = max(line.at.get("running", math.nan) for line in observer.timelines.values())
+            point.to_running = done - start if point.running == n else math.nan
+            cpu_active = process.cpu_seconds() - cpu0
+            if steady > 0:
+                steady_from = time.time()
+                cpu1 = process.cpu_seconds()
+                time.sleep(steady)
+                point.steady_cpu_pct = 100.0 * (process.cpu_seconds() - cpu1) / steady
+                point.steady_rss = process.rss_mib()
+                steady_requests = len(read_requests(control_log).controller(steady_from)) + len(
+                    read_requests(target_log).controller(steady_from)
+                )
+            else:
+                steady_from, steady_requests = math.inf, 0
+            cpu2 = process.cpu_seconds()
+            deleting = time.monotonic()
+            delete_machines(control, names)
+            observer.wait(lambda: all(name in observer.gone for name in names), timeout)
+            with observer.lock:
+                gone = [observer.gone[name] for name in names if name in observer.gone]
+            point.to_gone = max(gone) - deleting if len(gone) == n else math.nan
+            cpu_active += process.cpu_seconds() - cpu2
+            point.cpu_per_machine = cpu_active / n
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait(60)
+            process.stop()
+            point.peak_rss = process.peak_rss_mib
+            sent = len(read_requests(control_log).controller(since)) + len(
+                read_requests(target_log).controller(since)
+            )
+            point.requests = (sent - steady_requests) / n if steady_from != math.inf else sent / n
+        finally:
+            if process is not None:
+                process.stop()
+            if observer is not None:
+                observer.stop()
+            if stop_sim is not None:
+                stop_sim()
+            pair.close()
+    return point
+
+
+# --- fits -----------------------------------------------------------------------------------------
+
+FIGURES: tuple[tuple[str, str, bool], ...] = (
+    ("to_running", "s to all Running", False),
+    ("to_gone", "s to all gone", False),
+    ("requests", "requests per machine", True),
+    ("cpu_per_machine", "CPU s per machine", True),
+    ("peak_rss", "peak RSS", False),
+    ("steady_cpu_pct", "steady CPU % of a core", False),
+    ("steady_rss", "steady RSS", False),
+)
+"""Attribute, label, and whether it is per machine (linear in N means a per-machine figure stays
+flat, k ≈ 0, and a total grows at most like N, k ≤ 1)."""
+
+
+def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least squares ``y = a + b·x``."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else math.nan
+    return my - b * mx, b
+
+
+def exponent(xs: list[float], ys: list[float]) -> float:
+    """The log-log slope of y against x (the ``k`` of ``y ∝ x^k``)."""
+    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
+    if len(pairs) < 2:
+        return math.nan
+    return linear_fit([p[0] for p in pairs], [p[1] for p in pairs])[1]
+
+
+def _num(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def print_results(points: list[Point]) -> list[str]:
+    """The table and the fits; returns the targets that are not met."""
+    print(
+        "\n| setting | N | to all Running (s) | to all gone (s) | requests / machine | CPU s / machine "
+        "| peak RSS (MiB) | steady CPU % | steady RSS (MiB) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for p in points:
+        cells = [p.setting, f"{p.n:,}"] + [_num(getattr(p, attr)) for attr, _, _ in FIGURES]
+        print("| " + " | ".join(cells) + " |")
+    unmet: list[str] = []
+    print("\nfits against N (a + b·N; k of N^k, 1 = linear)\n")
+    print("| setting | figure | a | b (per machine) | k |")
+    print("|---|---|---|---|---|")
+    for setting in SETTINGS:
+        series = [p for p in points if p.setting == setting]
+        for attr, label, per_machine in FIGURES:
+            data = [(float(p.n), getattr(p, attr)) for p in series if not math.isnan(getattr(p, attr))]
+            if len(data) < 2:
+                continue
+            xs, ys = [d[0] for d in data], [d[1] for d in data]
+            a, b = linear_fit(xs, ys)
+            k = exponent(xs, ys)
+            print(f"| {setting} | {label} | {a:.4g} | {b:.4g} | {k:.2f} |")
+            if not math.isnan(k) and k > LINEAR_SLACK - (1.0 if per_machine else 0.0):
+                unmet.append(f"{setting}: {label} grows as N^{k:.2f}")
+    return unmet
+
+
+def judge(points: list[Point], unmet: list[str]) -> None:
+    for p in points:
+        if p.setting == "limit off" and p.n == 5000 and not p.to_running <= 180:
+            unmet.append(f"5,000 machines to all Running took {_num(p.to_running)} s (target ≤ 180 s)")
+        if p.n == 2000 and not math.isnan(p.steady_rss):
+            if p.steady_rss > 256:
+                unmet.append(f"{p.setting}: steady RSS with 2,000 machines {p.steady_rss:.0f} MiB (≤ 256)")
+            if p.steady_cpu_pct > 5:
+                unmet.append(f"{p.setting}: steady CPU with 2,000 machines {p.steady_cpu_pct:.1f} % (≤ 5)")
+
+
+def plot(points: list[Point], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
+    panels = [FIGURES[0], FIGURES[1], FIGURES[3], FIGURES[2], FIGURES[4], FIGURES[5]]
+    for ax, (attr, label, _per_machine) in zip(axes.flat, panels, strict=True):
+        for setting in SETTINGS:
+            series = [p for p in points if p.setting == setting and not math.isnan(getattr(p, attr))]
+            if series:
+                ax.plot([p.n for p in series], [getattr(p, attr) for p in series], "o-", label=setting)
+        ax.set_title(label)
+        ax.set_xlabel("machines")
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    axes.flat[0].legend()
+    fig.suptitle("mcm machine controller: cost against the number of machines (one run, 2 shared cores)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    print(f"\nplot: {path}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--machines", default="100,500,1000,2000,5000", help="comma-separated sizes")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated client settings")
+    parser.add_argument("--steady", type=float, default=120.0, help="steady-state seconds (0: skip)")
+    parser.add_argument("--steady-all", action="store_true", help="steady state in every setting")
+    parser.add_argument(
+        "--smoke", action="store_true", help="N = 5, 10 with the limit off; 2 s of steady state"
+    )
+    parser.add_argument("--plot", type=Path, help="write the curves to this PNG")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="py-spy the controller through create, steady state and delete of the first point "
+        "into this file (collapsed stacks; summarise with benchmarks/profile_summary.py)",
+    )
+    args = parser.parse_args()
+    quiet()
+    sizes = [5, 10] if args.smoke else [int(s) for s in args.machines.split(",")]
+    settings = ["limit off"] if args.smoke else [s.strip() for s in args.settings.split(",")]
+    steady = 2.0 if args.smoke else args.steady
+    points: list[Point] = []
+    for setting in settings:
+        for n in sizes:
+            seconds = steady if (args.steady_all or setting == settings[0]) else 0.0
+            profile = args.profile if not points else None
+            point = run_point(setting, n, seconds, args.timeout, profile)
+            points.append(point)
+            print(
+                f"{setting}, N={n}: {point.running}/{n} Running in {_num(point.to_running)} s, "
+                f"gone in {_num(point.to_gone)} s, {_num(point.requests)} requests and "
+                f"{_num(point.cpu_per_machine)} CPU s per machine, peak RSS {_num(point.peak_rss)} MiB, "
+                f"steady {_num(point.steady_cpu_pct)} % / {_num(point.steady_rss)} MiB",
+                flush=True,
+            )
+    unmet = print_results(points)
+    if not args.smoke:
+        judge(points, unmet)
+        print("\ntargets not met:" if unmet else "\nall targets met")
+        for line in unmet:
+            print(f"- {line}")
+    if args.plot is not None:
+        plot(points, args.plot)
+    complete = all(p.running == p.n and not math.isnan(p.to_gone) for p in points)
+    if not complete:
+        print("\nsome machines did not reach Running or were not gone in time")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""A cluster's address, connection pool and credentials, without the ``kubernetes`` package.
+
+``kubernetes.client`` imports every generated API and model class (tens of MiB of memory and a
+noticeable start-up time) although mcm only needs a connection pool and an ``Authorization``
+header. :class:`Connection` is what the transport needs; :func:`kubeconfig_connection` and
+:func:`in_cluster_connection` build one for the common cases directly, and
+:meth:`Connection.from_api_client` wraps a ``kubernetes`` ``ApiClient`` for everything else
+(exec plugins, auth providers, SOCKS proxies), so only those configurations import the package.
+
+Guarantees:
+
+- TLS as the kubeconfig says: the CA from ``certificate-authority`` (a path, relative to the
+  kubeconfig file that names it) or ``certificate-authority-data``, client certificates from
+  ``client-certificate``/``client-key`` or their ``-data`` forms (written once to private files
+  that are removed at exit), ``insecure-skip-tls-verify``, ``tls-server-name``, an HTTP(S)
+  ``proxy-url``.
+- Credentials: ``tokenFile`` (re-read at most every :data:`TOKEN_FILE_REFRESH` seconds, so
+  rotated tokens are used; it wins over ``token`` as in client-go), ``token``, basic auth.
+- TCP keep-alive with client-go's probe timing; a pool of :data:`CONNECTION_POOL_SIZE`
+  connections per host, enough for the informers' long-running watches.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+
+__all__ = [
+    "CONNECTION_POOL_SIZE",
+    "TOKEN_FILE_REFRESH",
+    "Connection",
+    "TokenFile",
+    "in_cluster_connection",
+    "keepalive_socket_options",
+    "kubeconfig_connection",
+]
+
+CONNECTION_POOL_SIZE = 64
+"""Connections kept per host: every informer holds one for its watch."""
+
+TOKEN_FILE_REFRESH = 60.0
+"""Seconds a token read from a file is used before the file is read again (client-go: 1 min)."""
+
+Headers = Callable[[], dict[str, str]]
+
+
+def keepalive_socket_options(
+    idle: int = 30, interval: int = 15, count: int = 9
+) -> list[tuple[int, int, int]]:
+    """urllib3's default socket options plus TCP keep-alive with client-go's timing."""
+    options = list(urllib3.connection.HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", interval), ("TCP_KEEPCNT", count)):
+        if hasattr(socket, name):
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return options
+
+
+class TokenFile:
+    """A bearer token read from a file, re-read every :data:`TOKEN_FILE_REFRESH` seconds; the
+    last good token is kept when a read fails."""
+
+    def __init__(self, path: str, refresh: float = TOKEN_FILE_REFRESH) -> None:
+        self.path = path
+        self.refresh = refresh
+        self._lock = threading.Lock()
+        self._token = ""
+        self._read_at = -float("inf")
+
+    def token(self) -> str:
+        with self._lock:
+            if time.monotonic() - self._read_at >= self.refresh:
+                try:
+                    with open(self.path, encoding="utf-8") as f:
+                        self._token = f.read().strip() or self._token
+                except OSError:
+                    pass
+                self._read_at = time.monotonic()
+            return self._token
+
+    def headers(self) -> dict[str, str]:
+        token = self.token()
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+class Connection:
+    """The server URL, the urllib3 pool manager to reach it and a function giving the auth headers."""
+
+    def __init__(
+        self,
+        host: str,
+        pool: urllib3.PoolManager,
+        headers: Headers = dict,
+        *,
+        ca_file: str | None = None,
+        api_client: Any = None,
+    ) -> None:
+        self.host = host.rstrip("/")
+        self.pool = pool
+        self._headers = headers
+        self.ca_file = ca_file
+        """The CA bundle file, when the configuration named one (diagnostics and tests)."""
+        self.api_client = api_client
+        """The ``kubernetes`` ``ApiClient`` this connection wraps, if any."""
+
+    @classmethod
+    def from_api_client(cls, api_client: Any) -> Connection:
+        """Wrap a ``kubernetes`` ``ApiClient``: its pool, host and auth settings (refresh hooks
+        of exec plugins and in-cluster tokens run on every request, as in the package)."""
+        configuration = api_client.configuration
+
+        def headers() -> dict[str, str]:
+            found: dict[str, str] = {}
+            for setting in configuration.auth_settings().values():
+                if setting.get("in") == "header" and setting.get("value"):
+                    found[setting["key"]] = setting["value"]
+            return found
+
+        return cls(
+            str(configuration.host),
+            api_client.rest_client.pool_manager,
+            headers,
+            ca_file=configuration.ssl_ca_cert,
+            api_client=api_client,
+        )
+
+    def auth_headers(self) -> dict[str, str]:
+        """The credentials' headers for the next request."""
+        return self._headers()
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        if self.api_client is not None:
+            self.api_client.close()
+        else:
+            self.pool.clear()
+
+
+# --- TLS material -------------------------------------------------------------------------------
+
+_DATA_DIR: str | None = None
+_DATA_LOCK = threading.Lock()
+
+
+def _data_file(data: str, suffix: str) -> str:
+    """Write base64 ``data`` decoded to a private file (mode 0600) removed at exit."""
+    global _DATA_DIR
+    with _DATA_LOCK:
+        if _DATA_DIR is None:
+            _DATA_DIR = tempfile.mkdtemp(prefix="mcm-kubeconfig-")
+            atexit.register(shutil.rmtree, _DATA_DIR, True)
+        fd, path = tempfile.mkstemp(suffix=suffix, dir=_DATA_DIR)
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.b64decode(data))
+    return path
+
+
+def _path(value: Any, base_dir: str) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return value if os.path.isabs(value) else os.path.join(base_dir, value)
+
+
+def _tls_args(cluster: Mapping[str, Any], user: Mapping[str, Any], dirs: tuple[str, str]) -> dict[str, Any]:
+    cluster_dir, user_dir = dirs
+    args: dict[str, Any] = {}
+    if cluster.get("insecure-skip-tls-verify"):
+        args.update(cert_reqs="CERT_NONE", assert_hostname=False)
+    else:
+        args["cert_reqs"] = "CERT_REQUIRED"
+        ca_data = cluster.get("certificate-authority-data")
+        args["ca_certs"] = (
+            _data_file(ca_data, ".crt")
+            if ca_data
+            else _path(cluster.get("certificate-authority"), cluster_dir)
+        )
+    if cluster.get("tls-server-name"):
+        args["server_hostname"] = cluster["tls-server-name"]
+    cert_data, key_data = user.get("client-certificate-data"), user.get("client-key-data")
+    cert = _data_file(cert_data, ".crt") if cert_data else _path(user.get("client-certificate"), user_dir)
+    key = _data_file(key_data, ".key") if key_data else _path(user.get("client-key"), user_dir)
+    if cert:
+        args.update(cert_file=cert, key_file=key)
+    return args
+
+
+def _pool(proxy: str | None, tls: dict[str, Any]) -> urllib3.PoolManager:
+    options: dict[str, Any] = {
+        "num_pools": 4,
+        "maxsize": CONNECTION_POOL_SIZE,
+        "socket_options": keepalive_socket_options(),
+        **tls,
+    }
+    if proxy:
+        return urllib3.ProxyManager(proxy, **options)
+    return urllib3.PoolManager(**options)
+
+
+def _user_headers(user: Mapping[str, Any], user_dir: str) -> Headers:
+    token_file = _path(user.get("tokenFile"), user_dir)
+    if token_file:
+        return TokenFile(token_file).headers
+    fixed: dict[str, str] = {}
+    if user.get("token"):
+        fixed["Authorization"] = f"Bearer {user['token']}"
+    elif user.get("username") or user.get("password"):
+        pair = f"{user.get('username') or ''}:{user.get('password') or ''}".encode()
+        fixed["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+    return lambda: dict(fixed)
+
+
+def needs_kubernetes_package(cluster: Mapping[str, Any], user: Mapping[str, Any]) -> bool:
+    """Whether the configuration uses something only the ``kubernetes`` package handles: exec
+    credential plugins, auth providers, a SOCKS proxy."""
+    proxy = str(cluster.get("proxy-url") or "")
+    return bool(user.get("exec") or user.get("auth-provider") or proxy.startswith("socks"))
+
+
+def kubeconfig_connection(
+    cluster: Mapping[str, Any], user: Mapping[str, Any], *, cluster_dir: str, user_dir: str
+) -> Connection:
+    """A connection for a kubeconfig's selected cluster and user (see the module docstring).
+
+    ``cluster_dir``/``user_dir``: directories of the files that define them (relative paths)."""
+    tls = _tls_args(cluster, user, (cluster_dir, user_dir))
+    proxy = cluster.get("proxy-url") or None
+    return Connection(
+        str(cluster["server"]),
+        _pool(proxy, tls),
+        _user_headers(user, user_dir),
+        ca_file=tls.get("ca_certs"),
+    )
+
+
+def in_cluster_connection(service_account_dir: str, environ: Mapping[str, str] = os.environ) -> Connection:
+    """The pod's service account: ``KUBERNETES_SERVICE_HOST``/``_PORT``, its token (re-read as it
+    rotates) and CA. Raises ``ValueError`` naming what is missing."""
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise ValueError("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod?)")
+    token_path = os.path.join(service_account_dir, "token")
+    ca_path = os.path.join(service_account_dir, "ca.crt")
+    for path, what in ((token_path, "service account token"), (ca_path, "service account CA")):
+        if not os.path.isfile(path):
+            raise ValueError(f"the {what} file {path} does not exist")
+    tokens = TokenFile(token_path)
+    if not tokens.token():
+        raise ValueError(f"the service account token file {token_path} is empty")
+    server = f"[{host}]" if ":" in host else host
+    tls = {"cert_reqs": "CERT_REQUIRED", "ca_certs": ca_path}
+    return Connection(f"https://{server}:{port}", _pool(None, tls), tokens.headers, ca_file=ca_path)
