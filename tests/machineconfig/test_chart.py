@@ -171,8 +171,8 @@ def test_rbac_grants_exactly_what_the_controller_calls(
     """Run a rollout, a template overwrite and a KubeletConfig create/delete with the controller on
     its own user agent; every request it made must be granted, and every grant must be used
     (except ``*/finalizers``, which only an admission plugin the emulator lacks checks, the Lease
-    verbs, checked by the command's tests, and Event ``patch``/``update``, which the event
-    correlator uses only for repeated events)."""
+    verbs, checked by the command's tests, and Event ``patch``, which the event correlator uses
+    only for repeated events)."""
     cluster = Cluster(client)
     try:
         cluster.setup(pools=[("worker", 1)], nodes={"worker": 2})
@@ -220,7 +220,7 @@ def test_rbac_grants_exactly_what_the_controller_calls(
     granted = _granted(objects)
     assert sorted(r for r in made if not _allowed(r, granted)) == []
     used = {(g, r, v) for _, g, r, v in made}
-    exempt = {("", "events", "patch"), ("", "events", "update")}
+    exempt = {("", "events", "patch")}
     unused = sorted(
         g
         for g in granted
