@@ -14,7 +14,7 @@ from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
 from mcm.machineconfig.ignition import data_url
-from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, node_phase
+from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, is_ready, node_phase
 from mcm.runtime.client import ClusterClient, Object
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import EVENTS, NODES
@@ -86,6 +86,7 @@ class BoundMonitor:
         self.events = 0
         self.max_seen = 0
         self.violations: list[tuple[int, list[str]]] = []
+        self.seen_not_ready: set[str] = set()
         self.last_rv = 0
         self.lock = threading.Lock()
         listing = client.resource(NODES).list()
@@ -114,6 +115,7 @@ class BoundMonitor:
             if all(api.labels_of(n).get(k) == v for k, v in self.selector.items())
         ]
         down = sorted(api.name_of(n) for n in mine if node_phase(n, "") in UNAVAILABLE_PHASES)
+        self.seen_not_ready.update(api.name_of(n) for n in mine if not is_ready(n))
         self.max_seen = max(self.max_seen, len(down))
         if len(down) > self.limit:
             self.violations.append((self.events, down))

@@ -66,6 +66,23 @@ def test_nodes_already_not_ready_count_against_the_bound(cluster: Cluster) -> No
     assert monitor.settle().violations == []
 
 
+def test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds(cluster: Cluster) -> None:
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 3})
+    cluster.start_controller()
+    cluster.start_daemons(DaemonOptions(apply_seconds=0.1, reboot_seconds=0.4))
+    first = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", first, 3)
+    monitor = cluster.monitor("worker", 1)
+    target = _rollout(cluster, "worker", 3, 1)
+    assert monitor.settle().violations == []
+    assert monitor.seen_not_ready == {"worker-0", "worker-1", "worker-2"}, "each node rebooted"
+    assert cluster.status("worker")["readyMachines"] == 3
+    assert all(cluster.annotations(f"worker-{i}")[api.CURRENT_CONFIG_ANNOTATION] == target for i in range(3))
+    eventually(
+        lambda: cluster.events("Reboot", kind="Node", name="worker-2"), what="the daemon's Reboot Event"
+    )
+
+
 def test_paused_pool_starts_nothing_and_says_why(cluster: Cluster) -> None:
     cluster.setup(pools=[("worker", 2)], nodes={"worker": 3})
     cluster.start_controller()
