@@ -263,3 +263,45 @@ class Cluster:
             return self.client.resource(api.MACHINE_CONFIGS).get(name)
         except NotFound:
             return None
+
+
+def exercise_every_call(cluster: Cluster) -> list[dict[str, Any]]:
+    """Make the controller of a ``worker`` pool of 2 nodes make every kind of call it makes: the
+    first rollout, a rendered config restored (twice: the repeated Event is a patch), a template
+    edit overwritten, a KubeletConfig applied and removed, a user MachineConfig rolled out.
+    Returns the owner references of the last rendered config."""
+    client = cluster.client
+    configs = client.resource(api.MACHINE_CONFIGS)
+    first = cluster.wait_for_target("worker", different_from="")
+    cluster.wait_updated("worker", first, 2, timeout=60)
+    for _ in range(2):
+        configs.patch(first, {"spec": {"osImageURL": "edited"}})
+        eventually(lambda: configs.get(first)["spec"].get("osImageURL") != "edited", what="restored")
+    configs.patch("00-worker", {"spec": {"osImageURL": "edited"}})
+    eventually(lambda: configs.get("00-worker")["spec"]["osImageURL"] != "edited", what="template restored")
+    kubelet = {
+        "apiVersion": api.API_VERSION,
+        "kind": "KubeletConfig",
+        "metadata": {"name": "pods"},
+        "spec": {
+            "machineConfigPoolSelector": {"matchLabels": {"pool": "worker"}},
+            "kubeletConfig": {"maxPods": 99},
+        },
+    }
+    client.resource(api.KUBELET_CONFIGS).create(kubelet)
+    eventually(lambda: cluster.get_config(api.kubelet_managed_name("worker")), what="managed config")
+    client.resource(api.KUBELET_CONFIGS).delete("pods")
+    eventually(lambda: not client.resource(api.KUBELET_CONFIGS).list()["items"], what="KubeletConfig gone")
+    assert cluster.get_config(api.kubelet_managed_name("worker")) is None
+    configs.create(machine_config("50-worker-x", "worker", {"/etc/x": "1"}))
+
+    def rolled_out() -> Object | None:
+        status = cluster.status("worker")
+        rendered = cluster.get_config(str(status.get("currentMachineConfig") or "")) or {}
+        files = ((rendered.get("spec") or {}).get("config") or {}).get("storage", {}).get("files", [])
+        updated = cluster.condition("worker", api.POOL_UPDATED).get("status") == "True"
+        done = status.get("updatingMachines") == 2 and updated
+        return rendered if "/etc/x" in {f["path"] for f in files} and done else None
+
+    rendered = eventually(rolled_out, 60, what="the user MachineConfig rolled out")
+    return list(rendered["metadata"]["ownerReferences"])

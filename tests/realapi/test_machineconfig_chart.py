@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from mcm.machineconfig import api
 from mcm.runtime.client import load_config
 from mcm.runtime.client.resources import NAMESPACES
 from mcm.testing.envtest import ControlPlane
 from tests.conftest import REALAPI_MARKS, REPO_ROOT
-from tests.machineconfig.fixtures import Cluster, eventually, machine_config
+from tests.machineconfig.fixtures import Cluster, exercise_every_call
 from tests.realapi.env import unique
 from tests.realapi.test_chart import Call, audited_calls, granted_beyond_baseline, kubectl
 from tests.realapi.test_machineconfig import empty
@@ -99,40 +98,6 @@ def _command_args(objects: list[dict[str, Any]], kubeconfig: Path, port: int) ->
     return [*args, f"--kubeconfig={kubeconfig}", "--address=127.0.0.1", f"--port={port}"]
 
 
-def _exercise(cluster: Cluster) -> list[dict[str, Any]]:
-    """Everything the controller does: first rollout, template edit overwritten, rendered config
-    restored (twice: the repeated Event is a patch), KubeletConfig applied and removed, a user
-    MachineConfig rolled out. Returns the owner references of the last rendered config."""
-    client = cluster.client
-    configs = client.resource(api.MACHINE_CONFIGS)
-    first = cluster.wait_for_target("worker", different_from="")
-    cluster.wait_updated("worker", first, 2, timeout=60)
-    for _ in range(2):
-        configs.patch(first, {"spec": {"osImageURL": "edited"}})
-        eventually(lambda: configs.get(first)["spec"].get("osImageURL") != "edited", what="restored")
-    configs.patch("00-worker", {"spec": {"osImageURL": "edited"}})
-    eventually(lambda: configs.get("00-worker")["spec"]["osImageURL"] != "edited", what="template restored")
-    kubelet = {
-        "apiVersion": api.API_VERSION,
-        "kind": "KubeletConfig",
-        "metadata": {"name": "pods"},
-        "spec": {
-            "machineConfigPoolSelector": {"matchLabels": {"pool": "worker"}},
-            "kubeletConfig": {"maxPods": 99},
-        },
-    }
-    client.resource(api.KUBELET_CONFIGS).create(kubelet)
-    eventually(lambda: cluster.get_config(api.kubelet_managed_name("worker")), what="managed config")
-    client.resource(api.KUBELET_CONFIGS).delete("pods")
-    eventually(lambda: not client.resource(api.KUBELET_CONFIGS).list()["items"], what="KubeletConfig gone")
-    assert cluster.get_config(api.kubelet_managed_name("worker")) is None
-    configs.create(machine_config("50-worker-x", "worker", {"/etc/x": "1"}))
-    target = cluster.wait_for_target("worker", different_from=first)
-    cluster.wait_updated("worker", target, 2, timeout=60)
-    rendered = cluster.get_config(target) or {}
-    return list(rendered["metadata"]["ownerReferences"])
-
-
 @pytest.fixture(scope="module")
 def rbac_run(mcc_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RbacRun]:
     """The chart's account and RBAC (defaults) applied, then the command run as that account."""
@@ -160,7 +125,7 @@ def rbac_run(mcc_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
             stderr=subprocess.STDOUT,
         )
         try:
-            owners = _exercise(cluster)
+            owners = exercise_every_call(cluster)
             process.send_signal(signal.SIGTERM)
             code = process.wait(60)
         finally:
