@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from mcm.machineconfig import api
 from mcm.runtime.client import load_config
-from mcm.runtime.client.resources import NAMESPACES
+from mcm.runtime.client.resources import LEASES, NAMESPACES
 from mcm.testing.envtest import ControlPlane
 from tests.conftest import REALAPI_MARKS, REPO_ROOT
 from tests.machineconfig.fixtures import Cluster, exercise_every_call
@@ -85,6 +86,8 @@ class RbacRun:
     forbidden: list[str] = field(default_factory=list)
     granted: set[Call] = field(default_factory=set)
     owner_references: list[dict[str, Any]] = field(default_factory=list)
+    lease: dict[str, Any] = field(default_factory=dict)
+    """The Lease after the command exited."""
 
 
 def _command_args(objects: list[dict[str, Any]], kubeconfig: Path, port: int) -> list[str]:
@@ -133,7 +136,8 @@ def rbac_run(mcc_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
                 process.kill()
                 process.wait(10)
             cluster.close()
-    run = RbacRun(code, log_path.read_text()[-5000:], owner_references=owners)
+    lease = admin.resource(LEASES).get(api.LEASE_NAME, namespace=namespace)
+    run = RbacRun(code, log_path.read_text()[-5000:], owner_references=owners, lease=lease)
     run.calls, run.forbidden = audited_calls(mcc_plane, user)
     run.granted = granted_beyond_baseline(mcc_plane, user, (namespace, "default"))
     empty(admin)
@@ -146,6 +150,7 @@ def test_every_call_the_command_makes_under_the_charts_rbac_is_allowed(rbac_run:
     assert rbac_run.exit_code == 0, rbac_run.log
     assert rbac_run.forbidden == [], rbac_run.log
     assert ("update", "coordination.k8s.io", "leases") in rbac_run.calls, "leader election ran"
+    assert not rbac_run.lease["spec"].get("holderIdentity"), "SIGTERM released the Lease"
     assert ("patch", "", "nodes") in rbac_run.calls, "the UpdateController set desiredConfig"
     # OwnerReferencesPermissionEnforcement is on: this owner reference needed the
     # machinepools/finalizers grant, and no 403 came back.
