@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcm.driver.grpc.tls import is_local_endpoint
+
 __all__ = [
     "DEFAULT_NODE_CONDITIONS",
     "FLAGS",
@@ -264,6 +266,36 @@ FLAGS: tuple[Flag, ...] = (
         "Driver",
     ),
     Flag(
+        "driver-ca-file",
+        "string",
+        "",
+        "PEM CA bundle the gRPC sidecar's certificate must be signed by: talk TLS to --driver-endpoint.",
+        "Driver",
+    ),
+    Flag(
+        "driver-cert-file",
+        "string",
+        "",
+        "PEM client certificate presented to the gRPC sidecar (mutual TLS; with --driver-key-file).",
+        "Driver",
+    ),
+    Flag("driver-key-file", "string", "", "PEM private key of --driver-cert-file.", "Driver"),
+    Flag(
+        "driver-server-name",
+        "string",
+        "",
+        "Name the sidecar's certificate is checked against (default: the host of --driver-endpoint).",
+        "Driver",
+    ),
+    Flag(
+        "driver-insecure",
+        "bool",
+        False,
+        "Allow plaintext to a --driver-endpoint that is not a unix socket or loopback address "
+        "(every call carries cloud credentials and userData).",
+        "Driver",
+    ),
+    Flag(
         "local-vm-namespace",
         "string",
         "mcm-local-vms",
@@ -331,6 +363,11 @@ class Options:
     leader_elect_resource_lock: str = _DEFAULTS["leader_elect_resource_lock"]
     driver: str = _DEFAULTS["driver"]
     driver_endpoint: str = _DEFAULTS["driver_endpoint"]
+    driver_ca_file: str = _DEFAULTS["driver_ca_file"]
+    driver_cert_file: str = _DEFAULTS["driver_cert_file"]
+    driver_key_file: str = _DEFAULTS["driver_key_file"]
+    driver_server_name: str = _DEFAULTS["driver_server_name"]
+    driver_insecure: bool = _DEFAULTS["driver_insecure"]
     local_vm_namespace: str = _DEFAULTS["local_vm_namespace"]
     shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
     v: int = _DEFAULTS["v"]
@@ -420,6 +457,28 @@ class Options:
         if self.driver_endpoint and not _is_endpoint(self.driver_endpoint):
             return [
                 f"--driver-endpoint must be unix:///absolute/path or host:port, got {self.driver_endpoint!r}"
+            ]
+        return self._driver_tls_errors()
+
+    def _driver_tls_errors(self) -> list[str]:
+        """The driver link's TLS flags: complete, for an endpoint, and TLS or an explicit plaintext."""
+        tls_flags = [
+            f"--{name}"
+            for name in ("driver-ca-file", "driver-cert-file", "driver-key-file", "driver-server-name")
+            if getattr(self, name.replace("-", "_"))
+        ]
+        if tls_flags and not self.driver_endpoint:
+            return [f"{', '.join(tls_flags)} need --driver-endpoint"]
+        if bool(self.driver_cert_file) != bool(self.driver_key_file):
+            return ["--driver-cert-file and --driver-key-file go together"]
+        if tls_flags and self.driver_insecure:
+            return [f"--driver-insecure and {', '.join(tls_flags)} exclude each other"]
+        plaintext = not (self.driver_ca_file or self.driver_cert_file or self.driver_insecure)
+        if self.driver_endpoint and plaintext and not is_local_endpoint(self.driver_endpoint):
+            return [
+                f"--driver-endpoint {self.driver_endpoint} is not a unix socket or loopback address: "
+                "configure TLS (--driver-ca-file, and --driver-cert-file/--driver-key-file for mutual "
+                "TLS) or allow plaintext explicitly with --driver-insecure"
             ]
         return []
 

@@ -197,9 +197,7 @@ def check_target_cluster(target: ClusterClient) -> None:
 def load_driver(options: Options, clients: Clients | None = None) -> Driver:
     """The driver ``--driver``/``--driver-endpoint`` name; StartupError with the reason if not."""
     if options.driver_endpoint:
-        from mcm.driver.grpc import GrpcDriver
-
-        return GrpcDriver(options.driver_endpoint, timeout=options.driver_call_timeout or 300.0)
+        return _grpc_driver(options)
     spec: str = options.driver
     if spec == "fake":
         from mcm.driver.fake import FakeDriver
@@ -214,6 +212,25 @@ def load_driver(options: Options, clients: Clients | None = None) -> Driver:
     if not spec:
         raise StartupError("no driver: pass --driver=local|fake|MODULE:ATTR or --driver-endpoint")
     return _import_driver(spec, options)
+
+
+def _grpc_driver(options: Options) -> Driver:
+    """The sidecar client: TLS (mutual with a client certificate) from the ``--driver-*`` files."""
+    from mcm.driver.grpc import GrpcDriver, InsecureEndpointError, channel_credentials
+
+    try:
+        credentials = channel_credentials(
+            options.driver_ca_file, options.driver_cert_file, options.driver_key_file
+        )
+        return GrpcDriver(
+            options.driver_endpoint,
+            timeout=options.driver_call_timeout or 300.0,
+            credentials=credentials,
+            insecure=options.driver_insecure,
+            server_name=options.driver_server_name or None,
+        )
+    except (OSError, ValueError, InsecureEndpointError) as exc:
+        raise StartupError(f"--driver-endpoint: {exc}") from None
 
 
 def _import_driver(spec: str, options: Options) -> Driver:

@@ -2,6 +2,9 @@
 
 Boxes, in order (each a function below):
 
+0. ``refuse_unlabelable_name`` — mcm: a machine name that is not a valid label value (longer
+   than 63 characters) would get a VM whose ``node`` label and Node label cannot be written, so
+   such a machine is marked Failed with a Warning Event before any token or VM exists.
 1. ``prepare_user_data`` — copy the class secret data, put the bootstrap token and machine name
    into ``userData`` (Short on failure, no status write).
 2. ``find_or_create_vm`` — ``GetMachineStatus``; adopt a VM that exists; create one when the
@@ -70,6 +73,7 @@ from mcm.driver import (
     code_name,
 )
 from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.labels import is_valid_label_value
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
@@ -103,6 +107,9 @@ def trigger_creation_flow(
     deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
 ) -> Result:
     """Run the creation flow for ``machine`` (marked "in creation" for the deletion flow)."""
+    refused = refuse_unlabelable_name(deps, machine)
+    if refused is not None:
+        return refused
     key = machine_key(machine)
     with deps.creation.creating(key) as taken:
         if not taken:
@@ -156,6 +163,25 @@ def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) ->
         if failed is not None:
             return failed
     return mark_pending(deps, written, vm)
+
+
+# --- 0. the machine name ----------------------------------------------------------------------
+
+
+def refuse_unlabelable_name(deps: Deps, machine: Mapping[str, Any]) -> Result | None:
+    """Failed, with an Event, when the machine's name cannot be a label value; else ``None``."""
+    problems = is_valid_label_value(o.name_of(machine))
+    if not problems:
+        return None
+    when = now(deps)
+    message = c.ERR_MACHINE_NAME_NOT_LABEL_VALUE.format(machine=o.name_of(machine), err="; ".join(problems))
+    operation = last_operation(message, c.STATE_FAILED, c.OPERATION_CREATE, when)
+    write = machine_status_update(
+        deps.writers.machines, machine, operation, current_status(c.PHASE_FAILED, when), now=when
+    )
+    record_warning(deps, machine, "InvalidMachineName", message)
+    _phase_event(deps, machine, c.PHASE_FAILED)
+    return Result.after(write.retry(c.LONG_RETRY))
 
 
 # --- 1. userData ------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 A real driver, not a mock. Each VM is a ConfigMap in a namespace of its own (default
 :data:`DEFAULT_NAMESPACE`) of the **control** cluster, so VMs outlive the controller and listing,
-orphan collection and restarts behave as with a cloud. With a target cluster, a
+orphan collection and restarts behave as with a cloud. The namespace is created only when the
+first VM finds it missing: where it exists already (the chart creates it), the provider needs
+rights in that namespace and nothing cluster-wide. With a target cluster, a
 :class:`~mcm.driver.nodesim.NodeSimulator` plays the kubelet of every VM: after the class's boot
 delay the VM's Node appears (provider ID, addresses, capacity and labels from the class's
 ``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted; like a kubelet it
@@ -190,7 +192,6 @@ class LocalDriver(Driver):
         self.namespace = namespace
         self.clock = clock
         self._records = control.resource(CONFIG_MAPS)
-        self._namespace_ready = False
         self.simulator: NodeSimulator | None = None
         if target is not None:
             self.simulator = NodeSimulator(
@@ -214,9 +215,8 @@ class LocalDriver(Driver):
         if spec.create_error_code is not None:
             raise MachineError(spec.create_error_code, spec.create_error_message)
         record = self._new_record(request.machine, request.machine_class, spec)
-        self._ensure_namespace()
         try:
-            created = _api_call("create VM", lambda: self._records.create(record, namespace=self.namespace))
+            created = self._create_record(record)
         except MachineError:
             raced = self._find(request.machine)  # a concurrent create of the same machine won
             if raced is None:
@@ -353,16 +353,21 @@ class LocalDriver(Driver):
         items: list[dict[str, Any]] = result.get("items") or []
         return items
 
-    def _ensure_namespace(self) -> None:
-        if self._namespace_ready:
-            return
+    def _create_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Create a VM record; its namespace only when the API says it is missing (so a
+        deployment that created the namespace needs no right to create namespaces)."""
+        try:
+            return _api_call("create VM", lambda: self._records.create(record, namespace=self.namespace))
+        except MachineError as exc:
+            if not isinstance(exc.__cause__, NotFound):
+                raise
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
         try:
             _api_call("create VM namespace", lambda: self.control.resource(NAMESPACES).create(body))
         except MachineError as exc:
             if not isinstance(exc.__cause__, AlreadyExists):
                 raise
-        self._namespace_ready = True
+        return _api_call("create VM", lambda: self._records.create(record, namespace=self.namespace))
 
     def _shut_down(self, ctx: CallContext, record: dict[str, Any], delay: float) -> dict[str, Any]:
         """Wait until the VM has been shutting down for ``delay`` seconds (within the call's deadline)."""

@@ -18,6 +18,7 @@ import pytest
 from mcm.apis.machine.resources import MACHINES
 from mcm.app.demo import demo_objects
 from mcm.emulator import ClusterPair, Emulator
+from mcm.emulator.kubeconfig import issue_client_cert, make_tls_material, tls_available
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import LEASES
@@ -210,10 +211,34 @@ def test_machines_go_running_with_the_local_driver(
         assert controller.stop() == 0
 
 
+def _sidecar_tls(tmp_path: Path, transport: str) -> tuple[list[str], list[str]]:
+    """The sidecar's endpoint and TLS flags, and the controller's matching driver flags."""
+    if transport == "unix socket":
+        socket_path = tmp_path / "driver.sock"
+        return ["--endpoint", f"unix:{socket_path}"], [f"--driver-endpoint=unix://{socket_path}"]
+    if not tls_available():
+        pytest.skip("TLS needs the openssl command")
+    pki = make_tls_material(tmp_path / "pki")
+    sidecar = ["--endpoint", "127.0.0.1:0", "--tls-cert-file", str(pki.server_cert)]
+    sidecar += ["--tls-key-file", str(pki.server_key)]
+    controller = [f"--driver-ca-file={pki.ca_cert}"]
+    if transport == "mutual TLS on loopback":
+        issue_client_cert(pki, "controller", "machine-controller")
+        sidecar += ["--tls-client-ca-file", str(pki.ca_cert)]
+        controller += [
+            f"--driver-cert-file={pki.directory / 'controller.crt'}",
+            f"--driver-key-file={pki.directory / 'controller.key'}",
+        ]
+    return sidecar, controller
+
+
+@pytest.mark.parametrize("transport", ["unix socket", "TLS on loopback", "mutual TLS on loopback"])
 def test_machines_go_running_with_the_local_driver_over_grpc(
-    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient, transport: str
 ) -> None:
-    socket_path = tmp_path / "driver.sock"
+    """Both ends as users run them: the sidecar command and ``machine-controller`` with the
+    ``--driver-*`` flags (issue 26 #4: TLS and mutual TLS to a driver off the pod)."""
+    sidecar_flags, controller_flags = _sidecar_tls(tmp_path, transport)
     env = {
         **_env(),
         "MCM_LOCAL_CONTROL_KUBECONFIG": str(pair.control_kubeconfig),
@@ -226,8 +251,7 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
             "mcm.driver.grpc",
             "--driver",
             "mcm.driver.local:from_environment",
-            "--endpoint",
-            f"unix:{socket_path}",
+            *sidecar_flags,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -235,13 +259,20 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
         text=True,
     )
     try:
-        assert sidecar.stdout is not None and sidecar.stdout.readline().startswith("serving")
+        assert sidecar.stdout is not None
+        serving = sidecar.stdout.readline().split()
+        assert serving[:1] == ["serving"], serving
+        if transport != "unix socket":
+            controller_flags.append(f"--driver-endpoint={serving[1]}")
         _create_machines(control, 2)
-        controller = Controller(tmp_path, pair, "mc", f"--driver-endpoint=unix://{socket_path}")
+        controller = Controller(tmp_path, pair, "mc", *controller_flags)
         try:
             _wait("2 Running machines", _all_running(control, 2))
         finally:
             assert controller.stop() == 0
+        if transport != "unix socket":
+            started = [e for e in controller.log() if e.get("msg") == "driver_client_started"]
+            assert [e.get("transport") for e in started] == ["tls"], started
     finally:
         sidecar.send_signal(signal.SIGTERM)
         sidecar.wait(30)

@@ -22,7 +22,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from concurrent import futures
 from typing import Any
@@ -37,6 +36,7 @@ from mcm.driver.driver import Driver
 from mcm.driver.errors import MachineError
 from mcm.driver.grpc.rpcs import ALL_RPCS, SERVICE_NAME, Rpc
 from mcm.driver.grpc.status import MAX_DETAILS, status_for_error
+from mcm.driver.grpc.tls import InsecureEndpointError, is_local_endpoint
 from mcm.driver.scrub import scrub_message
 from mcm.runtime.clock import REAL_CLOCK
 
@@ -55,10 +55,6 @@ SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
 """Server settings: accept the client's keepalive pings (every 30 s, even when idle)."""
 
 _NO_DEADLINE = 1e8  # grpc reports "no deadline" as a huge time_remaining()
-
-
-class InsecureEndpointError(ValueError):
-    """Plaintext was asked for on an address other hosts can reach."""
 
 
 class DriverServer:
@@ -120,20 +116,6 @@ def serve(
         log.warning("driver_server_insecure", endpoint=bound, reason="plaintext on a non-loopback address")
     log.info("driver_server_started", endpoint=bound, transport=transport, max_workers=max_workers)
     return DriverServer(server, bound)
-
-
-def is_local_endpoint(endpoint: str) -> bool:
-    """True for a unix socket or a loopback address (``localhost``, ``127.0.0.0/8``, ``::1``)."""
-    if endpoint.startswith("unix:"):
-        return True
-    host = endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _transport(endpoint: str, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
