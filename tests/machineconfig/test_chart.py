@@ -34,7 +34,13 @@ KUBERNETES_VERSION = kubernetes_validate.latest_version()
 EVERYTHING: dict[str, Any] = {
     "replicaCount": 2,
     "controller": {"extraArgs": ["--resync-period=10m"], "env": [{"name": "TZ", "value": "UTC"}]},
-    "metrics": {"service": {"annotations": {"prometheus.io/scrape": "true"}}},
+    "metrics": {
+        "service": {"annotations": {"prometheus.io/scrape": "true"}},
+        "networkPolicy": {
+            "namespaceSelector": {"matchLabels": {"team": "observability"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+        },
+    },
     "imagePullSecrets": [{"name": "registry"}],
     "priorityClassName": "system-cluster-critical",
     "podAnnotations": {"example.com/team": "machines"},
@@ -73,6 +79,7 @@ def test_chart_lints_strictly_and_every_object_validates(values: dict[str, Any])
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
+        "NetworkPolicy",
         "Role",
         "Role",
         "RoleBinding",
@@ -118,6 +125,33 @@ def test_the_container_runs_the_command_with_valid_flags_hardened(values: dict[s
         and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
     )
     assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    tmp = next(v for v in pod["volumes"] if v["name"] == "tmp")
+    assert tmp["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Mi"}, "scratch space never reaches a disk"
+
+
+def test_network_policy_admits_only_scrapers_of_the_metrics_port() -> None:
+    policy = next(o for o in _render({}) if o["kind"] == "NetworkPolicy")["spec"]
+    assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "machine-config-controller"
+    assert policy["policyTypes"] == ["Ingress"]
+    assert policy["ingress"] == [
+        {
+            "from": [
+                {
+                    "namespaceSelector": {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["monitoring"]}
+                        ]
+                    }
+                }
+            ],
+            "ports": [{"port": "metrics", "protocol": "TCP"}],
+        }
+    ]
+    custom = next(o for o in _render(EVERYTHING) if o["kind"] == "NetworkPolicy")["spec"]["ingress"][0]
+    assert custom["from"][0]["namespaceSelector"] == {"matchLabels": {"team": "observability"}}
+    assert custom["from"][0]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}
+    off = {"metrics": {"networkPolicy": {"enabled": False}}}
+    assert [o for o in _render(off) if o["kind"] == "NetworkPolicy"] == []
 
 
 def _granted(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
