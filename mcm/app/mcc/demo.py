@@ -14,7 +14,9 @@ everything running and prints the kubeconfig path for ``kubectl get machinepools
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -333,6 +335,17 @@ def _keep(kubeconfig: Path, workdir: Path, procs: Processes) -> None:
     keep_running([f"kubectl --kubeconfig {kubeconfig} get machinepools,machineconfigs,nodes"], workdir, procs)
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops the demo as Ctrl-C does, so its ``finally`` stops the emulator, daemons and
+    controller: they run in sessions of their own and would outlive a plain SIGTERM death."""
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 @click.command()
 @click.option("--keep", is_flag=True, help="Leave the emulator, daemons and controller running.")
 @click.option(
@@ -344,6 +357,7 @@ def _keep(kubeconfig: Path, workdir: Path, procs: Processes) -> None:
 )
 def demo(keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
     """Show a MachineConfig rolled out over 6 simulated nodes in 2 pools, within maxUnavailable."""
+    _stop_on_sigterm()
     with _workdir(workdir, keep) as path:
         try:
             summary = run_demo(keep, path, timeout)
