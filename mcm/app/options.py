@@ -29,7 +29,7 @@ __all__ = [
     "leader_election_duration_errors",
 ]
 
-FlagType = Literal["int32", "float32", "string", "bool", "duration", "ip"]
+FlagType = Literal["int32", "uint64", "float32", "string", "bool", "duration", "ip", "severity"]
 
 DEFAULT_NODE_CONDITIONS = "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable"
 NO_TARGET = "none"
@@ -49,6 +49,8 @@ class Flag:
     default: Any
     help: str
     group: str = "Controller"
+    shorthand: str = ""
+    """A one-letter alias (``-v``), as pflag gives the single-letter flags of Go's flag set."""
 
     @property
     def field(self) -> str:
@@ -192,13 +194,15 @@ FLAGS: tuple[Flag, ...] = (
         "machine-inplace-update-timeout",
         "duration",
         20 * _M,
-        "Timeout of an in-place update before the machine is marked Failed.",
+        "Timeout of an in-place update before the machine is marked Failed (accepted for "
+        "compatibility; no effect: mcm does not implement in-place updates).",
     ),
     Flag(
         "machine-preserve-timeout",
         "duration",
         96 * _H,
-        "How long a Failed machine annotated for preservation is kept.",
+        "How long a Failed machine annotated for preservation is kept (accepted for compatibility; "
+        "no effect: mcm does not implement machine preservation).",
     ),
     Flag(
         "resource-exhausted-retry",
@@ -310,8 +314,96 @@ FLAGS: tuple[Flag, ...] = (
         "How long running reconciles get after SIGTERM/SIGINT.",
         "Process",
     ),
-    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging"),
+    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging", shorthand="v"),
     Flag("log-format", "string", "json", "Log format: json (Kubernetes component style) or text.", "Logging"),
+    # --- klog's flags, which upstream manifests pass (see mcm.app.logs for what each does here) ---
+    Flag(
+        "logtostderr",
+        "bool",
+        True,
+        "Log to stderr. false: log to --log-file, else to machine-controller.log in --log-dir.",
+        "Logging",
+    ),
+    Flag(
+        "alsologtostderr",
+        "bool",
+        False,
+        "With --logtostderr=false, also write every line to stderr.",
+        "Logging",
+    ),
+    Flag(
+        "log-dir",
+        "string",
+        "",
+        "With --logtostderr=false and no --log-file: directory of machine-controller.log "
+        "(empty: the temporary directory, as klog).",
+        "Logging",
+    ),
+    Flag("log-file", "string", "", "With --logtostderr=false: the log file (appended to).", "Logging"),
+    Flag(
+        "log-file-max-size",
+        "uint64",
+        1800,
+        "With a log file: megabytes after which the file is started afresh, as klog does (0: no limit).",
+        "Logging",
+    ),
+    Flag(
+        "stderrthreshold",
+        "severity",
+        2,
+        "With --logtostderr=false: lines at or above this severity (INFO, WARNING, ERROR, FATAL "
+        "or 0-3) also go to stderr.",
+        "Logging",
+    ),
+    Flag(
+        "vmodule",
+        "string",
+        "",
+        "klog's per-file verbosity (pattern=N,...): accepted, no effect (one --v for all).",
+        "Logging",
+    ),
+    Flag(
+        "add-dir-header",
+        "bool",
+        False,
+        "klog header option: accepted, no effect (mcm's lines have no klog header).",
+        "Logging",
+    ),
+    Flag(
+        "skip-headers",
+        "bool",
+        False,
+        "klog header option: accepted, no effect (mcm's lines have no klog header).",
+        "Logging",
+    ),
+    Flag(
+        "skip-log-headers",
+        "bool",
+        False,
+        "klog log-file header option: accepted, no effect (mcm writes no file header).",
+        "Logging",
+    ),
+    Flag(
+        "one-output",
+        "bool",
+        False,
+        "klog's per-severity files: accepted, no effect (mcm writes one log file).",
+        "Logging",
+    ),
+    Flag(
+        "log-backtrace-at",
+        "string",
+        "",
+        "klog's file:N stack-trace location: accepted, no effect.",
+        "Logging",
+    ),
+    Flag(
+        "log-flush-frequency",
+        "duration",
+        5.0,
+        "Maximum time between log flushes: accepted, no effect (every line is flushed).",
+        "Logging",
+    ),
 )
 
 
@@ -372,6 +464,19 @@ class Options:
     shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
     v: int = _DEFAULTS["v"]
     log_format: str = _DEFAULTS["log_format"]
+    logtostderr: bool = _DEFAULTS["logtostderr"]
+    alsologtostderr: bool = _DEFAULTS["alsologtostderr"]
+    log_dir: str = _DEFAULTS["log_dir"]
+    log_file: str = _DEFAULTS["log_file"]
+    log_file_max_size: int = _DEFAULTS["log_file_max_size"]
+    stderrthreshold: int = _DEFAULTS["stderrthreshold"]
+    vmodule: str = _DEFAULTS["vmodule"]
+    add_dir_header: bool = _DEFAULTS["add_dir_header"]
+    skip_headers: bool = _DEFAULTS["skip_headers"]
+    skip_log_headers: bool = _DEFAULTS["skip_log_headers"]
+    one_output: bool = _DEFAULTS["one_output"]
+    log_backtrace_at: str = _DEFAULTS["log_backtrace_at"]
+    log_flush_frequency: float = _DEFAULTS["log_flush_frequency"]
 
     @classmethod
     def defaults(cls, **changes: Any) -> Options:
@@ -434,6 +539,23 @@ class Options:
             errors.append(f"--log-format must be json or text, got {v['log_format']!r}")
         if v["v"] < 0:
             errors.append(f"--v must not be negative, got {v['v']}")
+        errors.extend(self._klog_errors())
+        return errors
+
+    def _klog_errors(self) -> list[str]:
+        """klog's own checks of ``--vmodule`` and ``--log-backtrace-at``."""
+        errors = []
+        for item in filter(None, self.vmodule.split(",")):
+            pattern, sep, level = item.partition("=")
+            if not sep or not pattern or not re.fullmatch(r"\d+", level):
+                errors.append(
+                    f"--vmodule: syntax error: expect comma-separated list of filename=N, got {item!r}"
+                )
+                break
+        if self.log_backtrace_at and not re.fullmatch(r"[^:]*\.[^:]*:[1-9]\d*", self.log_backtrace_at):
+            errors.append(
+                f"--log-backtrace-at: syntax error: expect file.go:234, got {self.log_backtrace_at!r}"
+            )
         return errors
 
     def _leader_election_errors(self) -> list[str]:
@@ -482,10 +604,40 @@ class Options:
             ]
         return []
 
+    def without_effect(self) -> list[tuple[str, str]]:
+        """Flags set to something other than their default that change nothing here, each as
+        ``("--flag", reason)``; the command logs a warning for each."""
+        changed = {flag.field for flag in FLAGS if getattr(self, flag.field) != flag.default}
+        found = [(field, reason) for field, reason in _NO_EFFECT.items() if field in changed]
+        if self.logtostderr:
+            found += [
+                (field, "--logtostderr is true (as in klog)") for field in _FILE_FLAGS if field in changed
+            ]
+        elif self.log_file and "log_dir" in changed:
+            found.append(("log_dir", "--log-file is set"))
+        if not self.logtostderr and self.alsologtostderr and "stderrthreshold" in changed:
+            found.append(("stderrthreshold", "--alsologtostderr copies every line to stderr"))
+        return [(f"--{field.replace('_', '-')}", reason) for field, reason in found]
+
     def controller_values(self, names: set[str]) -> dict[str, Any]:
         """The values whose field names are in ``names`` (the controller's options fields)."""
         return {key: value for key, value in self.as_dict().items() if key in names}
 
+
+_NO_EFFECT: dict[str, str] = {
+    "machine_inplace_update_timeout": "mcm does not implement in-place updates",
+    "machine_preserve_timeout": "mcm does not implement machine preservation",
+    "vmodule": "one verbosity (--v) applies to all code",
+    "add_dir_header": "mcm's log lines have no klog header",
+    "skip_headers": "mcm's log lines have no klog header",
+    "skip_log_headers": "mcm writes no log file header",
+    "one_output": "mcm writes one log file",
+    "log_backtrace_at": "mcm emits no klog stack traces",
+    "log_flush_frequency": "every log line is flushed at once",
+}
+"""Flags accepted for compatibility (upstream manifests pass them) that do nothing in mcm."""
+_FILE_FLAGS = ("alsologtostderr", "log_dir", "log_file", "log_file_max_size", "stderrthreshold")
+"""klog flags that only matter with --logtostderr=false."""
 
 _MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}")

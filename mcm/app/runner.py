@@ -43,7 +43,7 @@ import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.app.drainer import drain_factory
-from mcm.app.logs import configure_logging
+from mcm.app.logs import configure_logging, log_output
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
 from mcm.controller import Controller, ControllerOptions
@@ -550,7 +550,13 @@ def run(
 
 def main_with_options(options: Options) -> int:
     """What the console script runs after parsing: logging, driver module import, :func:`run`."""
-    configure_logging(options.v, options.log_format)
+    try:
+        configure_logging(options.v, options.log_format, output=log_output(options))
+    except OSError as exc:
+        print(f"error: cannot open the log file: {exc}", file=sys.stderr, flush=True)
+        return 1
+    for flag, reason in options.without_effect():
+        log.warning("flag_has_no_effect", flag=flag, reason=reason)
     driver: Driver | None = None
     if options.driver not in ("", "local"):
         try:

@@ -225,7 +225,9 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) ->
     provider_id = o.text(machine, "spec", "providerID")
     try:
         response = deps.calls.call(
-            "get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request)
+            "get_machine_status",
+            lambda ctx: deps.driver.get_machine_status(ctx, request),
+            provider=inputs.machine_class.provider,
         )
     except MachineError as err:
         if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized) and not provider_id:
@@ -249,6 +251,7 @@ def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Re
             "create_machine",
             lambda ctx: deps.driver.create_machine(ctx, request),
             on_abandon=lambda: deps.creation.abandoned(key),
+            provider=inputs.machine_class.provider,
         )
     except MachineError as err:
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
@@ -333,7 +336,11 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm:
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
     request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
     try:
-        deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+        deps.calls.call(
+            "delete_machine",
+            lambda ctx: deps.driver.delete_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
     when = now(deps)
@@ -377,7 +384,11 @@ def initialize_vm(
     request = InitializeMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     try:
-        deps.calls.call("initialize_machine", lambda ctx: deps.driver.initialize_machine(ctx, request))
+        deps.calls.call(
+            "initialize_machine",
+            lambda ctx: deps.driver.initialize_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         if err.code == Code.Unimplemented:
             return None

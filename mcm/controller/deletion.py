@@ -277,7 +277,11 @@ def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutco
     machine = filled
     request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
-        deps.calls.call("get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request))
+        deps.calls.call(
+            "get_machine_status",
+            lambda ctx: deps.driver.get_machine_status(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         return _vm_status_error(deps, machine, err)
     return _advance(deps, machine, c.DESC_VM_FOUND)
@@ -491,7 +495,11 @@ def delete_vm(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
     """``DeleteMachine``; the driver's lastKnownState is kept."""
     request = DeleteMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
-        response = deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+        response = deps.calls.call(
+            "delete_machine",
+            lambda ctx: deps.driver.delete_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         return _vm_delete_error(deps, machine, err)
     return _advance(deps, machine, c.DESC_VM_DELETED, last_known_state=response.last_known_state)

@@ -259,3 +259,14 @@ def test_network_policy_admits_only_scrapers_of_the_metrics_port() -> None:
     assert custom["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}
     off = {**MINIMAL, "metrics": {"networkPolicy": {"enabled": False}}}
     assert _by_kind(_render(off), "NetworkPolicy") == []
+
+
+def test_the_readmes_offline_rendering_recipe_runs() -> None:
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    (recipe,) = re.findall(r"^```python\n(.*?)^```$", readme, flags=re.DOTALL | re.MULTILINE)
+    result = subprocess.run(
+        [sys.executable, "-c", recipe], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    kinds, problems = result.stdout.splitlines()
+    assert "'Deployment'" in kinds and problems == "[]"

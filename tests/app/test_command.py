@@ -21,7 +21,7 @@ from mcm.emulator import ClusterPair, Emulator
 from mcm.emulator.kubeconfig import issue_client_cert, make_tls_material, tls_available
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
-from mcm.runtime.client.resources import LEASES
+from mcm.runtime.client.resources import EVENTS, LEASES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -232,6 +232,51 @@ def _sidecar_tls(tmp_path: Path, transport: str) -> tuple[list[str], list[str]]:
     return sidecar, controller
 
 
+UPSTREAM_MANIFEST_ARGS = [
+    # The machine-controller container of machine-controller-manager-provider-aws's
+    # kubernetes/deployment.yaml (v0.4.0), kubeconfig paths aside ...
+    "--control-kubeconfig={control}",
+    "--target-kubeconfig={target}",
+    "--machine-creation-timeout=20m",
+    "--machine-drain-timeout=5m",
+    "--machine-health-timeout=10m",
+    "--machine-safety-orphan-vms-period=30m",
+    "--node-conditions=ReadonlyFilesystem,KernelDeadlock,DiskPressure",
+    "--v=3",
+    # ... and klog flags as other Kubernetes components' manifests pass them.
+    "--logtostderr=true",
+    "--alsologtostderr",
+    "--log_dir=/var/log",
+    "--stderrthreshold=info",
+    "--vmodule=controller=4",
+    "--add_dir_header",
+    "-v=3",
+]
+
+
+def test_an_upstream_manifests_args_start_the_controller_unchanged(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    args = [
+        a.format(control=pair.control_kubeconfig, target=pair.target_kubeconfig)
+        for a in UPSTREAM_MANIFEST_ARGS
+    ]
+    _create_machines(control, 1)
+    controller = Controller(tmp_path, pair, "mc", *args, "--driver=local")
+    try:
+        _wait("a Running machine", _all_running(control, 1))
+        warned = {e["flag"]: e["reason"] for e in controller.log() if e.get("msg") == "flag_has_no_effect"}
+        assert warned == {
+            "--alsologtostderr": "--logtostderr is true (as in klog)",
+            "--log-dir": "--logtostderr is true (as in klog)",
+            "--stderrthreshold": "--logtostderr is true (as in klog)",
+            "--vmodule": "one verbosity (--v) applies to all code",
+            "--add-dir-header": "mcm's log lines have no klog header",
+        }
+    finally:
+        assert controller.stop() == 0
+
+
 @pytest.mark.parametrize("transport", ["unix socket", "TLS on loopback", "mutual TLS on loopback"])
 def test_machines_go_running_with_the_local_driver_over_grpc(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient, transport: str
@@ -276,6 +321,34 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
     finally:
         sidecar.send_signal(signal.SIGTERM)
         sidecar.wait(30)
+
+
+def _events(control: ClusterClient) -> list[dict[str, Any]]:
+    return list(control.resource(EVENTS).list(namespace="default").get("items") or [])
+
+
+def test_retried_conflicts_are_no_warning_events(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    """A 409 on a Machine write is routine (the next pass writes from fresh data): the machines
+    go Running and are deleted with Normal Events only, no ``StatusUpdateFailed`` Warning."""
+    status = pair.control.faults.add(
+        code=409, times=4, verb="update", resource="machines", subresource="status"
+    )
+    _create_machines(control, 2)
+    controller = Controller(tmp_path, pair, "mc", "--driver=local")
+    try:
+        _wait("2 Running machines", _all_running(control, 2))
+        control.resource(MACHINES).delete("demo-machine-1", namespace="default")
+        _wait("the deleted machine gone", lambda: "demo-machine-1" not in _phases(control))
+        _wait(
+            "the Running events of both machines",
+            lambda: sum(e["reason"] == "MachineRunning" for e in _events(control)) == 2,
+        )
+    finally:
+        assert controller.stop() == 0
+    assert status.hits == 4
+    assert [(e["reason"], e["message"]) for e in _events(control) if e["type"] == "Warning"] == []
 
 
 def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
@@ -336,3 +409,4 @@ def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
     report = json.loads(summary.read_text())
     assert report["machines_created"] == 3
     assert report["vms_left"] == 2 and report["nodes_left"] == 2
+    assert not any("joined" in step for step in report["deletion_steps"]), report["deletion_steps"]

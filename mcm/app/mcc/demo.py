@@ -14,9 +14,7 @@ everything running and prints the kubeconfig path for ``kubectl get machinepools
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from mcm.app.demo import (
     Screen,
     _free_port,
     _start_emulator,
+    _stop_on_signals,
     _wait,
     _workdir,
     keep_running,
@@ -263,8 +262,7 @@ def run_demo(keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
         client.close()
         return summary
     finally:
-        if not keep:
-            procs.stop_all()
+        procs.stop_all()
 
 
 def _start_daemons(procs: Processes, kubeconfig: Path) -> None:
@@ -332,18 +330,12 @@ def _summary(watcher: _Watcher, targets: dict[str, str], rollout: float, total: 
 
 
 def _keep(kubeconfig: Path, workdir: Path, procs: Processes) -> None:
-    keep_running([f"kubectl --kubeconfig {kubeconfig} get machinepools,machineconfigs,nodes"], workdir, procs)
-
-
-def _stop_on_sigterm() -> None:
-    """SIGTERM stops the demo as Ctrl-C does, so its ``finally`` stops the emulator, daemons and
-    controller: they run in sessions of their own and would outlive a plain SIGTERM death."""
-
-    def interrupt(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
+    """Print where everything is and wait for Ctrl-C or SIGTERM (or a child to exit)."""
+    click.echo("")
+    click.echo("Everything keeps running:")
+    click.echo(f"  kubeconfig: {kubeconfig}")
+    click.echo(f"  logs:       {workdir}")
+    keep_running([f"kubectl --kubeconfig {kubeconfig} get machinepools,machineconfigs,nodes"], procs)
 
 
 @click.command()
@@ -357,7 +349,7 @@ def _stop_on_sigterm() -> None:
 )
 def demo(keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
     """Show a MachineConfig rolled out over 6 simulated nodes in 2 pools, within maxUnavailable."""
-    _stop_on_sigterm()
+    _stop_on_signals()
     with _workdir(workdir, keep) as path:
         try:
             summary = run_demo(keep, path, timeout)

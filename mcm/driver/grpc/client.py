@@ -13,6 +13,8 @@ Guarantees:
 - Errors come back as the driver raised them (code, message, ``last_known_state``), with the
   message scrubbed of the request's secret data and capped; see :mod:`mcm.driver.grpc.status`.
 - Keepalive pings detect a silently dropped TCP connection while no call is running.
+- The cloud API requests the sidecar's driver counted come back in a trailer and are replayed
+  into the call's context (:mod:`mcm.driver.grpc.cloudapi`), on success and on failure.
 
 Endpoints: ``unix:/absolute/path`` (or ``unix:///absolute/path``) and ``host:port``. Pass
 ``credentials`` (:func:`~mcm.driver.grpc.tls.channel_credentials`, or any
@@ -50,6 +52,7 @@ from mcm.driver.driver import (
     ListMachinesResponse,
 )
 from mcm.driver.errors import MachineError
+from mcm.driver.grpc.cloudapi import replay
 from mcm.driver.grpc.rpcs import (
     ALL_RPCS,
     CREATE_MACHINE,
@@ -171,6 +174,7 @@ class GrpcDriver(Driver):
         except grpc.FutureCancelledError:
             raise MachineError(Code.Canceled, f"{rpc.name} call was cancelled by its caller") from None
         except grpc.RpcError as exc:
+            replay(_trailing_metadata(exc), ctx.cloud_api)
             error = error_from_rpc(
                 exc, endpoint=self.endpoint, method=rpc.name, timeout=timeout, secret_data=secret_data
             )
@@ -178,6 +182,7 @@ class GrpcDriver(Driver):
             raise error from None
         finally:
             stop_watching()
+        replay(call.trailing_metadata(), ctx.cloud_api)
         return rpc.decode_response(reply)
 
     def _deadline_for(self, ctx: CallContext, method: str) -> float:
@@ -217,3 +222,9 @@ def _channel(
     if server_name:
         options = (*options, ("grpc.ssl_target_name_override", server_name))
     return grpc.secure_channel(endpoint, credentials, options=options)
+
+
+def _trailing_metadata(exc: grpc.RpcError) -> Any:
+    """The trailers of a failed call (``None`` when the error carries none)."""
+    trailing = getattr(exc, "trailing_metadata", None)
+    return trailing() if callable(trailing) else None

@@ -18,6 +18,8 @@ Guarantees:
   accepted on a unix socket and on loopback (``127.0.0.0/8``, ``::1``, ``localhost``). Any other
   address needs TLS ``credentials`` or an explicit ``insecure=True``, and the log says which.
 - Secret data is never logged; no traceback (and so no local variable) is logged either.
+- The cloud API requests the driver counts (``ctx.cloud_api_request``) go back to the client in
+  a trailer (:mod:`mcm.driver.grpc.cloudapi`), on success and on failure.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from mcm.driver.codes import Code
 from mcm.driver.context import CallContext
 from mcm.driver.driver import Driver
 from mcm.driver.errors import MachineError
+from mcm.driver.grpc.cloudapi import Samples
 from mcm.driver.grpc.rpcs import ALL_RPCS, SERVICE_NAME, Rpc
 from mcm.driver.grpc.status import MAX_DETAILS, status_for_error
 from mcm.driver.grpc.tls import InsecureEndpointError, is_local_endpoint
@@ -138,6 +141,7 @@ def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHand
 
     def handle(data: bytes, context: grpc.ServicerContext) -> bytes:
         secret_data: Mapping[str, bytes] | None = None
+        samples = Samples()
         try:
             message = _parse(rpc, data)
             secret_data = getattr(message, "secret_data", None)
@@ -147,12 +151,13 @@ def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHand
             log.info("driver_request_invalid", method=rpc.name, message=status.details)
         else:
             try:
-                response = method(_call_context(context), request)
+                response = method(_call_context(context, samples), request)
+                context.set_trailing_metadata(samples.trailers())
                 return bytes(rpc.encode_response(response).SerializeToString())
             except Exception as exc:
                 status = status_for_error(exc, secret_data)
                 _log_failure(rpc.name, exc, status.details)
-        context.set_trailing_metadata(status.trailers)
+        context.set_trailing_metadata(tuple(status.trailers) + samples.trailers())
         context.abort(status.code, status.details)
 
     return grpc.unary_unary_rpc_method_handler(handle)
@@ -176,13 +181,14 @@ def _invalid_request(method: str, exc: Exception) -> MachineError:
     return MachineError(Code.InvalidArgument, f"{method} request cannot be decoded: {text}")
 
 
-def _call_context(context: grpc.ServicerContext) -> CallContext:
-    """A CallContext with the client's deadline, cancelled when the RPC terminates."""
+def _call_context(context: grpc.ServicerContext, samples: Samples) -> CallContext:
+    """A CallContext with the client's deadline, cancelled when the RPC terminates, whose cloud
+    API requests are collected in ``samples``."""
     remaining = context.time_remaining()
     deadline = None
     if remaining is not None and remaining < _NO_DEADLINE:
         deadline = REAL_CLOCK.monotonic() + remaining
-    ctx = CallContext(deadline, REAL_CLOCK)
+    ctx = CallContext(deadline, REAL_CLOCK, cloud_api=samples)
     if not context.add_callback(ctx.cancel):
         ctx.cancel()
     return ctx
