@@ -25,6 +25,7 @@ from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import EVENTS, NODES, Resource
 from mcm.testing.envtest import ControlPlane
 from tests.conftest import REALAPI_MARKS
+from tests.machineconfig import fixtures
 from tests.machineconfig import test_kubelet_and_templates as kubelet_tests
 from tests.machineconfig import test_render_and_bad_input as render_tests
 from tests.machineconfig import test_rollout as rollout_tests
@@ -61,6 +62,13 @@ def empty(client: ClusterClient) -> None:
         eventually(
             lambda r=resource: not client.resource(r).list()["items"], what=f"no {resource.resource} left"
         )
+
+
+@pytest.fixture(autouse=True)
+def real_api_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waits get 90 s instead of 30: a real API server, etcd and the controller manager share the
+    loaded machine with the test (a bound, not a sleep: a passing wait returns at once)."""
+    monkeypatch.setattr(fixtures, "TIMEOUT", 90.0)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from mcm.runtime.client import load_config
 from mcm.runtime.client.resources import LEASES, NAMESPACES
 from mcm.testing.envtest import ControlPlane
 from tests.conftest import REALAPI_MARKS, REPO_ROOT
+from tests.machineconfig import fixtures
 from tests.machineconfig.fixtures import Cluster, exercise_every_call
 from tests.realapi.env import unique
 from tests.realapi.test_chart import Call, audited_calls, granted_beyond_baseline, kubectl
@@ -128,7 +129,9 @@ def rbac_run(mcc_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) 
             stderr=subprocess.STDOUT,
         )
         try:
-            owners = exercise_every_call(cluster)
+            with pytest.MonkeyPatch.context() as patch:  # see real_api_timeouts in test_machineconfig
+                patch.setattr(fixtures, "TIMEOUT", 90.0)
+                owners = exercise_every_call(cluster)
             process.send_signal(signal.SIGTERM)
             code = process.wait(60)
         finally:
