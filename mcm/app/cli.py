@@ -20,7 +20,7 @@ import click
 from mcm.app import goflags
 from mcm.app.options import FLAGS, Flag, Options
 
-__all__ = ["machine_controller", "main"]
+__all__ = ["machine_controller", "main", "run_command"]
 
 
 class _GoType(click.ParamType):  # type: ignore[type-arg]
@@ -173,8 +173,14 @@ def parse_options(argv: list[str] | None = None) -> Options:
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code. Usage errors are one line, exit 2."""
     args = pflag_args(list(sys.argv[1:] if argv is None else argv))
+    return run_command(machine_controller, "machine-controller", args)
+
+
+def run_command(command: click.Command, prog_name: str, argv: list[str] | None) -> int:
+    """Run a click command the way both commands do: its return value is the exit code; a usage
+    error prints one line ``error: …`` and exits 2; an abort exits 1."""
     try:
-        result = machine_controller.main(args=args, prog_name="machine-controller", standalone_mode=False)
+        result = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
         return exc.exit_code

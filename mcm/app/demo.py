@@ -40,7 +40,7 @@ from mcm.runtime.client import ClusterClient, ListOptions, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import CONFIG_MAPS, NODES, PODS, SECRETS
 
-__all__ = ["demo"]
+__all__ = ["DemoFailed", "Processes", "Screen", "demo", "keep_running"]
 
 REPO_CRDS = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
 NAMESPACE = "default"
@@ -519,11 +519,21 @@ def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes
     click.echo(f"  target cluster kubeconfig:  {clusters.target_cfg}")
     click.echo(f"  controller metrics:         {metrics_url}")
     click.echo(f"  logs:                       {workdir}")
+    hints = [
+        f"kubectl --kubeconfig {clusters.control_cfg} get mc,mcc",
+        f"kubectl --kubeconfig {clusters.control_cfg} get events",
+        f"kubectl --kubeconfig {clusters.target_cfg} get nodes",
+        f"curl -s {metrics_url} | grep ^mcm_",
+    ]
+    keep_running(hints, procs)
+
+
+def keep_running(hints: list[str], procs: Processes) -> None:
+    """``--keep``: print what to try from another terminal, then wait for Ctrl-C or SIGTERM (or a
+    child to exit); the caller stops the children."""
     click.echo("From another terminal:")
-    click.echo(f"  kubectl --kubeconfig {clusters.control_cfg} get mc,mcc")
-    click.echo(f"  kubectl --kubeconfig {clusters.control_cfg} get events")
-    click.echo(f"  kubectl --kubeconfig {clusters.target_cfg} get nodes")
-    click.echo(f"  curl -s {metrics_url} | grep ^mcm_")
+    for hint in hints:
+        click.echo(f"  {hint}")
     click.echo("Press Ctrl-C to stop.")
     try:
         while all(child.poll() is None for _, child in procs.children):

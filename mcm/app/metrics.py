@@ -23,10 +23,10 @@ from mcm.drain import DrainMetrics
 from mcm.runtime.leaderelection import PrometheusLeaderMetrics
 from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
 
-__all__ = ["ProcessMetrics"]
+__all__ = ["DefaultRegistry", "ProcessMetrics"]
 
 
-class _DefaultRegistry(Collector):
+class DefaultRegistry(Collector):
     """Forwards the default registry's metrics at scrape time."""
 
     def collect(self) -> Iterator[Metric]:
@@ -45,7 +45,7 @@ class ProcessMetrics:
     @classmethod
     def new(cls) -> ProcessMetrics:
         registry = CollectorRegistry()
-        registry.register(_DefaultRegistry())
+        registry.register(DefaultRegistry())
         return cls(
             registry=registry,
             workqueue=PrometheusMetricsProvider(namespace="mcm", stability=None, registry=registry),

@@ -27,6 +27,7 @@ __all__ = [
     "Flag",
     "FlagType",
     "Options",
+    "leader_election_duration_errors",
 ]
 
 FlagType = Literal["int32", "uint64", "float32", "string", "bool", "duration", "ip", "severity"]
@@ -566,24 +567,9 @@ class Options:
             ]
         if not v["leader_elect"]:
             return []
-        lease, renew, retry = (
-            v["leader_elect_lease_duration"],
-            v["leader_elect_renew_deadline"],
-            v["leader_elect_retry_period"],
+        return leader_election_duration_errors(
+            v["leader_elect_lease_duration"], v["leader_elect_renew_deadline"], v["leader_elect_retry_period"]
         )
-        if min(lease, renew, retry) <= 0:
-            return [
-                "--leader-elect-lease-duration, --leader-elect-renew-deadline and "
-                "--leader-elect-retry-period must be greater than 0"
-            ]
-        errors = []
-        if lease <= renew:
-            errors.append("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
-        if renew <= 1.2 * retry:
-            errors.append(
-                "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period"
-            )
-        return errors
 
     def _driver_errors(self) -> list[str]:
         if self.driver and self.driver_endpoint:
@@ -653,6 +639,22 @@ _MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}")
 _GRPC_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix-abstract:", "vsock:")
 """Other gRPC target forms, passed through to the channel as they are."""
+
+
+def leader_election_duration_errors(lease: float, renew: float, retry: float) -> list[str]:
+    """The leader-election library's rules on the three ``--leader-elect-*`` durations (both
+    commands use them)."""
+    if min(lease, renew, retry) <= 0:
+        return [
+            "--leader-elect-lease-duration, --leader-elect-renew-deadline and "
+            "--leader-elect-retry-period must be greater than 0"
+        ]
+    errors = []
+    if lease <= renew:
+        errors.append("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+    if renew <= 1.2 * retry:
+        errors.append("--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period")
+    return errors
 
 
 def _is_driver_spec(spec: str) -> bool:

@@ -9,7 +9,9 @@ Guarantees:
   (nodes, pods, namespaces, services, secrets, configmaps, serviceaccounts, deployments, events),
   else ``Name`` and ``Age``.
 - Each row carries the object's metadata as ``PartialObjectMetadata``.
-- JSONPath support is the simple subset CRDs use: ``.a.b``, ``.a[0].b``, ``.a['x.y']``.
+- JSONPath support is the subset CRDs use: ``.a.b``, ``.a[0].b``, ``.a['x.y']`` and a filter
+  on one field, ``.a[?(@.type=="Ready")].status`` (the first matching element, as kubectl prints
+  conditions).
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ _AGE = {
     "description": "Age",
     "priority": 0,
 }
-_SEGMENT = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
+_SEGMENT = re.compile(
+    r"\.([A-Za-z0-9_-]+)|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]"
+    r"|\[\?\(@\.([A-Za-z0-9_-]+)\s*==\s*[\"']([^\"']*)[\"']\)\]"
+)
 
 
 def wants_table(accept: str) -> bool:
@@ -56,7 +61,11 @@ def _lookup(obj: Any, path: str) -> Any:
     value = obj
     for match in _SEGMENT.finditer(path):
         key = match.group(1) or match.group(3) or match.group(4)
-        if key is not None:
+        if match.group(5) is not None:
+            field, wanted = match.group(5), match.group(6)
+            items = value if isinstance(value, list) else []
+            value = next((i for i in items if isinstance(i, Mapping) and str(i.get(field)) == wanted), None)
+        elif key is not None:
             value = value.get(key) if isinstance(value, Mapping) else None
         else:
             index = int(match.group(2))

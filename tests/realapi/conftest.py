@@ -8,13 +8,34 @@ from collections.abc import Iterator
 import pytest
 
 from mcm.controller import ControllerOptions
-from mcm.testing.envtest import ControlPlanePair
+from mcm.testing.envtest import BinariesMissing, ControlPlane, ControlPlanePair, find_binaries
+from tests.conftest import REPO_ROOT, realapi_unavailable
 from tests.realapi.env import RealEnv
 
 
 @pytest.fixture
 def pair(real_pair: ControlPlanePair) -> ControlPlanePair:
     return real_pair
+
+
+@pytest.fixture(scope="session")
+def mcc_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of its own for the MachineConfigController (its kinds are cluster-scoped):
+    etcd, kube-apiserver with OwnerReferencesPermissionEnforcement (so ``blockOwnerDeletion``
+    needs the ``*/finalizers`` grant, as on OpenShift), kube-controller-manager, the CRDs of
+    ``charts/machine-config-controller``."""
+    try:
+        binaries = find_binaries()
+    except BinariesMissing as exc:
+        realapi_unavailable(str(exc))
+    with ControlPlane(
+        "mcc",
+        directory=tmp_path_factory.mktemp("mcc-envtest"),
+        binaries=binaries,
+        crds=REPO_ROOT / "charts" / "machine-config-controller" / "crds",
+        apiserver_args=["--enable-admission-plugins=OwnerReferencesPermissionEnforcement"],
+    ) as plane:
+        yield plane
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 ``reflector`` lists and watches the API into a ``delta_fifo``; the ``controller`` loop pops it
 into an indexer (``store`` over ``thread_safe_store``, keys from ``keys``) and the
 ``shared_informer`` fans the changes out to handlers through ``processor_listener`` threads.
-``factory`` builds one informer per resource; ``listers`` read the caches. Smaller client-go
+``factory`` builds one informer per resource; ``listers`` read the caches; a
+``mutation_cache`` overlays a controller's own writes on them. Smaller client-go
 pieces stand beside them: a plain keyed ``fifo``, a keyed priority ``heap`` and an
 ``expiration_cache`` (TTL store).
 
@@ -49,6 +50,7 @@ from mcm.runtime.cache.keys import (
     split_meta_namespace_key,
 )
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
+from mcm.runtime.cache.mutation_cache import MutationCache, compare_resource_versions
 from mcm.runtime.cache.mutation_detector import CacheMutationDetector, CacheMutationError
 from mcm.runtime.cache.pager import ListPager
 from mcm.runtime.cache.processor_listener import ProcessorListener
@@ -98,6 +100,7 @@ __all__ = [
     "LessFunc",
     "ListPager",
     "Lister",
+    "MutationCache",
     "NamespaceLister",
     "ObjectNotFoundError",
     "ProcessorListener",
@@ -116,6 +119,7 @@ __all__ = [
     "ThreadSafeStore",
     "TimestampedEntry",
     "VeryShortWatchError",
+    "compare_resource_versions",
     "deletion_handling_meta_namespace_key_func",
     "everything",
     "index_func_to_key_func_adapter",

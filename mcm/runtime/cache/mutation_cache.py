@@ -1,24 +1,26 @@
-"""The newer of an informer's object and the object this process's own write returned
-(client-go's ``cache.NewIntegerResourceVersionMutationCache``).
+"""The mutation cache (client-go ``cache.NewIntegerResourceVersionMutationCache``).
 
-An informer delivers a write of ours some milliseconds after the API server answered it. A
-reconcile that runs in between (another event, a requeue) reads the old object from the cache,
-builds its next write on it and gets a 409 Conflict: a conflict the controller caused itself.
-:class:`MutationCache` remembers what each write returned and serves it until the informer has
-caught up.
+A controller that writes an object and then reads it back from its informer cache can see the
+copy from before its own write: the watch event has not arrived yet. The mutation cache keeps
+the objects the API server returned for the controller's writes (``mutation``) and serves, for
+each key, the newer of that copy and the informer's, by integer ``resourceVersion``.
 
-Guarantees:
+Guarantees (client-go's):
 
-- :meth:`MutationCache.get_by_key` returns the backing indexer's object unless a recorded
-  mutation of the same key has a higher integer ``metadata.resourceVersion``; then the mutation.
-  Once the indexer holds the same or a newer version, the mutation is forgotten. So another
-  writer's change is never hidden: a newer object in the cache always wins, and an object the
-  cache has not seen yet at worst costs the 409 it would have cost anyway.
-- A key missing from the indexer is missing (as client-go without ``includeAdds``: a deletion
-  is not undone by an older mutation).
-- Mutations expire after ``ttl`` seconds on the clock and at most ``max_entries`` are kept
-  (oldest dropped first); non-integer resourceVersions are never compared (the indexer wins).
-- Thread-safe; cached objects are shared and must not be mutated, like the indexer's.
+- :meth:`MutationCache.get_by_key` and :meth:`MutationCache.by_index` return, per object, the
+  newer of the backing store's copy and the last mutation recorded for its key; a mutation that
+  the backing store has caught up with (equal or newer ``resourceVersion``) is dropped on read.
+- A key missing from the backing store is reported missing (one cannot tell "create not seen
+  yet" from "deleted since"), unless ``include_adds`` is set; then the mutation is returned.
+- Recording never replaces a newer mutation with an older one. Entries expire ``ttl`` seconds
+  after they were recorded (on the injectable clock) and the least recently used entry is
+  evicted beyond ``max_entries`` (client-go: 100); so a read is only ever *at least as new as the
+  backing store*, never guaranteed to hold the recorded write.
+- A ``resourceVersion`` that is not an unsigned integer (client-go panics: a coder error) is
+  reported through :func:`~mcm.runtime.errors.handle_error` and the backing copy wins; a written
+  object without a name or with such a version is not recorded.
+- The defaults suit a controller of thousands of objects: 60 s and 10,000 entries (client-go
+  keeps 100, fewer than a large fleet writes between two informer deliveries).
 
 :class:`MutationLister` is a namespace lister whose ``get`` reads through the cache;
 :class:`RecordingRESTClient` is a REST client that records what its writes return.
@@ -31,79 +33,177 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from mcm.runtime.cache.keys import meta_namespace_key_func
+from mcm.runtime.cache.keys import deletion_handling_meta_namespace_key_func
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
 from mcm.runtime.cache.store import Indexer
 from mcm.runtime.client.rest import PatchKind, RESTClient
 from mcm.runtime.client.types import Object
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.errors import handle_error
 
-__all__ = ["DEFAULT_MUTATION_TTL", "MutationCache", "MutationLister", "RecordingRESTClient"]
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "DEFAULT_MUTATION_TTL",
+    "MutationCache",
+    "MutationLister",
+    "RecordingRESTClient",
+    "compare_resource_versions",
+]
 
 DEFAULT_MUTATION_TTL = 60.0
 """Seconds a recorded write is served while the informer lags (an informer that lags a minute
 has bigger problems; after that the cache is trusted again)."""
 
-MAX_MUTATIONS = 10_000
+DEFAULT_MAX_ENTRIES = 10_000
+"""Entries kept (client-go: 100)."""
 
 
-def _resource_version(obj: Any) -> int | None:
+def _resource_version(obj: Any) -> int:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
-    value = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    if not isinstance(value, str) or not value.isdigit():
-        return None
-    return int(value)
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if not version:
+        return 0
+    if not isinstance(version, str) or not version.isdigit():
+        raise ValueError(f"resourceVersion {version!r} is not an unsigned integer")
+    return int(version)
+
+
+def compare_resource_versions(lhs: Any, rhs: Any) -> int:
+    """-1, 0 or 1 as ``lhs``'s integer resourceVersion is below, equal to or above ``rhs``'s
+    (an empty one counts as 0); ``ValueError`` when one is not an integer."""
+    left, right = _resource_version(lhs), _resource_version(rhs)
+    return (left > right) - (left < right)
+
+
+class _LRUExpireCache:
+    """apimachinery's ``LRUExpireCache``: a bounded LRU whose entries expire. Not locked."""
+
+    def __init__(self, max_entries: int, clock: Clock) -> None:
+        self._max = max(1, max_entries)
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[Any, float]] = OrderedDict()
+
+    def get(self, key: str) -> Any | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if self._clock.monotonic() > entry[1]:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    def add(self, key: str, value: Any, ttl: float) -> None:
+        self._entries[key] = (value, self._clock.monotonic() + ttl)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    def remove(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def keys_oldest_first(self) -> list[str]:
+        """Keys from least to most recently used (expired ones included, as upstream)."""
+        return list(self._entries)
 
 
 class MutationCache:
-    """Reads through ``indexer``, preferring newer objects that writes of this process returned."""
+    """See the module docstring. Thread-safe."""
 
     def __init__(
         self,
-        indexer: Indexer,
-        *,
+        backing: Indexer,
         ttl: float = DEFAULT_MUTATION_TTL,
+        *,
+        include_adds: bool = False,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
         clock: Clock = REAL_CLOCK,
-        max_entries: int = MAX_MUTATIONS,
     ) -> None:
-        self._indexer = indexer
+        self._backing = backing
         self._ttl = ttl
-        self._clock = clock
-        self._max = max_entries
+        self._include_adds = include_adds
         self._lock = threading.Lock()
-        self._mutations: OrderedDict[str, tuple[float, Object]] = OrderedDict()
+        self._mutations = _LRUExpireCache(max_entries, clock)
 
-    def mutation(self, obj: Object) -> None:
-        """Record the object a write returned (ignored without a name or resourceVersion)."""
-        if _resource_version(obj) is None or not (obj.get("metadata") or {}).get("name"):
+    def get_by_key(self, key: str) -> Any | None:
+        """The newer of the backing copy and the recorded mutation; ``None`` when missing."""
+        with self._lock:
+            obj = self._backing.get_by_key(key)
+            if obj is None:
+                return self._mutations.get(key) if self._include_adds else None
+            return self._newer(key, obj)
+
+    def by_index(self, index_name: str, value: str) -> list[Any]:
+        """The objects of an index value, each the newer of backing copy and mutation."""
+        with self._lock:
+            keys = self._backing.index_keys(index_name, value)
+            items = []
+            for key in keys:
+                obj = self._backing.get_by_key(key)
+                if obj is not None:
+                    items.append(self._newer(key, obj))
+            if self._include_adds:
+                items.extend(self._added_in_index(index_name, value, set(keys)))
+            return items
+
+    def _added_in_index(self, index_name: str, value: str, seen: set[str]) -> list[Any]:
+        index_func = self._backing.get_indexers()[index_name]
+        added = []
+        for key in self._mutations.keys_oldest_first():
+            obj = self._mutations.get(key)
+            if obj is None or key in seen:
+                continue
+            try:
+                values = index_func(obj)
+            except Exception:
+                continue
+            if value in values:
+                added.append(obj)
+        return added
+
+    def mutation(self, obj: Any) -> None:
+        """Record ``obj`` (the API server's answer to a write) unless a newer one is recorded."""
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict) or not meta.get("name"):
             return
-        key = meta_namespace_key_func(obj)
+        try:
+            _resource_version(obj)
+            key = deletion_handling_meta_namespace_key_func(obj)
+        except Exception as err:
+            handle_error(err)  # a "nice to have": a failure changes nothing
+            return
         with self._lock:
-            self._mutations.pop(key, None)
-            self._mutations[key] = (self._clock.monotonic(), obj)
-            while len(self._mutations) > self._max:
-                self._mutations.popitem(last=False)
-
-    def get_by_key(self, key: str) -> Object | None:
-        """The newer of the indexer's object and the recorded mutation; None if not cached."""
-        cached = self._indexer.get_by_key(key)
-        if cached is None:
-            return None
-        with self._lock:
-            entry = self._mutations.get(key)
-            if entry is None:
-                return cached
-            stamp, mutated = entry
-            mutated_rv, cached_rv = _resource_version(mutated), _resource_version(cached)
-            expired = self._ttl > 0 and self._clock.monotonic() - stamp > self._ttl
-            if expired or mutated_rv is None or cached_rv is None or cached_rv >= mutated_rv:
-                del self._mutations[key]
-                return cached
-            return mutated
+            recorded = self._mutations.get(key)
+            if recorded is not None:
+                try:
+                    if compare_resource_versions(obj, recorded) < 0:
+                        return
+                except ValueError as err:
+                    handle_error(err)
+            self._mutations.add(key, obj, self._ttl)
 
     def __len__(self) -> int:
+        """Recorded entries (expired ones included until they are read or evicted)."""
         with self._lock:
             return len(self._mutations)
+
+    def _newer(self, key: str, backing: Any) -> Any:
+        """Must hold the lock. Drops a mutation the backing copy has caught up with."""
+        mutated = self._mutations.get(key)
+        if mutated is None:
+            return backing
+        try:
+            backing_is_newer = compare_resource_versions(backing, mutated) >= 0
+        except ValueError as err:
+            handle_error(err)
+            backing_is_newer = True
+        if backing_is_newer:
+            self._mutations.remove(key)
+            return backing
+        return mutated
 
 
 class MutationLister(NamespaceLister):
@@ -116,7 +216,7 @@ class MutationLister(NamespaceLister):
 
     def get(self, name: str) -> Object:
         key = f"{self.namespace}/{name}" if self.namespace else name
-        obj = self.mutations.get_by_key(key)
+        obj: Object | None = self.mutations.get_by_key(key)
         if obj is None:
             raise new_not_found(self._base.group, self._base.resource, name)
         return obj
