@@ -310,3 +310,50 @@ def test_tls_verifies_the_server_certificate_unless_told_not_to(
     )
     with pytest.raises(ssl.SSLError):
         broken.request("GET", "/", {}, timeout=5)
+
+
+def test_a_stream_yields_each_chunk_as_it_arrives_and_is_never_pooled(
+    serve: Callable[..., RawServer],
+) -> None:
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nline\r\n6\r\nsecond\r\n0\r\n\r\n"
+    server = serve(fixed(answer))
+    pool = pool_for(server)
+    stream = pool.stream("/watch", {}, timeout=5)
+    assert stream.status == 200
+    assert list(stream.chunks(1024)) == [b"line", b"second"]
+    stream.close()
+    assert stream.closed
+    assert not pool._idle
+
+
+def test_a_stream_framed_by_content_length_or_the_connection_end(serve: Callable[..., RawServer]) -> None:
+    server = serve(fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"))
+    assert b"".join(pool_for(server).stream("/", {}, timeout=5).chunks(2)) == b"hello"
+    server = serve(fixed(b"HTTP/1.1 200 OK\r\n\r\nuntil the end", close=True))
+    assert b"".join(pool_for(server).stream("/", {}, timeout=5).chunks(4)) == b"until the end"
+
+
+def test_a_stream_answered_with_an_error_is_read_whole(serve: Callable[..., RawServer]) -> None:
+    server = serve(fixed(b"HTTP/1.1 410 Gone\r\nContent-Length: 7\r\n\r\nexpired"))
+    pool = pool_for(server)
+    stream = pool.stream("/", {}, timeout=5)
+    assert (stream.status, stream.reason, stream.data) == (410, "Gone", b"expired")
+    assert list(stream.chunks(10)) == []
+    assert len(pool._idle) == 1  # the connection carried a whole answer: reusable
+
+
+def test_shutting_a_stream_down_wakes_a_blocked_reader(serve: Callable[..., RawServer]) -> None:
+    server = serve(fixed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n"))
+    stream = pool_for(server).stream("/", {}, timeout=5)
+    stream.set_read_timeout(30)
+    chunks = stream.chunks(10)
+    assert next(chunks) == b"a"
+    seen: list[bytes] = []
+    reader = threading.Thread(target=lambda: seen.extend(chunks))
+    reader.start()
+    threading.Event().wait(0.1)
+    stream.shutdown()
+    reader.join(5)
+    assert not reader.is_alive()
+    assert seen == []
+    stream.close()
