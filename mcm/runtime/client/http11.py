@@ -17,8 +17,6 @@ Guarantees:
 - A GET sent on a reused connection that ends before any byte of the answer arrived is sent
   once more on a fresh connection (the server closed the idle connection meanwhile); nothing
   else is retried here.
-- :meth:`HTTP11Pool.stream` opens a GET whose body is read as it arrives (watches): chunk by
-  chunk, on a connection that is closed afterwards, never pooled again.
 - ``timeout`` bounds connecting and every read and write. Every failure raises an ``OSError``
   (socket, TLS and timeout errors as they come, :class:`ProtocolError` for a malformed answer)
   and closes the connection it happened on; a failed connection is never pooled again.
@@ -34,10 +32,10 @@ import select
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["HTTP11Pool", "ProtocolError", "Response", "StreamResponse", "tls_context"]
+__all__ = ["HTTP11Pool", "ProtocolError", "Response", "tls_context"]
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 200
@@ -227,35 +225,6 @@ class HTTP11Pool:
                 raise ProtocolError("the server closed the connection before answering") from None
             return self._exchange(self._connect(timeout), method, head, body, timeout)
 
-    def stream(self, target: str, headers: Mapping[str, str], *, timeout: float) -> StreamResponse:
-        """Send a GET whose 2xx body is read as it arrives (a watch); the caller closes it.
-
-        Any other answer is read whole (``data``) and its connection handled as by
-        :meth:`request`. The connection of a stream is never pooled again."""
-        head = self._head("GET", target, headers, None)
-        conn = self._take(timeout)
-        try:
-            return self._open(conn, head, timeout)
-        except _StaleConnection:
-            return self._open(self._connect(timeout), head, timeout)
-
-    def _open(self, conn: _Connection, head: bytes, timeout: float) -> StreamResponse:
-        try:
-            conn.sock.settimeout(timeout)
-            conn.sock.sendall(head)
-            answer = _read_head(conn)
-            if 200 <= answer[1] < 300:
-                return StreamResponse(conn, answer)
-            response, keep = _read_rest(conn, "GET", answer)
-        except BaseException:
-            conn.close()
-            raise
-        if keep:
-            self._give_back(conn)
-        else:
-            conn.close()
-        return StreamResponse(None, answer, response.data)
-
     def _head(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
@@ -281,93 +250,12 @@ class HTTP11Pool:
         return response
 
 
-class StreamResponse:
-    """An answer whose body is read incrementally (:meth:`chunks`), or, when it is not a 2xx,
-    already read whole into ``data``."""
-
-    def __init__(
-        self,
-        conn: _Connection | None,
-        head: tuple[str, int, str, dict[str, str]],
-        data: bytes = b"",
-    ) -> None:
-        _, self.status, self.reason, fields = head
-        self.headers = Headers(fields)
-        self.data = data
-        self._conn = conn
-        self._chunked = "chunked" in fields.get("transfer-encoding", "").lower()
-        length = fields.get("content-length")
-        self._length = int(length) if length is not None and length.isdigit() and not self._chunked else None
-
-    @property
-    def connection(self) -> _Connection | None:
-        """The open connection (its ``sock``), like urllib3's response; ``None`` once closed."""
-        return self._conn
-
-    @property
-    def closed(self) -> bool:
-        return self._conn is None
-
-    def set_read_timeout(self, seconds: float) -> None:
-        """Let each read of the body wait up to ``seconds``."""
-        if self._conn is not None:
-            self._conn.sock.settimeout(seconds)
-
-    def chunks(self, size: int) -> Iterator[bytes]:
-        """The body as it arrives: each chunk of a chunked body, otherwise reads of up to
-        ``size`` bytes; ends with the body (an end of the connection between chunks counts as
-        the end). Raises ``OSError`` when the connection breaks or the framing is malformed."""
-        if self._conn is None:
-            return
-        reader = self._conn.reader
-        if not self._chunked:
-            left = self._length
-            while left is None or left > 0:
-                data = reader.read1(size if left is None else min(size, left))
-                if not data:
-                    if left:
-                        raise ProtocolError("the body ended before its Content-Length")
-                    return
-                if left is not None:
-                    left -= len(data)
-                yield data
-            return
-        while True:
-            line = reader.readline(_MAX_LINE)
-            if not line:
-                return
-            try:
-                length = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise ProtocolError(f"malformed chunk size {line[:40]!r}") from None
-            if length == 0:
-                return
-            data = _read_exactly(reader, length)
-            if reader.readline(_MAX_LINE) not in (b"\r\n", b"\n"):
-                raise ProtocolError("a chunk did not end with CRLF")
-            yield data
-
-    def shutdown(self) -> None:
-        """Shut the socket down so a read blocked in another thread returns at once."""
-        if self._conn is not None:
-            self._conn.sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        """Close the connection (a stream's connection is never reused)."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-
-    def release_conn(self) -> None:
-        """Nothing to release: :meth:`close` closed the connection."""
-
-
 class _StaleConnection(ProtocolError):
     """A reused connection ended before any byte of the answer."""
 
 
-def _read_head(conn: _Connection) -> tuple[str, int, str, dict[str, str]]:
-    """The final answer's version, status, reason and headers (interim 1xx answers skipped)."""
+def _read_response(conn: _Connection, method: str) -> tuple[Response, bool]:
+    """Read one answer; also whether the connection may carry another request."""
     reader = conn.reader
     while True:
         try:
@@ -384,27 +272,15 @@ def _read_head(conn: _Connection) -> tuple[str, int, str, dict[str, str]]:
         version, status, reason = _status_line(line)
         fields = _read_headers(reader)
         if status >= 200 or status == 101:
-            return version, status, reason, fields
-
-
-def _read_rest(
-    conn: _Connection, method: str, head: tuple[str, int, str, dict[str, str]]
-) -> tuple[Response, bool]:
-    """The answer with its body; also whether the connection may carry another request."""
-    version, status, reason, fields = head
+            break
     if method == "HEAD" or status in _NO_BODY_STATUS or status < 200:
         data = b""
         by_close = False
     else:
-        data, by_close = _read_body(conn.reader, fields)
+        data, by_close = _read_body(reader, fields)
     connection = fields.get("connection", "").lower()
     keep = not by_close and connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
     return Response(status, reason, Headers(fields), data), keep
-
-
-def _read_response(conn: _Connection, method: str) -> tuple[Response, bool]:
-    """Read one answer; also whether the connection may carry another request."""
-    return _read_rest(conn, method, _read_head(conn))
 
 
 def _status_line(line: bytes) -> tuple[str, int, str]:

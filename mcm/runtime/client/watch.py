@@ -32,7 +32,6 @@ import urllib3
 
 from mcm.runtime.client import codec
 from mcm.runtime.client.errors import ApiError, error_from_status
-from mcm.runtime.client.http11 import StreamResponse
 from mcm.runtime.client.transport import connection_failed
 from mcm.runtime.client.types import EventType, WatchEvent
 
@@ -103,7 +102,7 @@ class HTTPWatchStream:
 
     def __init__(
         self,
-        response: urllib3.BaseHTTPResponse | StreamResponse,
+        response: urllib3.BaseHTTPResponse,
         *,
         resource_version: str | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
@@ -170,9 +169,6 @@ class HTTPWatchStream:
 
     def _raw_chunks(self) -> Iterator[bytes]:
         response = self._response
-        if isinstance(response, StreamResponse):
-            yield from response.chunks(_READ_SIZE)
-            return
         if _chunked(response):
             yield from response.read_chunked(decode_content=True)
             return
