@@ -24,7 +24,7 @@ from examples.sample_controller.controller import DEPLOYMENTS, FOOS, Controller
 from mcm.runtime import logs
 from mcm.runtime.cache import SharedInformerFactory
 from mcm.runtime.client import ClusterClient, Object, load_config
-from mcm.runtime.client.config import new_configuration
+from mcm.runtime.client.config import new_connection
 
 ARTIFACTS = Path(__file__).with_name("artifacts")
 NAME = "example-foo"
@@ -36,9 +36,11 @@ def build_client(kubeconfig: str, master: str) -> ClusterClient:
     """``clientcmd.BuildConfigFromFlags``: ``master`` overrides the kubeconfig's server."""
     if not master:
         return load_config(kubeconfig or None)
-    configuration = new_configuration(kubeconfig)[0] if kubeconfig else Configuration()
-    configuration.host = master
-    return ClusterClient(ApiClient(configuration=configuration))
+    if not kubeconfig:
+        return ClusterClient(ApiClient(configuration=Configuration(host=master)))
+    connection, _ = new_connection(kubeconfig)
+    connection.host = master.rstrip("/")
+    return ClusterClient(connection)
 
 
 def run_controller(client: ClusterClient, stop: threading.Event) -> None:

@@ -13,11 +13,14 @@ retry by raising a :class:`~mcm.runtime.errors.TransientError`, as upstream retu
 failed API call (every ``RequestError``, a reset connection included) or
 :class:`ResourceExistsError`. The worker logs it with the key and re-adds the key rate-limited;
 it never ends the process, even with ``REALLY_CRASH`` on. Anything else that escapes is a bug.
+
+The status is written with a merge patch (upstream updates the cached Foo, which conflicts when
+the cache has not yet seen the controller's previous write), and on shutdown the workers finish
+the Foo in hand before the event broadcaster stops.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 import threading
@@ -89,8 +92,11 @@ class Controller:
         )
 
     def run(self, workers: int, stop: threading.Event) -> None:
-        """Wait for the caches, start ``workers`` workers and block until ``stop`` is set."""
+        """Wait for the caches, start ``workers`` workers and block until ``stop`` is set; then
+        let the workers finish their Foo before the event broadcaster stops (their last events
+        are still recorded)."""
         log.info("starting_foo_controller")
+        threads: list[threading.Thread] = []
         try:
             if not wait_for_cache_sync(stop, *self.synced):
                 raise RuntimeError("failed to wait for caches to sync")
@@ -100,9 +106,9 @@ class Controller:
             log.info("shutting_down_workers")
         finally:
             self.workqueue.shut_down()
+            for thread in threads:
+                thread.join()
             self.broadcaster.shutdown()
-        for thread in threads:
-            thread.join()
 
     # -- event handlers --------------------------------------------------------------------------
     def enqueue_foo(self, foo: Object) -> None:
@@ -174,10 +180,19 @@ class Controller:
         return deployment
 
     def update_foo_status(self, foo: Object, deployment: Object) -> None:
-        foo_copy = copy.deepcopy(foo)
+        """Copy the Deployment's ``availableReplicas`` into the Foo's status.
+
+        A merge patch of that one field, not an update of the cached Foo: right after this
+        controller's own status write the cache still holds the older Foo (until the watch
+        delivers the new one), and an update built from it would fail with a Conflict.
+        """
         available = (deployment.get("status") or {}).get("availableReplicas", 0)
-        foo_copy.setdefault("status", {})["availableReplicas"] = available
-        self.client.resource(FOOS).update_status(foo_copy)
+        self.client.resource(FOOS).patch(
+            foo["metadata"]["name"],
+            {"status": {"availableReplicas": available}},
+            namespace=foo["metadata"]["namespace"],
+            subresource="status",
+        )
 
     def invalid_spec(self, foo: Object, message: str) -> None:
         """Report a spec that retrying cannot fix; the Foo is synced again when it changes."""

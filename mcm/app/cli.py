@@ -48,11 +48,13 @@ def _float32(text: str) -> float:
 
 TYPES: dict[str, Any] = {
     "int32": _GoType("int32", goflags.parse_int32),
+    "uint64": _GoType("uint64", goflags.parse_uint64),
     "float32": _GoType("float32", _float32),
     "string": click.STRING,
     "bool": _GoType("bool", goflags.parse_bool),
     "duration": _GoType("duration", goflags.parse_duration),
     "ip": _GoType("ip", goflags.parse_ip),
+    "severity": _GoType("severity", goflags.parse_severity),
 }
 
 
@@ -72,8 +74,9 @@ def _option(flag: Flag) -> click.Option:
     if flag.type == "bool":
         # pflag bools: "--flag" alone means true, "--flag=false" sets false.
         extra = {"is_flag": False, "flag_value": "true"}
+    names = [f"--{flag.name}"] + ([f"-{flag.shorthand}"] if flag.shorthand else [])
     return click.Option(
-        [f"--{flag.name}", flag.field],
+        [*names, flag.field],
         type=TYPES[flag.type],
         default=flag.default,
         show_default=False,
@@ -85,6 +88,19 @@ def _option(flag: Flag) -> click.Option:
 
 def _normalize(token: str) -> str:
     return token.replace("_", "-")
+
+
+def pflag_args(args: list[str]) -> list[str]:
+    """``args`` with pflag's ``-v=3`` spelled ``--v=3`` (click would read the value as ``=3``)."""
+    return [_long_form(arg) for arg in args]
+
+
+def _long_form(arg: str) -> str:
+    for flag in FLAGS:
+        prefix = f"-{flag.shorthand}="
+        if flag.shorthand and arg.startswith(prefix):
+            return f"--{flag.name}={arg[len(prefix) :]}"
+    return arg
 
 
 class _Command(click.Group):
@@ -137,7 +153,7 @@ with contextlib.suppress(ImportError):
 
 def parse_options(argv: list[str] | None = None) -> Options:
     """Parse and validate ``argv`` without running anything; bad flags exit 2 (click's usage error)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = pflag_args(list(sys.argv[1:] if argv is None else argv))
     try:
         with machine_controller.make_context("machine-controller", args, resilient_parsing=False) as ctx:
             values = {flag.field: ctx.params[flag.field] for flag in FLAGS}
@@ -156,8 +172,9 @@ def parse_options(argv: list[str] | None = None) -> Options:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code. Usage errors are one line, exit 2."""
+    args = pflag_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        result = machine_controller.main(args=argv, prog_name="machine-controller", standalone_mode=False)
+        result = machine_controller.main(args=args, prog_name="machine-controller", standalone_mode=False)
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
         return exc.exit_code

@@ -5,10 +5,11 @@ installs the Machine CRDs, creates a MachineClass of the local provider, its Sec
 Machines, runs ``machine-controller --driver=local`` as a process, and shows a live table of the
 machines until all are Running. Then it puts pods on one machine's node, deletes that machine and
 shows its drain, the VM deletion and the Node removal, and exits 0 with a summary (1 with the
-reason if a step does not finish in time). ``--keep`` leaves everything running and prints the
-kubeconfig paths for ``kubectl get mc,nodes``.
+reason if a step does not finish in time). ``--keep`` leaves everything running until Ctrl-C or
+SIGTERM and prints the kubeconfig paths and the controller's ``/metrics`` URL.
 
-Everything runs as child processes of the demo and stops with it; logs go to ``--workdir``.
+Everything runs as child processes of the demo and stops with it, on success, failure, Ctrl-C,
+SIGTERM or SIGHUP; logs go to ``--workdir``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 import click
@@ -53,29 +55,72 @@ class Processes:
     logs: list[IO[bytes]] = field(default_factory=list)
 
     def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a child and register it; an interrupt meanwhile is acted on once it is
+        registered, so :meth:`stop_all` always sees every child that was started."""
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop_all
         self.logs.append(log)
-        child = subprocess.Popen(
-            args,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
-        self.children.append((name, child))
+        with _interrupts_deferred():
+            child = subprocess.Popen(
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+            self.children.append((name, child))
         return child
 
     def stop_all(self) -> None:
-        for _, child in reversed(self.children):
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for _, child in reversed(self.children):
-            try:
-                child.wait(15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-        for log in self.logs:
-            log.close()
+        """SIGTERM every child, wait for each (SIGKILL after 15 s); a second Ctrl-C or SIGTERM
+        meanwhile is held back until all are gone, so none is left running."""
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+        try:
+            for _, child in reversed(self.children):
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+            for _, child in reversed(self.children):
+                try:
+                    child.wait(15)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+            for log in self.logs:
+                log.close()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back for the block: the first that arrives is raised
+    again, to its own handler, when the block ends (main thread only). Without it, an interrupt
+    while ``Popen`` waits for the exec leaves the new child running, unknown to the demo."""
+    arrived: list[int] = []
+
+    def remember(signum: int, _frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous = _set_handlers(dict.fromkeys(_INTERRUPTS, remember))
+    try:
+        yield
+    finally:
+        _set_handlers(previous)
+    if arrived:
+        signal.raise_signal(arrived[0])
+
+
+def _set_handlers(handlers: dict[signal.Signals, Any]) -> dict[signal.Signals, Any]:
+    """Install ``handlers`` with the signals blocked meanwhile; returns the ones replaced."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        replaced = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    # None: a handler not installed from Python, which cannot be put back; the default is.
+    return {sig: signal.SIG_DFL if handler is None else handler for sig, handler in replaced.items()}
 
 
 class DemoFailed(Exception):
@@ -148,8 +193,12 @@ class _DeletionWatch:
     """What changed since the last look at a deleting machine: its lastOperation, its node's
     cordon, the pods left on the node, the VM record and the Node."""
 
-    def __init__(self, control: ClusterClient, target: ClusterClient, machine: str, node: str) -> None:
+    def __init__(
+        self, control: ClusterClient, target: ClusterClient, machine: str, node: str, old_description: str
+    ) -> None:
         self.control, self.target, self.machine, self.node = control, target, machine, node
+        self.old_description = old_description
+        """The machine's lastOperation before its deletion (its "joined" text): not a deletion step."""
         self.last: dict[str, str] = {}
         self.machine_gone = False
 
@@ -157,14 +206,16 @@ class _DeletionWatch:
         machines = {m["metadata"]["name"]: m for m in _list(self.control, MACHINES, NAMESPACE)}
         machine = machines.get(self.machine)
         self.machine_gone = machine is None
-        operation = ((machine or {}).get("status") or {}).get("lastOperation") or {}
+        description = _description(machine or {})
         nodes = {n["metadata"]["name"]: n for n in _list(self.target, NODES)}
         node = nodes.get(self.node)
         pods = [p for p in _list(self.target, PODS, "default") if p["spec"].get("nodeName") == self.node]
         return {
-            "machine": f"machine {self.machine}: {operation.get('description') or '-'}"
-            if machine
-            else f"machine {self.machine}: deleted",
+            "machine": f"machine {self.machine}: deleted"
+            if machine is None
+            else ""
+            if description == self.old_description
+            else f"machine {self.machine}: {description or '-'}",
             "cordon": f"node {self.node}: cordoned"
             if (node or {}).get("spec", {}).get("unschedulable")
             else "",
@@ -182,6 +233,10 @@ class _DeletionWatch:
         return new
 
 
+def _description(machine: dict[str, Any]) -> str:
+    return str(((machine.get("status") or {}).get("lastOperation") or {}).get("description") or "")
+
+
 def _age(created: str | None) -> str:
     if not created:
         return "-"
@@ -193,14 +248,13 @@ def _table(machines: list[dict[str, Any]]) -> list[str]:
     rows = [("NAME", "PHASE", "NODE", "AGE", "LAST OPERATION")]
     for m in sorted(machines, key=lambda m: m["metadata"]["name"]):
         status = m.get("status") or {}
-        op = status.get("lastOperation") or {}
         rows.append(
             (
                 m["metadata"]["name"],
                 (status.get("currentStatus") or {}).get("phase") or "-",
                 (m["metadata"].get("labels") or {}).get("node") or "-",
                 _age(m["metadata"].get("creationTimestamp")),
-                (op.get("description") or "")[:60],
+                _description(m),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
@@ -209,23 +263,27 @@ def _table(machines: list[dict[str, Any]]) -> list[str]:
 
 class Screen:
     """Redraws the table in place on a terminal; elsewhere prints it when a row changes (ages
-    aside)."""
+    aside). Lines are never cut: on a terminal, a line wider than it takes several rows and the
+    redraw moves up by rows, not lines."""
 
     def __init__(self) -> None:
         self.tty = sys.stdout.isatty()
         self.last: list[str] = []
         self.last_key: list[str] = []
+        self.rows = 0
 
     def show(self, lines: list[str]) -> None:
         key = [re.sub(r"\s\d+s\s", " ", line) for line in lines]
         if lines == self.last or (not self.tty and key == self.last_key):
             return
         if self.tty and self.last:
-            sys.stdout.write(f"\x1b[{len(self.last)}F\x1b[J")
+            sys.stdout.write(f"\x1b[{self.rows}F\x1b[J")
         elif self.last:
             sys.stdout.write("\n")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
+        width = max(1, shutil.get_terminal_size().columns)
+        self.rows = sum(max(1, -(-len(line) // width)) for line in lines)
         self.last, self.last_key = lines, key
 
 
@@ -305,21 +363,22 @@ class _Clusters:
 
 
 def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
-    """The demo's steps; returns the summary, raises :class:`DemoFailed`."""
+    """The demo's steps; returns the summary, raises :class:`DemoFailed`. Whatever happens
+    (failure, Ctrl-C, SIGTERM), the child processes are stopped before it returns or raises."""
     procs = Processes(workdir)
     started = time.monotonic()
     try:
         clusters = _start_clusters(procs)
         _create_demo_objects(clusters.control, count)
-        controller = _start_controller(procs, clusters)
+        controller, metrics_url = _start_controller(procs, clusters)
         _wait_all_running(controller, clusters.control, count, workdir, timeout)
         up = time.monotonic() - started
         _say(f"all {count} machines Running after {up:.1f}s")
         if keep:
-            _keep(clusters.control_cfg, clusters.target_cfg, workdir, procs)
+            _keep(clusters, metrics_url, workdir, procs)
             return {"machines": count, "running_after_seconds": round(up, 1)}
-        name, node = _delete_first_machine(clusters)
-        seen = _watch_deletion(clusters, name, node, timeout)
+        name, node, description = _delete_first_machine(clusters)
+        seen = _watch_deletion(clusters, name, node, description, timeout)
         _check_nothing_left(clusters, name, node)
         summary = _summarise(
             clusters, count=count, up=up, name=name, seen=seen, total=time.monotonic() - started
@@ -327,8 +386,7 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
         clusters.close()
         return summary
     finally:
-        if not keep:
-            procs.stop_all()
+        procs.stop_all()
 
 
 def _start_clusters(procs: Processes) -> _Clusters:
@@ -346,10 +404,12 @@ def _create_demo_objects(control: ClusterClient, count: int) -> None:
         control.resource(resource).create(body, namespace=NAMESPACE)
 
 
-def _start_controller(procs: Processes, clusters: _Clusters) -> subprocess.Popen[bytes]:
-    _say("running machine-controller --driver=local")
+def _start_controller(procs: Processes, clusters: _Clusters) -> tuple[subprocess.Popen[bytes], str]:
+    """The controller process and the URL of its ``/metrics``."""
     port = _free_port()
-    return procs.spawn(
+    metrics_url = f"http://127.0.0.1:{port}/metrics"
+    _say(f"running machine-controller --driver=local (metrics: {metrics_url})")
+    child = procs.spawn(
         "machine-controller",
         [
             sys.executable,
@@ -367,6 +427,7 @@ def _start_controller(procs: Processes, clusters: _Clusters) -> subprocess.Popen
             "--machine-drain-timeout=2m",
         ],
     )
+    return child, metrics_url
 
 
 def _wait_all_running(
@@ -385,8 +446,9 @@ def _wait_all_running(
     _wait("all machines to be Running", all_running, timeout, interval=0.5)
 
 
-def _delete_first_machine(clusters: _Clusters) -> tuple[str, str]:
-    """Puts two pods on the first machine's node and deletes that machine; returns (machine, node)."""
+def _delete_first_machine(clusters: _Clusters) -> tuple[str, str, str]:
+    """Puts two pods on the first machine's node and deletes that machine; returns the machine,
+    its node and its lastOperation description before the deletion."""
     victim = sorted(_list(clusters.control, MACHINES, NAMESPACE), key=lambda m: m["metadata"]["name"])[0]
     name = victim["metadata"]["name"]
     node = (victim["metadata"].get("labels") or {}).get("node") or name
@@ -394,13 +456,14 @@ def _delete_first_machine(clusters: _Clusters) -> tuple[str, str]:
     for pod in _pods_for(node):
         clusters.target.resource(PODS).create(pod, namespace="default")
     clusters.control.resource(MACHINES).delete(name, namespace=NAMESPACE)
-    return name, node
+    return name, node, _description(victim)
 
 
-def _watch_deletion(clusters: _Clusters, name: str, node: str, timeout: float) -> list[str]:
-    """Prints each deletion step as it happens until the machine is gone; returns the steps seen."""
+def _watch_deletion(clusters: _Clusters, name: str, node: str, before: str, timeout: float) -> list[str]:
+    """Prints each deletion step as it happens until the machine is gone; returns the steps seen.
+    ``before`` is the machine's description before the deletion, which is not a step."""
     seen: list[str] = []
-    watch = _DeletionWatch(clusters.control, clusters.target, name, node)
+    watch = _DeletionWatch(clusters.control, clusters.target, name, node, before)
 
     def deleted() -> bool:
         for line in watch.changes():
@@ -447,19 +510,40 @@ def _summarise(
     return summary
 
 
-def _keep(control_cfg: Path, target_cfg: Path, workdir: Path, procs: Processes) -> None:
+def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes) -> None:
+    """Print where everything is and wait for Ctrl-C or SIGTERM (or a child to exit)."""
     click.echo("")
-    click.echo("Everything keeps running. From another terminal:")
-    click.echo(f"  kubectl --kubeconfig {control_cfg} get mc,mcc")
-    click.echo(f"  kubectl --kubeconfig {target_cfg} get nodes")
-    click.echo(f"Logs: {workdir}. Press Ctrl-C to stop.")
+    click.echo("Everything keeps running:")
+    click.echo(f"  control cluster kubeconfig: {clusters.control_cfg}")
+    click.echo(f"  target cluster kubeconfig:  {clusters.target_cfg}")
+    click.echo(f"  controller metrics:         {metrics_url}")
+    click.echo(f"  logs:                       {workdir}")
+    click.echo("From another terminal:")
+    click.echo(f"  kubectl --kubeconfig {clusters.control_cfg} get mc,mcc")
+    click.echo(f"  kubectl --kubeconfig {clusters.control_cfg} get events")
+    click.echo(f"  kubectl --kubeconfig {clusters.target_cfg} get nodes")
+    click.echo(f"  curl -s {metrics_url} | grep ^mcm_")
+    click.echo("Press Ctrl-C to stop.")
     try:
         while all(child.poll() is None for _, child in procs.children):
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
-    finally:
-        procs.stop_all()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: the demo stops as on Ctrl-C, stopping its child processes."""
+
+
+def _stop_on_signals() -> None:
+    """Make SIGTERM and SIGHUP interrupt the demo like Ctrl-C (the default would end it at once,
+    leaving its emulators and controller running)."""
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        raise Terminated(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
 
 
 @click.command()
@@ -489,6 +573,7 @@ def _keep(control_cfg: Path, target_cfg: Path, workdir: Path, procs: Processes) 
 )
 def demo(count: int, keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
     """Show mcm end to end: emulated clusters, the local provider, machines going Running, a drain."""
+    _stop_on_signals()
     with _workdir(workdir, keep) as path:
         try:
             summary = run_demo(count, keep, path, timeout)

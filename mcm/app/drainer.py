@@ -18,7 +18,7 @@ import threading
 import prometheus_client
 
 from mcm.controller.drainer import Drainer, DrainWiring
-from mcm.drain import DrainListers, DrainMetrics, NodeDrainer, VolumeAttachmentHub
+from mcm.drain import DrainListers, DrainMetrics, NodeDrainer, PodDeletions, VolumeAttachmentHub
 
 __all__ = ["drain_factory", "drain_metrics"]
 
@@ -38,6 +38,10 @@ def drain_factory(wiring: DrainWiring) -> Drainer:
     """``Controller(drainer_factory=drain_factory)``: one :class:`NodeDrainer` per controller."""
     hub = VolumeAttachmentHub()
     wiring.add_volume_attachment_handler(hub)
+    pod_deletions = None
+    if wiring.add_pod_handler is not None:
+        pod_deletions = PodDeletions()
+        wiring.add_pod_handler(pod_deletions)
     listers = DrainListers(
         pods=wiring.pods,
         pdbs=wiring.pdbs,
@@ -45,6 +49,7 @@ def drain_factory(wiring: DrainWiring) -> Drainer:
         pvcs=wiring.pvcs,
         volume_attachments=wiring.volume_attachments,
         pods_synced=wiring.pods_synced,
+        pod_deletions=pod_deletions,
     )
     return NodeDrainer(
         wiring.target,

@@ -1,10 +1,11 @@
-"""Values as Go's pflag parses and prints them: durations, booleans, int32, IPs.
+"""Values as Go's pflag parses and prints them: durations, booleans, integers, IPs, klog severities.
 
 Guarantees: :func:`parse_duration` accepts exactly what Go's ``time.ParseDuration`` accepts
 (``90s``, ``1m30s``, ``1.5h``, ``-5m``, ``0``; a bare number other than ``0`` is an error);
 :func:`format_duration` prints Go's ``Duration.String`` (``12h0m0s``, ``1m30s``, ``500ms``);
-:func:`parse_bool` accepts what ``strconv.ParseBool`` accepts. Errors are ``ValueError`` with a
-message in Go's words.
+:func:`parse_bool` accepts what ``strconv.ParseBool`` accepts; :func:`parse_severity` what
+klog's ``--stderrthreshold`` accepts (a severity name in any case, or a number). Errors are
+``ValueError`` with a message in Go's words.
 """
 
 from __future__ import annotations
@@ -12,13 +13,25 @@ from __future__ import annotations
 import ipaddress
 import re
 
-__all__ = ["format_duration", "parse_bool", "parse_duration", "parse_int32", "parse_ip"]
+__all__ = [
+    "SEVERITIES",
+    "format_duration",
+    "parse_bool",
+    "parse_duration",
+    "parse_int32",
+    "parse_ip",
+    "parse_severity",
+    "parse_uint64",
+]
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+UINT64_MAX = 2**64 - 1
+SEVERITIES = ("INFO", "WARNING", "ERROR", "FATAL")
+"""klog's severity names; a severity's number is its index."""
 
 
 def parse_duration(text: str) -> float:
@@ -85,6 +98,31 @@ def parse_int32(text: str) -> int:
         value = int(text, 0)
     except ValueError:
         raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def parse_uint64(text: str) -> int:
+    """``strconv.ParseUint(text, 0, 64)``."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise ValueError(f'strconv.ParseUint: parsing "{text}": invalid syntax') from None
+    if value < 0 or text.lstrip().startswith(("-", "+")):
+        raise ValueError(f'strconv.ParseUint: parsing "{text}": invalid syntax')
+    if value > UINT64_MAX:
+        raise ValueError(f'strconv.ParseUint: parsing "{text}": value out of range')
+    return value
+
+
+def parse_severity(text: str) -> int:
+    """klog's ``severityValue.Set``: a name (``INFO`` … ``FATAL``, any case) or a decimal int32."""
+    if text.upper() in SEVERITIES:
+        return SEVERITIES.index(text.upper())
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
     if not INT32_MIN <= value <= INT32_MAX:
         raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
     return value

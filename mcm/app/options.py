@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcm.driver.grpc.tls import is_local_endpoint
+
 __all__ = [
     "DEFAULT_NODE_CONDITIONS",
     "FLAGS",
@@ -26,7 +28,7 @@ __all__ = [
     "Options",
 ]
 
-FlagType = Literal["int32", "float32", "string", "bool", "duration", "ip"]
+FlagType = Literal["int32", "uint64", "float32", "string", "bool", "duration", "ip", "severity"]
 
 DEFAULT_NODE_CONDITIONS = "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable"
 NO_TARGET = "none"
@@ -46,6 +48,8 @@ class Flag:
     default: Any
     help: str
     group: str = "Controller"
+    shorthand: str = ""
+    """A one-letter alias (``-v``), as pflag gives the single-letter flags of Go's flag set."""
 
     @property
     def field(self) -> str:
@@ -189,13 +193,15 @@ FLAGS: tuple[Flag, ...] = (
         "machine-inplace-update-timeout",
         "duration",
         20 * _M,
-        "Timeout of an in-place update before the machine is marked Failed.",
+        "Timeout of an in-place update before the machine is marked Failed (accepted for "
+        "compatibility; no effect: mcm does not implement in-place updates).",
     ),
     Flag(
         "machine-preserve-timeout",
         "duration",
         96 * _H,
-        "How long a Failed machine annotated for preservation is kept.",
+        "How long a Failed machine annotated for preservation is kept (accepted for compatibility; "
+        "no effect: mcm does not implement machine preservation).",
     ),
     Flag(
         "resource-exhausted-retry",
@@ -263,6 +269,36 @@ FLAGS: tuple[Flag, ...] = (
         "Driver",
     ),
     Flag(
+        "driver-ca-file",
+        "string",
+        "",
+        "PEM CA bundle the gRPC sidecar's certificate must be signed by: talk TLS to --driver-endpoint.",
+        "Driver",
+    ),
+    Flag(
+        "driver-cert-file",
+        "string",
+        "",
+        "PEM client certificate presented to the gRPC sidecar (mutual TLS; with --driver-key-file).",
+        "Driver",
+    ),
+    Flag("driver-key-file", "string", "", "PEM private key of --driver-cert-file.", "Driver"),
+    Flag(
+        "driver-server-name",
+        "string",
+        "",
+        "Name the sidecar's certificate is checked against (default: the host of --driver-endpoint).",
+        "Driver",
+    ),
+    Flag(
+        "driver-insecure",
+        "bool",
+        False,
+        "Allow plaintext to a --driver-endpoint that is not a unix socket or loopback address "
+        "(every call carries cloud credentials and userData).",
+        "Driver",
+    ),
+    Flag(
         "local-vm-namespace",
         "string",
         "mcm-local-vms",
@@ -277,8 +313,96 @@ FLAGS: tuple[Flag, ...] = (
         "How long running reconciles get after SIGTERM/SIGINT.",
         "Process",
     ),
-    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging"),
+    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging", shorthand="v"),
     Flag("log-format", "string", "json", "Log format: json (Kubernetes component style) or text.", "Logging"),
+    # --- klog's flags, which upstream manifests pass (see mcm.app.logs for what each does here) ---
+    Flag(
+        "logtostderr",
+        "bool",
+        True,
+        "Log to stderr. false: log to --log-file, else to machine-controller.log in --log-dir.",
+        "Logging",
+    ),
+    Flag(
+        "alsologtostderr",
+        "bool",
+        False,
+        "With --logtostderr=false, also write every line to stderr.",
+        "Logging",
+    ),
+    Flag(
+        "log-dir",
+        "string",
+        "",
+        "With --logtostderr=false and no --log-file: directory of machine-controller.log "
+        "(empty: the temporary directory, as klog).",
+        "Logging",
+    ),
+    Flag("log-file", "string", "", "With --logtostderr=false: the log file (appended to).", "Logging"),
+    Flag(
+        "log-file-max-size",
+        "uint64",
+        1800,
+        "With a log file: megabytes after which the file is started afresh, as klog does (0: no limit).",
+        "Logging",
+    ),
+    Flag(
+        "stderrthreshold",
+        "severity",
+        2,
+        "With --logtostderr=false: lines at or above this severity (INFO, WARNING, ERROR, FATAL "
+        "or 0-3) also go to stderr.",
+        "Logging",
+    ),
+    Flag(
+        "vmodule",
+        "string",
+        "",
+        "klog's per-file verbosity (pattern=N,...): accepted, no effect (one --v for all).",
+        "Logging",
+    ),
+    Flag(
+        "add-dir-header",
+        "bool",
+        False,
+        "klog header option: accepted, no effect (mcm's lines have no klog header).",
+        "Logging",
+    ),
+    Flag(
+        "skip-headers",
+        "bool",
+        False,
+        "klog header option: accepted, no effect (mcm's lines have no klog header).",
+        "Logging",
+    ),
+    Flag(
+        "skip-log-headers",
+        "bool",
+        False,
+        "klog log-file header option: accepted, no effect (mcm writes no file header).",
+        "Logging",
+    ),
+    Flag(
+        "one-output",
+        "bool",
+        False,
+        "klog's per-severity files: accepted, no effect (mcm writes one log file).",
+        "Logging",
+    ),
+    Flag(
+        "log-backtrace-at",
+        "string",
+        "",
+        "klog's file:N stack-trace location: accepted, no effect.",
+        "Logging",
+    ),
+    Flag(
+        "log-flush-frequency",
+        "duration",
+        5.0,
+        "Maximum time between log flushes: accepted, no effect (every line is flushed).",
+        "Logging",
+    ),
 )
 
 
@@ -330,10 +454,28 @@ class Options:
     leader_elect_resource_lock: str = _DEFAULTS["leader_elect_resource_lock"]
     driver: str = _DEFAULTS["driver"]
     driver_endpoint: str = _DEFAULTS["driver_endpoint"]
+    driver_ca_file: str = _DEFAULTS["driver_ca_file"]
+    driver_cert_file: str = _DEFAULTS["driver_cert_file"]
+    driver_key_file: str = _DEFAULTS["driver_key_file"]
+    driver_server_name: str = _DEFAULTS["driver_server_name"]
+    driver_insecure: bool = _DEFAULTS["driver_insecure"]
     local_vm_namespace: str = _DEFAULTS["local_vm_namespace"]
     shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
     v: int = _DEFAULTS["v"]
     log_format: str = _DEFAULTS["log_format"]
+    logtostderr: bool = _DEFAULTS["logtostderr"]
+    alsologtostderr: bool = _DEFAULTS["alsologtostderr"]
+    log_dir: str = _DEFAULTS["log_dir"]
+    log_file: str = _DEFAULTS["log_file"]
+    log_file_max_size: int = _DEFAULTS["log_file_max_size"]
+    stderrthreshold: int = _DEFAULTS["stderrthreshold"]
+    vmodule: str = _DEFAULTS["vmodule"]
+    add_dir_header: bool = _DEFAULTS["add_dir_header"]
+    skip_headers: bool = _DEFAULTS["skip_headers"]
+    skip_log_headers: bool = _DEFAULTS["skip_log_headers"]
+    one_output: bool = _DEFAULTS["one_output"]
+    log_backtrace_at: str = _DEFAULTS["log_backtrace_at"]
+    log_flush_frequency: float = _DEFAULTS["log_flush_frequency"]
 
     @classmethod
     def defaults(cls, **changes: Any) -> Options:
@@ -396,6 +538,23 @@ class Options:
             errors.append(f"--log-format must be json or text, got {v['log_format']!r}")
         if v["v"] < 0:
             errors.append(f"--v must not be negative, got {v['v']}")
+        errors.extend(self._klog_errors())
+        return errors
+
+    def _klog_errors(self) -> list[str]:
+        """klog's own checks of ``--vmodule`` and ``--log-backtrace-at``."""
+        errors = []
+        for item in filter(None, self.vmodule.split(",")):
+            pattern, sep, level = item.partition("=")
+            if not sep or not pattern or not re.fullmatch(r"\d+", level):
+                errors.append(
+                    f"--vmodule: syntax error: expect comma-separated list of filename=N, got {item!r}"
+                )
+                break
+        if self.log_backtrace_at and not re.fullmatch(r"[^:]*\.[^:]*:[1-9]\d*", self.log_backtrace_at):
+            errors.append(
+                f"--log-backtrace-at: syntax error: expect file.go:234, got {self.log_backtrace_at!r}"
+            )
         return errors
 
     def _leader_election_errors(self) -> list[str]:
@@ -435,12 +594,64 @@ class Options:
             return [
                 f"--driver-endpoint must be unix:///absolute/path or host:port, got {self.driver_endpoint!r}"
             ]
+        return self._driver_tls_errors()
+
+    def _driver_tls_errors(self) -> list[str]:
+        """The driver link's TLS flags: complete, for an endpoint, and TLS or an explicit plaintext."""
+        tls_flags = [
+            f"--{name}"
+            for name in ("driver-ca-file", "driver-cert-file", "driver-key-file", "driver-server-name")
+            if getattr(self, name.replace("-", "_"))
+        ]
+        if tls_flags and not self.driver_endpoint:
+            return [f"{', '.join(tls_flags)} need --driver-endpoint"]
+        if bool(self.driver_cert_file) != bool(self.driver_key_file):
+            return ["--driver-cert-file and --driver-key-file go together"]
+        if tls_flags and self.driver_insecure:
+            return [f"--driver-insecure and {', '.join(tls_flags)} exclude each other"]
+        plaintext = not (self.driver_ca_file or self.driver_cert_file or self.driver_insecure)
+        if self.driver_endpoint and plaintext and not is_local_endpoint(self.driver_endpoint):
+            return [
+                f"--driver-endpoint {self.driver_endpoint} is not a unix socket or loopback address: "
+                "configure TLS (--driver-ca-file, and --driver-cert-file/--driver-key-file for mutual "
+                "TLS) or allow plaintext explicitly with --driver-insecure"
+            ]
         return []
+
+    def without_effect(self) -> list[tuple[str, str]]:
+        """Flags set to something other than their default that change nothing here, each as
+        ``("--flag", reason)``; the command logs a warning for each."""
+        changed = {flag.field for flag in FLAGS if getattr(self, flag.field) != flag.default}
+        found = [(field, reason) for field, reason in _NO_EFFECT.items() if field in changed]
+        if self.logtostderr:
+            found += [
+                (field, "--logtostderr is true (as in klog)") for field in _FILE_FLAGS if field in changed
+            ]
+        elif self.log_file and "log_dir" in changed:
+            found.append(("log_dir", "--log-file is set"))
+        if not self.logtostderr and self.alsologtostderr and "stderrthreshold" in changed:
+            found.append(("stderrthreshold", "--alsologtostderr copies every line to stderr"))
+        return [(f"--{field.replace('_', '-')}", reason) for field, reason in found]
 
     def controller_values(self, names: set[str]) -> dict[str, Any]:
         """The values whose field names are in ``names`` (the controller's options fields)."""
         return {key: value for key, value in self.as_dict().items() if key in names}
 
+
+_NO_EFFECT: dict[str, str] = {
+    "machine_inplace_update_timeout": "mcm does not implement in-place updates",
+    "machine_preserve_timeout": "mcm does not implement machine preservation",
+    "vmodule": "one verbosity (--v) applies to all code",
+    "add_dir_header": "mcm's log lines have no klog header",
+    "skip_headers": "mcm's log lines have no klog header",
+    "skip_log_headers": "mcm writes no log file header",
+    "one_output": "mcm writes one log file",
+    "log_backtrace_at": "mcm emits no klog stack traces",
+    "log_flush_frequency": "every log line is flushed at once",
+}
+"""Flags accepted for compatibility (upstream manifests pass them) that do nothing in mcm."""
+_FILE_FLAGS = ("alsologtostderr", "log_dir", "log_file", "log_file_max_size", "stderrthreshold")
+"""klog flags that only matter with --logtostderr=false."""
 
 _MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}")

@@ -43,7 +43,7 @@ import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.app.drainer import drain_factory
-from mcm.app.logs import configure_logging
+from mcm.app.logs import configure_logging, log_output
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
 from mcm.controller import Controller, ControllerOptions
@@ -197,9 +197,7 @@ def check_target_cluster(target: ClusterClient) -> None:
 def load_driver(options: Options, clients: Clients | None = None) -> Driver:
     """The driver ``--driver``/``--driver-endpoint`` name; StartupError with the reason if not."""
     if options.driver_endpoint:
-        from mcm.driver.grpc import GrpcDriver
-
-        return GrpcDriver(options.driver_endpoint, timeout=options.driver_call_timeout or 300.0)
+        return _grpc_driver(options)
     spec: str = options.driver
     if spec == "fake":
         from mcm.driver.fake import FakeDriver
@@ -214,6 +212,25 @@ def load_driver(options: Options, clients: Clients | None = None) -> Driver:
     if not spec:
         raise StartupError("no driver: pass --driver=local|fake|MODULE:ATTR or --driver-endpoint")
     return _import_driver(spec, options)
+
+
+def _grpc_driver(options: Options) -> Driver:
+    """The sidecar client: TLS (mutual with a client certificate) from the ``--driver-*`` files."""
+    from mcm.driver.grpc import GrpcDriver, InsecureEndpointError, channel_credentials
+
+    try:
+        credentials = channel_credentials(
+            options.driver_ca_file, options.driver_cert_file, options.driver_key_file
+        )
+        return GrpcDriver(
+            options.driver_endpoint,
+            timeout=options.driver_call_timeout or 300.0,
+            credentials=credentials,
+            insecure=options.driver_insecure,
+            server_name=options.driver_server_name or None,
+        )
+    except (OSError, ValueError, InsecureEndpointError) as exc:
+        raise StartupError(f"--driver-endpoint: {exc}") from None
 
 
 def _import_driver(spec: str, options: Options) -> Driver:
@@ -522,7 +539,13 @@ def run(
 
 def main_with_options(options: Options) -> int:
     """What the console script runs after parsing: logging, driver module import, :func:`run`."""
-    configure_logging(options.v, options.log_format)
+    try:
+        configure_logging(options.v, options.log_format, output=log_output(options))
+    except OSError as exc:
+        print(f"error: cannot open the log file: {exc}", file=sys.stderr, flush=True)
+        return 1
+    for flag, reason in options.without_effect():
+        log.warning("flag_has_no_effect", flag=flag, reason=reason)
     driver: Driver | None = None
     if options.driver not in ("", "local"):
         try:

@@ -205,6 +205,7 @@ class Controller:
             stop=self.drain_stop,
             recorder=recorder,
             add_volume_attachment_handler=functools.partial(_add_handler, attachments),
+            add_pod_handler=functools.partial(_add_handler, factory.informer_for(PODS)),
         )
 
     def _build_deps(

@@ -2,6 +2,9 @@
 
 Boxes, in order (each a function below):
 
+0. ``refuse_unlabelable_name`` — mcm: a machine name that is not a valid label value (longer
+   than 63 characters) would get a VM whose ``node`` label and Node label cannot be written, so
+   such a machine is marked Failed with a Warning Event before any token or VM exists.
 1. ``prepare_user_data`` — copy the class secret data, put the bootstrap token and machine name
    into ``userData`` (Short on failure, no status write).
 2. ``find_or_create_vm`` — ``GetMachineStatus``; adopt a VM that exists; create one when the
@@ -70,6 +73,7 @@ from mcm.driver import (
     code_name,
 )
 from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.labels import is_valid_label_value
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
@@ -103,6 +107,9 @@ def trigger_creation_flow(
     deps: Deps, machine: Mapping[str, Any], machine_class: MachineClass, secret_data: Mapping[str, bytes]
 ) -> Result:
     """Run the creation flow for ``machine`` (marked "in creation" for the deletion flow)."""
+    refused = refuse_unlabelable_name(deps, machine)
+    if refused is not None:
+        return refused
     key = machine_key(machine)
     with deps.creation.creating(key) as taken:
         if not taken:
@@ -158,6 +165,25 @@ def _after_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) ->
     return mark_pending(deps, written, vm)
 
 
+# --- 0. the machine name ----------------------------------------------------------------------
+
+
+def refuse_unlabelable_name(deps: Deps, machine: Mapping[str, Any]) -> Result | None:
+    """Failed, with an Event, when the machine's name cannot be a label value; else ``None``."""
+    problems = is_valid_label_value(o.name_of(machine))
+    if not problems:
+        return None
+    when = now(deps)
+    message = c.ERR_MACHINE_NAME_NOT_LABEL_VALUE.format(machine=o.name_of(machine), err="; ".join(problems))
+    operation = last_operation(message, c.STATE_FAILED, c.OPERATION_CREATE, when)
+    write = machine_status_update(
+        deps.writers.machines, machine, operation, current_status(c.PHASE_FAILED, when), now=when
+    )
+    record_warning(deps, machine, "InvalidMachineName", message)
+    _phase_event(deps, machine, c.PHASE_FAILED)
+    return Result.after(write.retry(c.LONG_RETRY))
+
+
 # --- 1. userData ------------------------------------------------------------------------------
 
 
@@ -199,7 +225,9 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) ->
     provider_id = o.text(machine, "spec", "providerID")
     try:
         response = deps.calls.call(
-            "get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request)
+            "get_machine_status",
+            lambda ctx: deps.driver.get_machine_status(ctx, request),
+            provider=inputs.machine_class.provider,
         )
     except MachineError as err:
         if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized) and not provider_id:
@@ -223,6 +251,7 @@ def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Re
             "create_machine",
             lambda ctx: deps.driver.create_machine(ctx, request),
             on_abandon=lambda: deps.creation.abandoned(key),
+            provider=inputs.machine_class.provider,
         )
     except MachineError as err:
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
@@ -307,7 +336,11 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm:
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
     request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
     try:
-        deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+        deps.calls.call(
+            "delete_machine",
+            lambda ctx: deps.driver.delete_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
     when = now(deps)
@@ -351,7 +384,11 @@ def initialize_vm(
     request = InitializeMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     try:
-        deps.calls.call("initialize_machine", lambda ctx: deps.driver.initialize_machine(ctx, request))
+        deps.calls.call(
+            "initialize_machine",
+            lambda ctx: deps.driver.initialize_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         if err.code == Code.Unimplemented:
             return None

@@ -27,6 +27,12 @@ A pass runs only while it holds its Machine in ``deps.creation`` for deletion: w
 creation flow (or a ``CreateMachine`` abandoned at its deadline) or the orphan check has it, the
 pass returns MediumRetry (upstream: ``machine "<name>" is in creation flow. Deletion cannot
 proceed``), so creation and deletion of one Machine never overlap.
+
+mcm: the ``node`` label alone never makes a Node the machine's. Before the node condition,
+cordon, drain, VolumeAttachment deletion and Node deletion, :func:`foreign_node` compares the
+Node's ``spec.providerID`` with the machine's; when the Node has one and the machine has another
+or none, that Node is left alone with a Warning Event ``NodeProviderIDMismatch`` and the flow
+goes on (the VM is deleted).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from mcm.controller.common import (
 from mcm.controller.context import Deps
 from mcm.controller.drainer import DrainRequest
 from mcm.controller.metrics import machine_metric_labels
+from mcm.controller.node import foreign_node_message, provider_ids_disagree
 from mcm.controller.status import (
     current_status,
     last_operation,
@@ -201,6 +208,31 @@ def _node_name(machine: Mapping[str, Any]) -> str:
     return o.label(machine, c.LABEL_NODE) or ""
 
 
+def foreign_node(deps: Deps, machine: Mapping[str, Any], node_name: str, left_alone: str) -> Obj | None:
+    """The cached Node ``node_name`` if its providerID disagrees with the machine's (Event sent)."""
+    nodes = deps.listers.nodes
+    if nodes is None or not node_name:
+        return None
+    try:
+        node = dict(nodes.get(node_name))
+    except ApiError as err:
+        if is_not_found(err):
+            return None
+        raise
+    if not provider_ids_disagree(machine, node):
+        return None
+    record_warning(deps, machine, "NodeProviderIDMismatch", foreign_node_message(machine, node, left_alone))
+    return node
+
+
+def _mismatch(machine: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        "node": o.name_of(node),
+        "node_provider_id": o.text(node, "spec", "providerID"),
+        "provider_id": o.text(machine, "spec", "providerID"),
+    }
+
+
 # --- steps ------------------------------------------------------------------------------------
 
 
@@ -245,7 +277,11 @@ def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutco
     machine = filled
     request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
-        deps.calls.call("get_machine_status", lambda ctx: deps.driver.get_machine_status(ctx, request))
+        deps.calls.call(
+            "get_machine_status",
+            lambda ctx: deps.driver.get_machine_status(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         return _vm_status_error(deps, machine, err)
     return _advance(deps, machine, c.DESC_VM_FOUND)
@@ -294,6 +330,11 @@ def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
     node = _node_name(machine)
     if not node or not deps.has_target:
         return _advance(deps, machine, c.DESC_DRAIN_SKIPPED_NO_NODE)
+    foreign = foreign_node(deps, machine, node, "not cordoned or drained")
+    if foreign is not None:
+        return _advance(
+            deps, machine, c.DESC_DRAIN_SKIPPED_FOREIGN_NODE.format(**_mismatch(machine, foreign))
+        )
     force = _force_drain(deps, machine)
     started = deps.clock.monotonic()
     condition_error = update_node_termination_condition(deps, machine)
@@ -427,6 +468,9 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: DeletionInputs) 
         node = nodes.get(node_name)
     except ApiError as err:
         return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
+    if provider_ids_disagree(machine, node):
+        reason = f"node {node_name} has providerID {o.text(node, 'spec', 'providerID')}, not the machine's"
+        return _advance(deps, machine, DESC_VA_NODE_MISSING.format(err=reason), op_type=op_type)
     if not o.sub(node, "status").get("volumesAttached"):
         return _advance(deps, machine, DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
     live = [
@@ -451,7 +495,11 @@ def delete_vm(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
     """``DeleteMachine``; the driver's lastKnownState is kept."""
     request = DeleteMachineRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
-        response = deps.calls.call("delete_machine", lambda ctx: deps.driver.delete_machine(ctx, request))
+        response = deps.calls.call(
+            "delete_machine",
+            lambda ctx: deps.driver.delete_machine(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
     except MachineError as err:
         return _vm_delete_error(deps, machine, err)
     return _advance(deps, machine, c.DESC_VM_DELETED, last_known_state=response.last_known_state)
@@ -491,6 +539,9 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
         return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    if foreign_node(deps, machine, node_name, "not deleted") is not None:
+        description = c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(**_mismatch(machine, node))
+        return _advance(deps, machine, description)
     if c.NODE_FINALIZER in o.finalizers(node):
         finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
         version = o.meta(node).get("resourceVersion")

@@ -63,9 +63,10 @@ class DrainWiring:
     ``mcm.drain`` and ``mcm.controller`` are independent siblings (docs/architecture.md), so the
     application builds the real drainer from this: the target client, listers over the
     controller's target informers, the driver, the clock, a stop event set at shutdown (it
-    interrupts running drains, which the deletion flow retries), the event recorder, and
+    interrupts running drains, which the deletion flow retries), the event recorder,
     ``add_volume_attachment_handler`` to put a handler (e.g. ``mcm.drain.VolumeAttachmentHub``)
-    on the VolumeAttachment informer.
+    on the VolumeAttachment informer, and ``add_pod_handler`` one (``mcm.drain.PodDeletions``)
+    on the pod informer.
     """
 
     target: ClusterClient
@@ -80,6 +81,7 @@ class DrainWiring:
     stop: threading.Event
     recorder: EventRecorder | None
     add_volume_attachment_handler: Callable[[ResourceEventHandler], None]
+    add_pod_handler: Callable[[ResourceEventHandler], None] | None = None
 
 
 DrainerFactory = Callable[[DrainWiring], Drainer]

@@ -14,7 +14,9 @@ Guarantees of :meth:`DriverCaller.call`:
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
   (decisions.md §3): its text is kept but it never reaches the worker as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
-  ``mcm_cloud_api_driver_requests_failed_total`` (label ``error_code`` = the code name).
+  ``mcm_cloud_api_driver_requests_failed_total`` (label ``error_code`` = the code name), with
+  label ``provider`` = the MachineClass's ``provider``. The call's context carries the same
+  label to the driver's own cloud API metrics (:meth:`~mcm.driver.CallContext.cloud_api_request`).
 """
 
 from __future__ import annotations
@@ -63,16 +65,21 @@ class DriverCaller:
         fn: Callable[[CallContext], R],
         *,
         on_abandon: Callable[[], Callable[[], None]] | None = None,
+        provider: str | None = None,
     ) -> R:
-        """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name."""
-        ctx = CallContext.with_timeout(self._deadline, self._clock)
+        """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name,
+        ``provider`` the MachineClass's ``provider`` (the metrics' label)."""
+        provider = provider or ""
+        ctx = CallContext.with_timeout(
+            self._deadline, self._clock, cloud_api=self._metrics.cloud_api(provider)
+        )
         started = self._clock.monotonic()
         try:
             result = self._run(ctx, fn, on_abandon)
         except MachineError as err:
-            self._observe(method, started, err)
+            self._observe(method, started, err, provider)
             raise
-        self._observe(method, started, None)
+        self._observe(method, started, None, provider)
         return result
 
     def _run(
@@ -128,10 +135,10 @@ class DriverCaller:
         log.warning("driver_call_abandoned")
         return True
 
-    def _observe(self, method: str, started: float, err: MachineError | None) -> None:
+    def _observe(self, method: str, started: float, err: MachineError | None, provider: str) -> None:
         operation = _OPERATIONS.get(method, method)
         code = None if err is None else code_name(err.code)
-        self._metrics.observe_driver_call(operation, self._clock.since(started), code)
+        self._metrics.observe_driver_call(operation, self._clock.since(started), code, provider)
 
 
 class _DaemonPool:

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
+from mcm.driver import CloudApiMetrics
 
 __all__ = ["PHASE_VALUES", "ControllerMetrics"]
 
@@ -42,7 +43,8 @@ _MACHINE_LABELS = ("namespace", "machine_deployment", "instance_type", "zone")
 
 
 class ControllerMetrics:
-    """Metrics of one controller on ``registry``; ``provider`` labels the cloud-API metrics."""
+    """Metrics of one controller on ``registry``; ``provider`` (``--cloud-provider``) labels the
+    cloud-API and driver metrics of MachineClasses without a ``provider``."""
 
     def __init__(self, registry: CollectorRegistry, provider: str = "") -> None:
         self.registry = registry
@@ -131,11 +133,20 @@ class ControllerMetrics:
     def _gauge(self, name: str, documentation: str) -> Gauge:
         return Gauge(name, documentation, list(_MACHINE_LABELS), registry=self.registry)
 
-    def observe_driver_call(self, operation: str, seconds: float, error_code: str | None) -> None:
-        """Record one driver call (``error_code`` ``None`` on success)."""
-        self.driver_request_duration.labels(self.provider, operation).observe(seconds)
+    def observe_driver_call(
+        self, operation: str, seconds: float, error_code: str | None, provider: str = ""
+    ) -> None:
+        """Record one driver call (``error_code`` ``None`` on success) for the MachineClass's
+        ``provider`` (empty: ``--cloud-provider``)."""
+        label = provider or self.provider
+        self.driver_request_duration.labels(label, operation).observe(seconds)
         if error_code is not None:
-            self.driver_requests_failed.labels(self.provider, operation, error_code).inc()
+            self.driver_requests_failed.labels(label, operation, error_code).inc()
+
+    def cloud_api(self, provider: str = "") -> CloudApiMetrics:
+        """What a driver call's context counts cloud API requests in, labelled ``provider``
+        (the MachineClass's; empty: ``--cloud-provider``)."""
+        return _CloudApi(self, provider or self.provider)
 
     def register_collector(self, machines: Callable[[], list[Any]], frozen: Callable[[], bool]) -> None:
         """Add the scrape-time collector (idempotent per metrics object)."""
@@ -143,6 +154,24 @@ class ControllerMetrics:
             return
         self._collector = _MachineCollector(machines, frozen, self.scrape_failures)
         self.registry.register(self._collector)
+
+
+class _CloudApi:
+    """Counts one provider's cloud API requests as upstream's providers do: a successful request
+    in ``mcm_cloud_api_requests_total`` and ``…_api_request_duration_seconds``, a failed one in
+    ``mcm_cloud_api_requests_failed_total``."""
+
+    def __init__(self, metrics: ControllerMetrics, provider: str) -> None:
+        self._metrics = metrics
+        self._provider = provider
+
+    def observe(self, service: str, seconds: float, failed: bool) -> None:
+        labels = (self._provider, service)
+        if failed:
+            self._metrics.cloud_api_requests_failed.labels(*labels).inc()
+            return
+        self._metrics.cloud_api_requests.labels(*labels).inc()
+        self._metrics.cloud_api_request_duration.labels(*labels).observe(seconds)
 
 
 def machine_metric_labels(

@@ -11,7 +11,9 @@
 
 All API calls happen here, in the node queue's workers; the informer handlers only enqueue.
 A failed request is retried after ShortRetry (a conflict after ConflictRetry), never raised.
-Nodes carrying the not-managed-by-mcm annotation are ignored everywhere.
+Nodes carrying the not-managed-by-mcm annotation are ignored everywhere, and so is a Node whose
+``spec.providerID`` is set and is not its machine's (``provider_ids_disagree``): a ``node`` label
+is written by whoever may write Machines, so it alone never makes a Node the machine's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "deleted_node_key",
     "is_not_managed",
     "machine_for_node",
+    "provider_ids_disagree",
     "reconcile_node_key",
     "trigger_machine_deletion",
 ]
@@ -57,6 +60,25 @@ def deleted_node_key(node_name: str) -> str:
 
 def is_not_managed(node: Mapping[str, Any]) -> bool:
     return o.annotation(node, c.ANNOTATION_NOT_MANAGED_BY_MCM) is not None
+
+
+def provider_ids_disagree(machine: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """The Node carries a ``spec.providerID`` and the machine does not carry the same one (a
+    different one, or none): the Node is not the machine's VM. A machine without a providerID
+    cannot claim a Node that has one, or clearing ``spec.providerID`` before relabelling would
+    get round the check. A Node without a providerID is trusted by the label (upstream)."""
+    node_id = o.text(node, "spec", "providerID")
+    return bool(node_id) and o.text(machine, "spec", "providerID") != node_id
+
+
+def foreign_node_message(machine: Mapping[str, Any], node: Mapping[str, Any], left_alone: str) -> str:
+    """The Warning Event text for a Node whose providerID is not the machine's."""
+    return c.MSG_NODE_PROVIDER_ID_MISMATCH.format(
+        node=o.name_of(node),
+        node_provider_id=o.text(node, "spec", "providerID"),
+        provider_id=o.text(machine, "spec", "providerID"),
+        left_alone=left_alone,
+    )
 
 
 def machine_for_node(deps: Deps, node_name: str) -> Mapping[str, Any] | None:
@@ -99,6 +121,9 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
         log.error("node_machine_lookup_failed", node=key, error=str(err))
         return Result.after(c.SHORT_RETRY)
     if machine is None:
+        return DONE
+    if provider_ids_disagree(machine, node):
+        log.warning("node_provider_id_mismatch", node=key, machine=o.name_of(machine))
         return DONE
     if o.deletion_timestamp(node):
         return _delete_machine_of_node(deps, key, machine)

@@ -4,7 +4,9 @@
 upstream's ``syncMachineNodeTemplates`` does (keys recorded in the last-applied annotation and
 gone from the template are removed; managed keys edited by hand are reverted; keys never
 managed are left alone) and, in the same Node write, the ``node.gardener.cloud/machine-name``
-label (``syncMachineNameToNode``). Nothing to change → no write.
+label (``syncMachineNameToNode``). Nothing to change → no write. mcm: a Node whose
+``spec.providerID`` is set and is not the machine's is not written (Warning Event), so the
+``node`` label of a Machine cannot put labels or taints on another VM's Node.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.common import machine_key, record_warning, record_write_failure
 from mcm.controller.context import Deps
+from mcm.controller.node import foreign_node_message, provider_ids_disagree
 from mcm.controller.status import write_object
 from mcm.runtime.client.errors import ApiError, is_not_found
 from mcm.runtime.worker import Result
@@ -146,6 +149,10 @@ def sync_node_templates(deps: Deps, machine: Mapping[str, Any]) -> Result | None
             return None
         log.error("node_lookup_failed", machine=machine_key(machine), error=str(err))
         return Result.after(c.SHORT_RETRY)
+    if provider_ids_disagree(machine, node):
+        message = foreign_node_message(machine, node, "no template or label is written to it")
+        record_warning(deps, machine, "NodeProviderIDMismatch", message)
+        return None
     new = desired_node(machine, node)
     if new is None:
         record_warning(

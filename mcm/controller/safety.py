@@ -187,7 +187,9 @@ class OrphanCollector:
         request = ListMachinesRequest(machine_class, secret_data)
         try:
             listed = self.deps.calls.call(
-                "list_machines", lambda ctx: self.deps.driver.list_machines(ctx, request)
+                "list_machines",
+                lambda ctx: self.deps.driver.list_machines(ctx, request),
+                provider=machine_class.provider,
             )
         except MachineError as err:
             raise ClassSkipped(f"Failed to LIST VMs at provider. Error: {err}") from err
@@ -269,7 +271,11 @@ class OrphanCollector:
         request = DeleteMachineRequest(synthetic, machine_class, secret_data)
         class_name = o.name_of(raw_class)
         try:
-            self.deps.calls.call("delete_machine", lambda ctx: self.deps.driver.delete_machine(ctx, request))
+            self.deps.calls.call(
+                "delete_machine",
+                lambda ctx: self.deps.driver.delete_machine(ctx, request),
+                provider=machine_class.provider,
+            )
         except MachineError as err:
             log.error(
                 "orphan_vm_delete_failed",

@@ -4,7 +4,8 @@ Start with :func:`drain_node` (after :func:`cordon_node`); after a forced drain,
 :func:`delete_volume_attachments` is the HEAD step ``Delete Volume Attachments``. The caller
 supplies the target-cluster client, :class:`DrainListers` over its informers, the driver (for
 ``get_volume_ids``), a clock and a stop event; :class:`VolumeAttachmentHub` turns the
-VolumeAttachment informer's events into early wake-ups of waiting drains. :class:`NodeDrainer`
+VolumeAttachment informer's events, :class:`PodDeletions` the pod informer's delete events,
+into early wake-ups of waiting drains. :class:`NodeDrainer`
 wraps all of it behind the machine controller's ``Drainer`` seam. ``docs/drain.md``
 describes the flow and where mcm differs from upstream.
 """
@@ -13,6 +14,7 @@ from mcm.drain.drain import drain_node
 from mcm.drain.drainer import DrainError, NodeDrainer
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node, delete_volume_attachments
+from mcm.drain.podevents import PodDeletions
 from mcm.drain.pods import is_misconfigured
 from mcm.drain.state import (
     EVICTION_RETRY_INTERVAL,
@@ -53,6 +55,7 @@ __all__ = [
     "DrainOptions",
     "DrainResult",
     "NodeDrainer",
+    "PodDeletions",
     "PodOutcome",
     "VolumeAttachmentHub",
     "cordon_node",

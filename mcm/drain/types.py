@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mcm.drain.podevents import PodDeletions
 from mcm.runtime.cache import Lister
 
 __all__ = [
@@ -71,6 +72,9 @@ class DrainListers:
     volume_attachments: Lister
     pods_synced: Callable[[], bool] | None = None
     """The pod informer's ``has_synced``; the drain waits for it (HEAD) when given."""
+    pod_deletions: PodDeletions | None = None
+    """The pod informer's delete events: with them, the wait for evicted pods ends as soon as the
+    informer has seen them go; without, it polls the API server every 5 s."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Callers wrap a driver in :class:`SafeDriver`, so that every error comes back as 
 """
 
 from mcm.driver.codes import RETRYABLE_CODES, Code, code_name, string_to_code
-from mcm.driver.context import CallContext
+from mcm.driver.context import NO_CLOUD_API_METRICS, CallContext, CloudApiMetrics
 from mcm.driver.driver import (
     CreateMachineRequest,
     CreateMachineResponse,
@@ -33,9 +33,11 @@ from mcm.driver.scrub import MAX_MESSAGE, REDACTED, scrub_message
 
 __all__ = [
     "MAX_MESSAGE",
+    "NO_CLOUD_API_METRICS",
     "REDACTED",
     "RETRYABLE_CODES",
     "CallContext",
+    "CloudApiMetrics",
     "Code",
     "CreateMachineRequest",
     "CreateMachineResponse",

@@ -2,7 +2,9 @@
 
 A real driver, not a mock. Each VM is a ConfigMap in a namespace of its own (default
 :data:`DEFAULT_NAMESPACE`) of the **control** cluster, so VMs outlive the controller and listing,
-orphan collection and restarts behave as with a cloud. With a target cluster, a
+orphan collection and restarts behave as with a cloud. The namespace is created only when the
+first VM finds it missing: where it exists already (the chart creates it), the provider needs
+rights in that namespace and nothing cluster-wide. With a target cluster, a
 :class:`~mcm.driver.nodesim.NodeSimulator` plays the kubelet of every VM: after the class's boot
 delay the VM's Node appears (provider ID, addresses, capacity and labels from the class's
 ``nodeTemplate``) and keeps a Ready heartbeat until the VM is deleted; like a kubelet it
@@ -13,7 +15,9 @@ Guarantees of the contract (``docs/driver.md``): create is idempotent per machin
 (provider ID ``local:///<vm-namespace>/<machine>``, node name = machine name); status finds a VM
 by provider ID, else by machine name, and raises ``NotFound`` when none exists; delete succeeds
 when the VM is gone; list maps provider IDs to machine names for one class; every failure is a
-:class:`~mcm.driver.errors.MachineError` (API errors become ``Unavailable``/``Internal``).
+:class:`~mcm.driver.errors.MachineError` (API errors become ``Unavailable``/``Internal``). Each API
+call of a driver method is counted in the controller's cloud API metrics (service
+``configmaps``, or ``namespaces`` for the VM namespace).
 
 Class ``providerSpec`` fields (all optional), for demos and chaos tests:
 
@@ -90,6 +94,8 @@ PROVIDER_ID_PREFIX = "local:///"
 VM_LABEL = "local.machine.sapcloud.io/vm"
 CLASS_LABEL = "local.machine.sapcloud.io/class"
 DELETION_ANNOTATION = "local.machine.sapcloud.io/deletion-requested-at"
+VMS = "configmaps"
+"""The ``service`` label of the VM-record API calls in the cloud API metrics."""
 
 T = TypeVar("T")
 
@@ -160,10 +166,13 @@ def _label_value(name: str) -> str:
     return "h-" + hashlib.sha256(name.encode()).hexdigest()[:40]
 
 
-def _api_call(what: str, call: Callable[[], T]) -> T:
-    """Run an API call; failures become MachineErrors (``Unavailable`` when retrying can help)."""
+def _api_call(ctx: CallContext, service: str, what: str, call: Callable[[], T]) -> T:
+    """Run an API call, counted in the cloud API metrics under ``service`` (NotFound and
+    AlreadyExists are answers, not failures); failures become MachineErrors (``Unavailable`` when
+    retrying can help)."""
     try:
-        return call()
+        with ctx.cloud_api_request(service, answers=(NotFound, AlreadyExists)):
+            return call()
     except ConnectionFailed as exc:
         raise MachineError(Code.Unavailable, f"{what}: control cluster unreachable: {exc}") from exc
     except Conflict as exc:
@@ -190,7 +199,6 @@ class LocalDriver(Driver):
         self.namespace = namespace
         self.clock = clock
         self._records = control.resource(CONFIG_MAPS)
-        self._namespace_ready = False
         self.simulator: NodeSimulator | None = None
         if target is not None:
             self.simulator = NodeSimulator(
@@ -206,7 +214,7 @@ class LocalDriver(Driver):
 
     def create_machine(self, ctx: CallContext, request: CreateMachineRequest) -> CreateMachineResponse:
         spec = LocalSpec.parse(request.machine_class.provider_spec)
-        existing = self._find(request.machine)
+        existing = self._find(ctx, request.machine)
         if existing is not None:
             return CreateMachineResponse(
                 _data(existing)["providerID"], _data(existing)["nodeName"], _addresses(existing)
@@ -214,11 +222,10 @@ class LocalDriver(Driver):
         if spec.create_error_code is not None:
             raise MachineError(spec.create_error_code, spec.create_error_message)
         record = self._new_record(request.machine, request.machine_class, spec)
-        self._ensure_namespace()
         try:
-            created = _api_call("create VM", lambda: self._records.create(record, namespace=self.namespace))
+            created = self._create_record(ctx, record)
         except MachineError:
-            raced = self._find(request.machine)  # a concurrent create of the same machine won
+            raced = self._find(ctx, request.machine)  # a concurrent create of the same machine won
             if raced is None:
                 raise
             created = raced
@@ -232,7 +239,7 @@ class LocalDriver(Driver):
         )
 
     def delete_machine(self, ctx: CallContext, request: DeleteMachineRequest) -> DeleteMachineResponse:
-        record = self._find(request.machine)
+        record = self._find(ctx, request.machine)
         if record is None:
             return DeleteMachineResponse()
         delay = float(_data(record).get("deleteDelaySeconds") or 0)
@@ -240,7 +247,7 @@ class LocalDriver(Driver):
             record = self._shut_down(ctx, record, delay)
         name = record["metadata"]["name"]
         try:
-            _api_call("delete VM", lambda: self._records.delete(name, namespace=self.namespace))
+            _api_call(ctx, VMS, "delete VM", lambda: self._records.delete(name, namespace=self.namespace))
         except MachineError as exc:
             if not isinstance(exc.__cause__, NotFound):
                 raise
@@ -250,7 +257,7 @@ class LocalDriver(Driver):
     def get_machine_status(
         self, ctx: CallContext, request: GetMachineStatusRequest
     ) -> GetMachineStatusResponse:
-        record = self._find(request.machine)
+        record = self._find(ctx, request.machine)
         if record is None:
             raise MachineError(Code.NotFound, f"no local VM backs machine {request.machine.metadata.name!r}")
         data = _data(record)
@@ -259,7 +266,7 @@ class LocalDriver(Driver):
     def list_machines(self, ctx: CallContext, request: ListMachinesRequest) -> ListMachinesResponse:
         class_label = _label_value(request.machine_class.metadata.name or "")
         selector = f"{VM_LABEL},{CLASS_LABEL}={class_label}"
-        records = self._list(selector)
+        records = self._list(ctx, selector)
         return ListMachinesResponse({_data(r)["providerID"]: _data(r)["machineName"] for r in records})
 
     def get_volume_ids(self, ctx: CallContext, request: GetVolumeIDsRequest) -> GetVolumeIDsResponse:
@@ -281,7 +288,7 @@ class LocalDriver(Driver):
         """Every VM as the node simulator sees it (boot delay counted from its creation)."""
         now = self.clock.now().timestamp()
         vms = []
-        for record in self._list(VM_LABEL):
+        for record in self._list(CallContext.background(self.clock), VM_LABEL):
             data = _data(record)
             booted_at = float(data.get("createdAt") or 0) + float(data.get("bootDelaySeconds") or 0)
             vms.append(
@@ -328,7 +335,7 @@ class LocalDriver(Driver):
             },
         }
 
-    def _find(self, machine: Machine) -> dict[str, Any] | None:
+    def _find(self, ctx: CallContext, machine: Machine) -> dict[str, Any] | None:
         """The VM record of ``machine``: by provider ID, else by machine name."""
         provider_id = machine.spec.provider_id or ""
         name = machine.metadata.name or ""
@@ -339,30 +346,47 @@ class LocalDriver(Driver):
         if not name:
             return None
         try:
-            return _api_call("get VM", lambda: self._records.get(name, namespace=self.namespace))
+            return _api_call(ctx, VMS, "get VM", lambda: self._records.get(name, namespace=self.namespace))
         except MachineError as exc:
             if isinstance(exc.__cause__, NotFound):
                 return None
             raise
 
-    def _list(self, selector: str) -> list[dict[str, Any]]:
+    def _list(self, ctx: CallContext, selector: str) -> list[dict[str, Any]]:
         result = _api_call(
+            ctx,
+            VMS,
             "list VMs",
             lambda: self._records.list(ListOptions(label_selector=selector), namespace=self.namespace),
         )
         items: list[dict[str, Any]] = result.get("items") or []
         return items
 
-    def _ensure_namespace(self) -> None:
-        if self._namespace_ready:
-            return
+    def _create_record(self, ctx: CallContext, record: dict[str, Any]) -> dict[str, Any]:
+        """Create a VM record; its namespace only when the API says it is missing (so a
+        deployment that created the namespace needs no right to create namespaces)."""
+        try:
+            return self._create_vm(ctx, record)
+        except MachineError as exc:
+            if not isinstance(exc.__cause__, NotFound):
+                raise
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
         try:
-            _api_call("create VM namespace", lambda: self.control.resource(NAMESPACES).create(body))
+            _api_call(
+                ctx,
+                "namespaces",
+                "create VM namespace",
+                lambda: self.control.resource(NAMESPACES).create(body),
+            )
         except MachineError as exc:
             if not isinstance(exc.__cause__, AlreadyExists):
                 raise
-        self._namespace_ready = True
+        return self._create_vm(ctx, record)
+
+    def _create_vm(self, ctx: CallContext, record: dict[str, Any]) -> dict[str, Any]:
+        return _api_call(
+            ctx, VMS, "create VM", lambda: self._records.create(record, namespace=self.namespace)
+        )
 
     def _shut_down(self, ctx: CallContext, record: dict[str, Any], delay: float) -> dict[str, Any]:
         """Wait until the VM has been shutting down for ``delay`` seconds (within the call's deadline)."""
@@ -373,7 +397,10 @@ class LocalDriver(Driver):
             patch = {"metadata": {"annotations": {DELETION_ANNOTATION: started}}}
             name = record["metadata"]["name"]
             record = _api_call(
-                "mark VM deleting", lambda: self._records.patch(name, patch, namespace=self.namespace)
+                ctx,
+                VMS,
+                "mark VM deleting",
+                lambda: self._records.patch(name, patch, namespace=self.namespace),
             )
         remaining = float(started) + delay - self.clock.now().timestamp()
         if remaining > 0:

@@ -7,8 +7,11 @@ emulator's controls (see :mod:`mcm.emulator.admin`).
 
 Guarantees: on SIGTERM/SIGINT open watch streams end cleanly (terminating chunk), the process
 exits 0 within ``--grace`` seconds plus the close, and the ready file, kubeconfig and TLS material
-it wrote are removed unless ``--keep-files``. With ``--tls`` the (plain-HTTP) admin listener binds to loopback
-only. The request log (``--request-log``) is line-buffered.
+it wrote are removed unless ``--keep-files``. The request log (``--request-log``) is line-buffered.
+
+Exposure: a plaintext API on a host other than loopback is refused (exit 2) unless ``--insecure``;
+the (plain-HTTP, token-less) admin listener binds to loopback unless ``--insecure``. The
+kubeconfig (it may hold the bearer token) and the TLS directory are readable by their owner only.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import structlog
 
 from mcm.emulator.admin import AdminServer
 from mcm.emulator.emulator import Emulator
+from mcm.emulator.exposure import InsecureListenError, check_listen
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve one emulated cluster until SIGTERM")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="listen address (non-loopback: --tls or --insecure)"
+    )
     serve.add_argument("--port", type=int, default=0, help="0: the kernel picks a free port")
     serve.add_argument("--name", default="emulator", help="cluster, user and context name in the kubeconfig")
     serve.add_argument("--kubeconfig", required=True, help="where to write the kubeconfig")
@@ -57,12 +63,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--grace", type=float, default=5.0, help="seconds open watches get to end on SIGTERM (5)"
     )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow plaintext API and admin listeners on a non-loopback --host (anyone there can use them)",
+    )
     return parser
 
 
 def admin_host(args: argparse.Namespace) -> str:
-    """Where the admin listener binds: it speaks plain HTTP, so with ``--tls`` loopback only."""
-    return "127.0.0.1" if args.tls else str(args.host)
+    """Where the admin listener binds: it speaks plain HTTP without a token, so loopback unless
+    ``--insecure`` (then beside the API on ``--host``)."""
+    return str(args.host) if args.insecure and not args.tls else "127.0.0.1"
 
 
 def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path, admin_url: str | None) -> None:
@@ -76,6 +88,11 @@ def serve(args: argparse.Namespace) -> int:
     """Run until a termination signal arrives."""
     if args.crds and not Path(args.crds).exists():
         print(f"error: --crds {args.crds}: no such file or directory", file=sys.stderr)
+        return 2
+    try:
+        check_listen(args.host, tls=args.tls, insecure=args.insecure, what="the emulator")
+    except InsecureListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -92,6 +109,7 @@ def serve(args: argparse.Namespace) -> int:
         controllers=not args.no_controllers,
         history_size=args.history_size,
         tls_dir=tls_dir,
+        insecure=args.insecure,
     )
     admin: AdminServer | None = None
     try:
@@ -101,7 +119,7 @@ def serve(args: argparse.Namespace) -> int:
         kubeconfig = emulator.write_kubeconfig(args.kubeconfig, namespace=args.namespace)
         written.append(kubeconfig)
         if args.admin_port >= 0:
-            admin = AdminServer(emulator, admin_host(args), args.admin_port)
+            admin = AdminServer(emulator, admin_host(args), args.admin_port, insecure=args.insecure)
         if args.ready_file:
             _write_ready(Path(args.ready_file), emulator, kubeconfig, admin.url if admin else None)
             written.append(Path(args.ready_file))

@@ -5,11 +5,21 @@ The admin listener is a separate loopback HTTP server, never counted in stats an
 ``pause("refuse")``. Every endpoint is ``POST /<control>`` with a JSON object of keyword
 arguments, answering ``{"result": ...}`` or ``{"error": ...}`` (status 400). ``RemoteEmulator``
 offers the same method names as :class:`~mcm.emulator.emulator.Emulator` for these controls.
+
+It has no TLS and no token, so it guards itself against the ways a browser could reach it:
+
+- Only ``Content-Type: application/json`` is accepted (415 otherwise): a cross-site page can
+  send ``text/plain`` or form posts without asking, but not JSON (that needs a CORS preflight,
+  which the listener never grants).
+- On loopback, the ``Host`` header must name loopback too (403 otherwise), so a DNS-rebinding
+  page cannot talk to it under its own name.
+- A non-loopback address is refused unless ``insecure=True`` (``--insecure``).
 """
 
 from __future__ import annotations
 
 import builtins
+import email.message
 import json
 import threading
 import urllib.request
@@ -17,6 +27,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from mcm.emulator.exposure import check_listen, is_loopback_host
 from mcm.emulator.patch import merge_patch
 
 if TYPE_CHECKING:
@@ -157,6 +168,11 @@ class _AdminHandler(BaseHTTPRequestHandler):
         del format, args
 
     def do_POST(self) -> None:
+        refused = self._refusal()
+        if refused is not None:
+            self.close_connection = True
+            self._answer(*refused)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         name = self.path.strip("/")
         try:
@@ -167,6 +183,19 @@ class _AdminHandler(BaseHTTPRequestHandler):
             body, code = {"result": control(**kwargs)}, 200
         except Exception as exc:  # every failure is reported to the caller
             body, code = {"error": f"{type(exc).__name__}: {exc}"}, 400
+        self._answer(body, code)
+
+    def _refusal(self) -> tuple[dict[str, str], int] | None:
+        """Why this request is refused (a body and a status), or ``None``."""
+        message = email.message.Message()
+        message["content-type"] = self.headers.get("Content-Type") or ""
+        if message.get_content_type() != "application/json":
+            return {"error": "the admin listener accepts only Content-Type: application/json"}, 415
+        if self.server.loopback_only and not _loopback_host_header(self.headers.get("Host") or ""):
+            return {"error": "the admin listener answers only requests addressed to loopback"}, 403
+        return None
+
+    def _answer(self, body: dict[str, Any], code: int) -> None:
         data = json.dumps(body, default=str).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -182,13 +211,23 @@ class _AdminHttp(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], controls: dict[str, Control]) -> None:
         self.controls = controls
+        self.loopback_only = is_loopback_host(address[0])
         super().__init__(address, _AdminHandler)
 
 
-class AdminServer:
-    """Serves an emulator's controls on their own loopback port."""
+def _loopback_host_header(host: str) -> bool:
+    """Whether a ``Host`` header (``name``, ``name:port``, ``[v6]:port``) names loopback."""
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+    return is_loopback_host(name)
 
-    def __init__(self, emulator: Emulator, host: str = "127.0.0.1", port: int = 0) -> None:
+
+class AdminServer:
+    """Serves an emulator's controls on their own port (loopback unless ``insecure``)."""
+
+    def __init__(
+        self, emulator: Emulator, host: str = "127.0.0.1", port: int = 0, *, insecure: bool = False
+    ) -> None:
+        check_listen(host, tls=False, insecure=insecure, what="the admin listener")
         self._http = _AdminHttp((host, port), _controls(emulator))
         self.url = f"http://{host}:{self._http.server_address[1]}"
         self._thread = threading.Thread(

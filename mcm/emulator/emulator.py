@@ -7,7 +7,9 @@ behaviour lives in the parts: ``store.py`` (objects, resourceVersions, history),
 ``crdserving.py`` and ``controllers/``. Guarantees:
 
 - ``start()`` binds ``host:port`` (port 0: the kernel picks; later starts re-bind the same port)
-  and serves until ``stop()``. Data, RV counter and history survive ``stop``/``start``.
+  and serves until ``stop()``. A plaintext emulator on a non-loopback host is refused
+  (:class:`~mcm.emulator.exposure.InsecureListenError`) unless ``insecure=True``. Data, RV
+  counter and history survive ``stop``/``start``.
 - ``pause("refuse"|"hang"|"error")`` makes the server look unreachable in three ways;
   ``resume()`` ends it.
 - Test access (``get``, ``list``, ``wait_for``, ``history``, ``seed``) goes to the store directly,
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import builtins
 import secrets
-import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -32,10 +33,11 @@ import structlog
 from mcm.emulator.controllers import start_controllers
 from mcm.emulator.crdserving import follow_crds, install_crds
 from mcm.emulator.discovery import Discovery
+from mcm.emulator.exposure import check_listen
 from mcm.emulator.faults import Faults
 from mcm.emulator.frontend import Frontend
 from mcm.emulator.handlers import Api
-from mcm.emulator.kubeconfig import TlsMaterial, make_tls_material, write_kubeconfig
+from mcm.emulator.kubeconfig import TlsMaterial, make_tls_material, write_kubeconfig, write_private
 from mcm.emulator.listing import NODE_INDEX
 from mcm.emulator.registry import Registry, ResourceType
 from mcm.emulator.server import HttpServer
@@ -91,7 +93,9 @@ class Emulator:
         controllers: bool = True,
         tls_dir: str | Path | None = None,
         clock: Clock = REAL_CLOCK,
+        insecure: bool = False,
     ) -> None:
+        check_listen(host, tls=tls, insecure=insecure, what="the emulator")
         self.name = name
         self.clock = clock
         self.store = VersionedStore(base_rv, history_size, history_age)
@@ -268,7 +272,7 @@ class Emulator:
             for source in (self.tls.ca_cert, self.tls.ca_key):
                 copy = written.parent / f"{self.name}-{source.name}"
                 if copy.resolve() != source.resolve():
-                    shutil.copyfile(source, copy)
+                    write_private(copy, source.read_bytes())
         return written
 
     # ------------------------------------------------------------------ CRDs and fixtures

@@ -370,7 +370,7 @@ class Api:
 
     def _decode_apply(self, req: Request, rt: ResourceType) -> Obj:
         try:
-            value = jsonbody.from_yaml(yaml.safe_load(req.body.decode("utf-8")))
+            value = jsonbody.yaml_loads(req.body)
         except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
             reason = exc if isinstance(exc, jsonbody.BodyError) else "error converting YAML to JSON"
             raise errors.bad_request(f"error decoding YAML: {reason}") from exc
@@ -552,7 +552,7 @@ class Api:
         content_type = req.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
         if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
             try:
-                value = jsonbody.from_yaml(yaml.safe_load(req.body.decode("utf-8")))
+                value = jsonbody.yaml_loads(req.body)
             except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:
                 reason = exc if isinstance(exc, jsonbody.BodyError) else "error converting YAML to JSON"
                 raise errors.bad_request(

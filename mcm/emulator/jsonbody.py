@@ -12,6 +12,9 @@ Guarantees:
   :func:`from_yaml` also turns what YAML has and JSON has not into JSON values, as the real
   server's YAML-to-JSON step does: keys become strings, timestamps their ISO text, ``!!binary``
   base64.
+- :func:`yaml_loads` reads a YAML body with the same nesting limit as JSON bodies
+  (:data:`MAX_DEPTH`): deeper flow collections (``[[[[…``) are refused in linear time, before the
+  YAML parser (whose cost grows much faster than the body) sees them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ import json
 import math
 from typing import Any
 
-__all__ = ["BodyError", "check_finite", "from_yaml", "loads"]
+import yaml
+
+__all__ = ["MAX_DEPTH", "BodyError", "check_finite", "from_yaml", "loads", "yaml_loads"]
+
+MAX_DEPTH = 500
+"""Nesting a YAML body may have (Python's JSON decoder stops near 1,000 by recursion)."""
 
 
 class BodyError(ValueError):
@@ -107,3 +115,23 @@ def _key(key: Any) -> str:
         return "null"
     converted = from_yaml(key)
     return converted if isinstance(converted, str) else json.dumps(converted, separators=(",", ":"))
+
+
+def yaml_loads(raw: bytes) -> Any:
+    """Decode a YAML body into JSON values; raise :class:`BodyError` (or ``yaml.YAMLError``)."""
+    text = raw.decode("utf-8")
+    if _flow_depth(text) > MAX_DEPTH:
+        raise BodyError("exceeded max depth")
+    return from_yaml(yaml.safe_load(text))
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` (brackets inside quotes count too: a bound, not a parse)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest

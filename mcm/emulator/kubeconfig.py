@@ -6,6 +6,8 @@ Guarantees:
   ``kubernetes`` client (``new_client_from_config``) and kubectl accept it.
 - Over ``http://`` the user is empty (kubectl never sends credentials there). Over ``https://``
   the CA goes in ``certificate-authority-data`` and a token, when configured, in the user.
+- The kubeconfig file is written with mode 0600 (it may carry the bearer token), also when it
+  existed before with wider permissions; the TLS directory is 0700 and its keys 0600.
 - TLS material is made per run with the ``openssl`` CLI (the ``cryptography`` package is not a
   dependency): an EC P-256 CA and a server certificate for ``IP:127.0.0.1`` and
   ``DNS:localhost`` with ``extendedKeyUsage=serverAuth``. This is mcm's only certificate recipe:
@@ -17,6 +19,7 @@ Guarantees:
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import ssl
 import subprocess
@@ -34,6 +37,7 @@ __all__ = [
     "make_tls_material",
     "tls_available",
     "write_kubeconfig",
+    "write_private",
 ]
 
 
@@ -74,9 +78,12 @@ def make_tls_material(directory: str | Path | None = None) -> TlsMaterial:
         raise RuntimeError("TLS needs the openssl command, which is not installed")
     target = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="emulator-tls-"))
     target.mkdir(parents=True, exist_ok=True)
+    target.chmod(0o700)
     _make_ca(target)
     _request_server_cert(target)
     _sign_server_cert(target)
+    for key in (target / "ca.key", target / "server.key"):
+        key.chmod(0o600)
     return TlsMaterial(
         target, target / "ca.crt", target / "ca.key", target / "server.crt", target / "server.key"
     )
@@ -227,10 +234,18 @@ def kubeconfig_document(
 
 
 def write_kubeconfig(path: str | Path, name: str, url: str, **options: Any) -> Path:
-    """Write the kubeconfig file and return its path."""
+    """Write the kubeconfig file (mode 0600) and return its path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(
-        yaml.safe_dump(kubeconfig_document(name, url, **options), sort_keys=False), encoding="utf-8"
-    )
+    write_private(target, yaml.safe_dump(kubeconfig_document(name, url, **options), sort_keys=False).encode())
     return target
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` readable and writable by the owner only (0600), whatever was there."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)

@@ -4,16 +4,20 @@ produce them for ``kubectl get`` and ``kubectl get -o wide``.
 Guarantees:
 
 - Columns (name, type, priority) and cell rules follow upstream for nodes, pods, namespaces,
-  services, secrets, configmaps, serviceaccounts and deployments; ``priority: 1`` columns are
-  the ``-o wide`` ones. Absent values print as upstream does (``<none>``, ``<unknown>``).
+  services, secrets, configmaps, serviceaccounts, deployments and events (core/v1, and
+  events.k8s.io/v1 through the same storage); ``priority: 1`` columns are the ``-o wide`` ones.
+  Absent values print as upstream does (``<none>``, ``<unknown>``).
 - Other built-in kinds print ``Name`` and ``Age``.
 - Cell functions never raise on odd objects: wrong shapes read as absent.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from mcm.emulator.timefmt import human_duration, parse_time
 
 __all__ = ["Printer", "printer_for"]
 
@@ -22,14 +26,25 @@ Cells = Callable[[Obj, str], list[Any]]
 
 
 class Printer:
-    """Column definitions (after ``Name``) and a function giving a row's cells (after the name)."""
+    """Column definitions (after ``Name``) and a function giving a row's cells (after the name).
 
-    def __init__(self, columns: list[tuple[str, str, int]], cells: Cells) -> None:
+    ``name_first=False``: the kind has no leading ``Name`` column (Events show it last, wide only);
+    ``columns`` and ``cells`` are then the whole row.
+    """
+
+    def __init__(self, columns: list[tuple[str, str, int]], cells: Cells, *, name_first: bool = True) -> None:
         self.columns = [
-            {"name": name, "type": kind, "format": "", "description": name, "priority": priority}
+            {
+                "name": name,
+                "type": kind,
+                "format": "name" if name == "Name" else "",
+                "description": name,
+                "priority": priority,
+            }
             for name, kind, priority in columns
         ]
         self.cells = cells
+        self.name_first = name_first
 
 
 def _dict(value: Any) -> Obj:
@@ -170,6 +185,56 @@ def _deployment_cells(deployment: Obj, age: str) -> list[Any]:
     ]
 
 
+def _since(value: Any, now: _dt.datetime) -> str:
+    """``translateTimestampSince``: ``<unknown>`` for an absent (zero) time."""
+    if not isinstance(value, str) or not value:
+        return "<unknown>"
+    try:
+        return human_duration((now - parse_time(value)).total_seconds())
+    except ValueError:
+        return "<unknown>"
+
+
+def _event_source(event: Obj) -> str:
+    """``formatEventSource``: component (else reporting controller), then host (else instance)."""
+    source = _dict(event.get("source"))
+    component = source.get("component") or event.get("reportingComponent") or ""
+    instance = source.get("host") or event.get("reportingInstance") or ""
+    return f"{component}, {instance}" if instance else str(component)
+
+
+def _event_cells(event: Obj, _age: str) -> list[Any]:
+    """``printEvent`` (always wide, as the server's table convertor asks) of a core/v1 Event."""
+    now = _dt.datetime.now(_dt.UTC)
+    first = (
+        _since(event.get("firstTimestamp"), now)
+        if event.get("firstTimestamp")
+        else _since(event.get("eventTime"), now)
+    )
+    last = _since(event.get("lastTimestamp"), now) if event.get("lastTimestamp") else first
+    count = event.get("count") if isinstance(event.get("count"), int) else 0
+    series = event.get("series")
+    if isinstance(series, dict):
+        last = _since(series.get("lastObservedTime"), now)
+        count = series.get("count") if isinstance(series.get("count"), int) else 0
+    elif count == 0:
+        count = 1  # singleton events of the new API have no count
+    involved = _dict(event.get("involvedObject"))
+    kind, name = str(involved.get("kind") or "").lower(), involved.get("name") or ""
+    return [
+        last,
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{kind}/{name}" if name else kind,
+        involved.get("fieldPath", ""),
+        _event_source(event),
+        str(event.get("message") or "").strip(),
+        first,
+        count,
+        _dict(event.get("metadata")).get("name", ""),
+    ]
+
+
 def _data_count(obj: Obj) -> int:
     return len(_dict(obj.get("data"))) + len(_dict(obj.get("binaryData")))
 
@@ -227,6 +292,22 @@ _PRINTERS: Mapping[tuple[str, str], Printer] = {
     ("", "ServiceAccount"): Printer(
         [("Secrets", "string", 0), ("Age", "string", 0)],
         lambda sa, age: [len(_list(sa.get("secrets"))), age],
+    ),
+    ("", "Event"): Printer(
+        [
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Subobject", "string", 1),
+            ("Source", "string", 1),
+            ("Message", "string", 0),
+            ("First Seen", "string", 1),
+            ("Count", "string", 1),
+            ("Name", "string", 1),
+        ],
+        _event_cells,
+        name_first=False,
     ),
     ("apps", "Deployment"): Printer(
         [

@@ -6,8 +6,8 @@ Guarantees:
 - Custom resources get ``Name`` plus their ``additionalPrinterColumns`` (``type: date`` cells are
   rendered as ages like the real server); without printer columns, ``Name`` and ``Age``.
   Built-in kinds get the real server's columns where :mod:`mcm.emulator.printers` has them
-  (nodes, pods, namespaces, services, secrets, configmaps, serviceaccounts, deployments), else
-  ``Name`` and ``Age``.
+  (nodes, pods, namespaces, services, secrets, configmaps, serviceaccounts, deployments, events),
+  else ``Name`` and ``Age``.
 - Each row carries the object's metadata as ``PartialObjectMetadata``.
 - JSONPath support is the simple subset CRDs use: ``.a.b``, ``.a[0].b``, ``.a['x.y']``.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from mcm.emulator.printers import printer_for
 from mcm.emulator.registry import ResourceType
-from mcm.emulator.timefmt import parse_time
+from mcm.emulator.timefmt import human_duration, parse_time
 
 __all__ = ["human_duration", "table", "wants_table"]
 
@@ -50,32 +50,6 @@ def wants_table(accept: str) -> bool:
         if params.get("as") == "Table" and params.get("g") == "meta.k8s.io" and params.get("v") == "v1":
             return True
     return False
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's ``duration.HumanDuration``."""
-    if seconds < -1:
-        return "<invalid>"
-    s = max(0, int(seconds))
-    minutes, hours, days = s // 60, s // 3600, s // 86400
-    if s < 120:
-        return f"{s}s"
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 192:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 365 * 2:
-        return f"{days}d"
-    years = days // 365
-    if years < 8:
-        return f"{years}y{days % 365}d" if days % 365 else f"{years}y"
-    return f"{years}y"
 
 
 def _lookup(obj: Any, path: str) -> Any:
@@ -120,6 +94,10 @@ def table(rt: ResourceType, objects: list[Obj], list_meta: Mapping[str, Any]) ->
     """A ``Table`` of ``objects``."""
     now = _dt.datetime.now(_dt.UTC)
     printer = printer_for(rt.group, rt.kind) if rt.builtin else None
+    if printer is not None and not printer.name_first:
+        return _table(
+            printer.columns, [printer.cells(obj, _age(obj, now)) for obj in objects], objects, list_meta
+        )
     if printer is not None:
         return _table(
             [dict(_NAME_COLUMN), *printer.columns],

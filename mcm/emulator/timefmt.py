@@ -17,6 +17,7 @@ import re
 __all__ = [
     "format_microtime",
     "format_time",
+    "human_duration",
     "normalize_microtime",
     "normalize_time",
     "parse_time",
@@ -76,3 +77,29 @@ def quantity_string(value: object) -> object:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
     return value
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery's ``duration.HumanDuration``."""
+    if seconds < -1:
+        return "<invalid>"
+    s = max(0, int(seconds))
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{s}s"
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 192:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        return f"{years}y{days % 365}d" if days % 365 else f"{years}y"
+    return f"{years}y"

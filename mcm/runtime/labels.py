@@ -30,6 +30,7 @@ __all__ = [
     "Requirement",
     "Selector",
     "everything",
+    "is_valid_label_value",
     "new_requirement",
     "nothing",
     "parse_selector",
@@ -131,8 +132,24 @@ def _check_key(key: str) -> None:
 
 
 def _check_value(value: str) -> None:
-    if len(value) > 63 or _VALUE_RE.match(value) is None:
+    if is_valid_label_value(value):
         raise ValueError(_VALUE_MESSAGE)
+
+
+MAX_LABEL_VALUE = 63
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """apimachinery's ``validation.IsValidLabelValue``: what is wrong with ``value`` (empty: valid)."""
+    problems = []
+    if len(value) > MAX_LABEL_VALUE:
+        problems.append(f"must be no more than {MAX_LABEL_VALUE} characters")
+    if _VALUE_RE.match(value) is None:
+        problems.append(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character"
+        )
+    return problems
 
 
 @dataclass(frozen=True)

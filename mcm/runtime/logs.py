@@ -23,7 +23,7 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, Literal, TextIO
 
 import orjson
@@ -95,17 +95,20 @@ def configure(
     stream: TextIO | None = None,
     level: int = logging.INFO,
     stdlib: bool = False,
+    logger_factory: Callable[..., Any] | None = None,
 ) -> None:
     """Send structlog events at ``level`` or above to ``stream`` (stderr by default) in ``fmt``.
 
     With ``stdlib``, the standard library's root logger (kubernetes client, gRPC) writes its
-    warnings and errors to the same stream.
+    warnings and errors to the same stream. ``logger_factory`` replaces the stream: its loggers
+    get each rendered line through the method named after the line's level (``info``,
+    ``warning``, ...), so they can route lines by level.
     """
     out = stream if stream is not None else sys.stderr
     structlog.configure(
         processors=processors(fmt),
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=logger_factory or structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
     if stdlib:

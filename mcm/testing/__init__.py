@@ -8,3 +8,13 @@ Where to start:
 - For a cluster without a cluster, use :class:`mcm.emulator.ClusterPair` (control and target
   API server emulators, in process or as subprocesses) from :mod:`mcm.emulator`.
 """
+
+try:
+    import pytest
+except ImportError:  # pytest is only needed by the conformance kit
+    pass
+else:
+    # A provider's conftest imports the kit before pytest reads its pytest_plugins: registering
+    # it here (the package is imported first) lets pytest rewrite its asserts, so the suite's
+    # failures explain themselves and no PytestAssertRewriteWarning appears.
+    pytest.register_assert_rewrite("mcm.testing.driver_conformance")

@@ -207,25 +207,37 @@ class ConformanceHarness:
         assert raised.value.code == Code.NotFound, f"expected NotFound, got {raised.value}"
 
     def call(self, invoke: Callable[[CallContext], T]) -> T:
-        """Run one driver call with the case's deadline; any non-MachineError fails the test."""
+        """Run one driver call with the case's deadline; any non-MachineError fails the test.
+
+        A failure names what the driver did wrong with its message scrubbed of the case's secret
+        data, and is raised outside the ``except`` block: pytest then prints no chained
+        traceback, which would show the driver's exception (and any secret in it) in clear.
+        """
         ctx = CallContext.with_timeout(self.case.timeout)
         try:
             return invoke(ctx)
         except MachineError as exc:
-            if exc.code == Code.OK:
-                pytest.fail(f"the driver raised an error with code OK: {self._scrubbed(str(exc))}")
-            leaked = _leaked_keys(exc.message, self.case.secret_data)
-            if leaked:
-                pytest.fail(
-                    f"the driver echoed secret data ({', '.join(leaked)}) in an error message: "
-                    f"{self._scrubbed(exc.message)}"
-                )
-            raise
+            failure = self._contract_breach(exc)
+            if failure is None:
+                raise
         except Exception as exc:
-            pytest.fail(
+            failure = (
                 f"the driver raised {type(exc).__name__} ({self._scrubbed(str(exc))}); drivers must "
                 "raise MachineError with a code from the table"
             )
+        pytest.fail(failure)
+
+    def _contract_breach(self, exc: MachineError) -> str | None:
+        """What is wrong with a MachineError the driver raised, or None."""
+        if exc.code == Code.OK:
+            return f"the driver raised an error with code OK: {self._scrubbed(str(exc))}"
+        leaked = _leaked_keys(exc.message, self.case.secret_data)
+        if leaked:
+            return (
+                f"the driver echoed secret data ({', '.join(leaked)}) in an error message: "
+                f"{self._scrubbed(exc.message)}"
+            )
+        return None
 
     def _scrubbed(self, text: str) -> str:
         return scrub_message(text, self.case.secret_data)

@@ -54,7 +54,16 @@ def test_markers_are_distinct_and_none_contains_another() -> None:
 
 
 def test_templates_use_only_the_documented_placeholders() -> None:
-    allowed = {"err", "node", "machine", "duration", "conditions", "machine_class"}
+    allowed = {
+        "err",
+        "node",
+        "machine",
+        "duration",
+        "conditions",
+        "machine_class",
+        "node_provider_id",
+        "provider_id",
+    }
     for name in dir(c):
         value = getattr(c, name)
         if name.startswith(("DESC_", "ERR_", "BOOTSTRAP_TOKEN_DESCRIPTION")) and isinstance(value, str):

@@ -22,6 +22,8 @@ kubernetes_validate = pytest.importorskip(
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "machine-controller"
 EVERYTHING = yaml.safe_load((Path(__file__).parent / "values-everything.yaml").read_text())
+MINIMAL: dict[str, Any] = {"driver": {"module": "provider.driver:new_driver"}}
+"""The least a user must say: which driver (the chart has no default one)."""
 KUBERNETES_VERSION = kubernetes_validate.latest_version()
 OPERATOR_KINDS = {"ServiceMonitor", "PrometheusRule"}
 """prometheus-operator kinds: kubernetes-validate has no schema for them; checked by hand."""
@@ -41,14 +43,14 @@ def _by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] == kind]
 
 
-@pytest.mark.parametrize("values", [{}, EVERYTHING], ids=["defaults", "everything-on"])
+@pytest.mark.parametrize("values", [MINIMAL, EVERYTHING], ids=["minimal", "everything-on"])
 def test_chart_lints_strictly(values: dict[str, Any]) -> None:
     report = helm_python.lint(str(CHART), values, strict=True)
     problems = [m for m in report["messages"] if m["severity"] >= 2] + report["errors"]
     assert problems == []
 
 
-@pytest.mark.parametrize("values", [{}, EVERYTHING], ids=["defaults", "everything-on"])
+@pytest.mark.parametrize("values", [MINIMAL, EVERYTHING], ids=["minimal", "everything-on"])
 def test_every_rendered_object_validates(values: dict[str, Any]) -> None:
     objects = _render(values)
     assert objects
@@ -60,7 +62,7 @@ def test_every_rendered_object_validates(values: dict[str, Any]) -> None:
 
 
 def test_defaults_render_the_core_objects_only() -> None:
-    kinds = sorted(o["kind"] for o in _render({}))
+    kinds = sorted(o["kind"] for o in _render(MINIMAL))
     assert kinds == sorted(
         [
             "Deployment",
@@ -69,11 +71,10 @@ def test_defaults_render_the_core_objects_only() -> None:
             "RoleBinding",
             "ClusterRole",
             "ClusterRoleBinding",
-            "ClusterRole",
-            "ClusterRoleBinding",
             "Role",
             "RoleBinding",
             "Service",
+            "NetworkPolicy",
         ]
     )
 
@@ -83,7 +84,7 @@ def _container(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return next(c for c in pod["containers"] if c["name"] == name)
 
 
-@pytest.mark.parametrize("values", [{}, EVERYTHING], ids=["defaults", "everything-on"])
+@pytest.mark.parametrize("values", [MINIMAL, EVERYTHING], ids=["minimal", "everything-on"])
 def test_controller_args_are_valid_flags_of_the_command(values: dict[str, Any]) -> None:
     container = _container(_render(values), "machine-controller")
     options = parse_options(container["args"])
@@ -106,9 +107,12 @@ def test_everything_on_renders_sidecar_secret_monitoring_and_pdb() -> None:
     assert options.driver_endpoint == "unix:///var/run/mcm/driver.sock"
     assert options.target_kubeconfig == "/etc/machine-controller/target/kubeconfig"
     sidecar = _container(objects, "driver")
+    assert sidecar["image"] == "registry.example/provider/driver:1.2.3"
     assert "--endpoint=unix:/var/run/mcm/driver.sock" in sidecar["args"]
     mounts = {m["name"] for m in sidecar["volumeMounts"]}
-    assert {"driver-socket", "target-kubeconfig"} <= mounts
+    assert "driver-socket" in mounts
+    assert "target-kubeconfig" not in mounts, "a provider's sidecar gets no target credentials"
+    assert not [e for e in sidecar["env"] if e["name"].startswith("MCM_LOCAL_")]
     alerts = {
         r["alert"] for g in _by_kind(objects, "PrometheusRule")[0]["spec"]["groups"] for r in g["rules"]
     }
@@ -120,29 +124,6 @@ def test_everything_on_renders_sidecar_secret_monitoring_and_pdb() -> None:
         "MachineControllerWorkqueueLatencyHigh",
         "MachineControllerNoLeader",
     }
-
-
-def test_target_rbac_grants_what_the_code_calls() -> None:
-    objects = _render({})
-    rules = [
-        r
-        for o in _by_kind(objects, "ClusterRole")
-        if o["metadata"]["name"].endswith("-target")
-        for r in o["rules"]
-    ]
-    granted = {
-        (g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]
-    }
-    for needed in [
-        ("", "nodes/status", "patch"),
-        ("", "pods/eviction", "create"),
-        ("storage.k8s.io", "volumeattachments", "delete"),
-    ]:
-        assert needed in granted
-    bootstrap = [o for o in _by_kind(objects, "Role") if o["metadata"]["namespace"] == "kube-system"]
-    assert bootstrap and {"create", "delete"} <= set(bootstrap[0]["rules"][0]["verbs"])
-    lease_rules = [r for o in _by_kind(objects, "Role") for r in o["rules"] if "leases" in r["resources"]]
-    assert any(r.get("resourceNames") == ["machine-controller"] for r in lease_rules)
 
 
 def test_dockerfile_lints_and_matches_the_chart() -> None:
@@ -158,9 +139,134 @@ def test_dockerfile_lints_and_matches_the_chart() -> None:
     assert (
         exposed
         and int(exposed.group(1))
-        == _container(_render({}), "machine-controller")["ports"][0]["containerPort"]
+        == _container(_render(MINIMAL), "machine-controller")["ports"][0]["containerPort"]
     )
     user = re.search(r"^USER (\d+)", dockerfile, re.M)
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert user and int(user.group(1)) == values["podSecurityContext"]["runAsUser"]
     assert 'machine-controller = "mcm.app.cli:main"' in (REPO / "pyproject.toml").read_text()
+
+
+def _notes(values: dict[str, Any]) -> str:
+    manifests = helm_python.Chart.load(str(CHART)).render(values, name="mc", namespace="machines")
+    return next(text for path, text in manifests.items() if path.endswith("NOTES.txt"))
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({}, "choose a driver"),
+        ({"driver": {"inProcess": "local"}}, "driver.inProcess is gone"),
+        ({"driver": {"sidecar": {"enabled": True}}}, "driver.sidecar.image.repository is required"),
+        ({"driver": {"module": "a:b", "local": {"enabled": True}}}, "choose one driver"),
+    ],
+)
+def test_the_chart_has_no_default_driver(values: dict[str, Any], message: str) -> None:
+    """Issue 27: a user chooses a real driver; the local demo provider is an explicit opt-in."""
+    with pytest.raises(Exception, match=message):
+        _render(values)
+
+
+@pytest.mark.parametrize(
+    ("values", "driver_arg", "said"),
+    [
+        (MINIMAL, "--driver=provider.driver:new_driver", "Driver: provider.driver:new_driver, in process."),
+        ({"driver": {"local": {"enabled": True}}}, "--driver=local", "LOCAL DEMO PROVIDER"),
+        (
+            {"driver": {"sidecar": {"enabled": True, "image": {"repository": "p/d"}}}},
+            "--driver-endpoint=unix:///var/run/mcm/driver.sock",
+            "Driver: the gRPC sidecar p/d:",
+        ),
+    ],
+)
+def test_notes_say_which_driver_was_installed(values: dict[str, Any], driver_arg: str, said: str) -> None:
+    assert driver_arg in _container(_render(values), "machine-controller")["args"]
+    assert said in _notes(values)
+
+
+def test_the_local_provider_in_the_sidecar_runs_from_the_controller_image() -> None:
+    values = {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}}
+    objects = _render(values)
+    sidecar = _container(objects, "driver")
+    assert sidecar["image"] == _container(objects, "machine-controller")["image"]
+    assert sidecar["command"] == ["python", "-m", "mcm.driver.grpc"]
+    assert sidecar["args"][:2] == ["--driver", "mcm.driver.local:from_environment"]
+    assert {e["name"] for e in sidecar["env"]} >= {"MCM_LOCAL_NAMESPACE", "MCM_LOCAL_CONTROL_KUBECONFIG"}
+    assert "(in the sidecar container)" in _notes(values)
+
+
+def test_control_role_never_touches_machinesets_machinedeployments_or_configmaps() -> None:
+    """Issue 26 #1, 27: no cluster-wide ConfigMap or Namespace rights, no MachineSet writes."""
+    for values in (MINIMAL, {"driver": {"local": {"enabled": True}}}):
+        objects = _render(values)
+        resources = {r for o in _by_kind(objects, "Role") for rule in o["rules"] for r in rule["resources"]}
+        assert not {"machinesets", "machinedeployments"} & resources
+        cluster_rules = [rule for o in _by_kind(objects, "ClusterRole") for rule in o["rules"]]
+        assert not [rule for rule in cluster_rules if {"configmaps", "namespaces"} & set(rule["resources"])]
+    local = _render({"driver": {"local": {"enabled": True}}})
+    configmap_roles = [
+        o for o in _by_kind(local, "Role") if any("configmaps" in rule["resources"] for rule in o["rules"])
+    ]
+    assert [o["metadata"]["namespace"] for o in configmap_roles] == ["mcm-local-vms"]
+
+
+def test_bootstrap_token_secrets_role_cannot_list() -> None:
+    """Issue 26 #3: get, create, delete by name; listing would read every kube-system Secret."""
+    objects = _render(MINIMAL)
+    kube_system = [o for o in _by_kind(objects, "Role") if o["metadata"]["namespace"] == "kube-system"]
+    assert [rule["verbs"] for o in kube_system for rule in o["rules"]] == [["create", "delete", "get"]]
+
+
+@pytest.mark.parametrize(
+    "target", [{"kubeconfig": "apiVersion: v1"}, {"existingSecret": "target"}, {"none": True}]
+)
+def test_no_target_rbac_in_the_control_cluster_unless_the_target_is_it(target: dict[str, Any]) -> None:
+    """Issue 26 #2."""
+    objects = _render({**MINIMAL, "targetCluster": target})
+    assert _by_kind(objects, "ClusterRole") == [] and _by_kind(objects, "ClusterRoleBinding") == []
+    assert [o for o in objects if o["metadata"].get("namespace") == "kube-system"] == []
+
+
+def test_no_key_material_on_disk_volumes() -> None:
+    """Issue 26 #6: scratch space in memory, the kubeconfig Secret owner-readable only."""
+    objects = _render({**MINIMAL, "targetCluster": {"existingSecret": "target"}})
+    pod = _by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["tmp"]["emptyDir"]["medium"] == "Memory"
+    assert volumes["target-kubeconfig"]["secret"]["defaultMode"] == 0o400
+
+
+def test_network_policy_admits_only_scrapers_of_the_metrics_port() -> None:
+    """Issue 26 #5."""
+    policy = _by_kind(_render(MINIMAL), "NetworkPolicy")[0]["spec"]
+    assert policy["policyTypes"] == ["Ingress"]
+    assert policy["ingress"] == [
+        {
+            "from": [
+                {
+                    "namespaceSelector": {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["monitoring"]}
+                        ]
+                    }
+                }
+            ],
+            "ports": [{"port": "metrics", "protocol": "TCP"}],
+        }
+    ]
+    custom = _by_kind(_render(EVERYTHING), "NetworkPolicy")[0]["spec"]["ingress"][0]["from"][0]
+    assert custom["namespaceSelector"] == {"matchLabels": {"team": "observability"}}
+    assert custom["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}
+    off = {**MINIMAL, "metrics": {"networkPolicy": {"enabled": False}}}
+    assert _by_kind(_render(off), "NetworkPolicy") == []
+
+
+def test_the_readmes_offline_rendering_recipe_runs() -> None:
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    (recipe,) = re.findall(r"^```python\n(.*?)^```$", readme, flags=re.DOTALL | re.MULTILINE)
+    result = subprocess.run(
+        [sys.executable, "-c", recipe], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    kinds, problems = result.stdout.splitlines()
+    assert "'Deployment'" in kinds and problems == "[]"

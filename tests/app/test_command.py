@@ -18,9 +18,10 @@ import pytest
 from mcm.apis.machine.resources import MACHINES
 from mcm.app.demo import demo_objects
 from mcm.emulator import ClusterPair, Emulator
+from mcm.emulator.kubeconfig import issue_client_cert, make_tls_material, tls_available
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
-from mcm.runtime.client.resources import LEASES
+from mcm.runtime.client.resources import EVENTS, LEASES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -210,10 +211,79 @@ def test_machines_go_running_with_the_local_driver(
         assert controller.stop() == 0
 
 
-def test_machines_go_running_with_the_local_driver_over_grpc(
+def _sidecar_tls(tmp_path: Path, transport: str) -> tuple[list[str], list[str]]:
+    """The sidecar's endpoint and TLS flags, and the controller's matching driver flags."""
+    if transport == "unix socket":
+        socket_path = tmp_path / "driver.sock"
+        return ["--endpoint", f"unix:{socket_path}"], [f"--driver-endpoint=unix://{socket_path}"]
+    if not tls_available():
+        pytest.skip("TLS needs the openssl command")
+    pki = make_tls_material(tmp_path / "pki")
+    sidecar = ["--endpoint", "127.0.0.1:0", "--tls-cert-file", str(pki.server_cert)]
+    sidecar += ["--tls-key-file", str(pki.server_key)]
+    controller = [f"--driver-ca-file={pki.ca_cert}"]
+    if transport == "mutual TLS on loopback":
+        issue_client_cert(pki, "controller", "machine-controller")
+        sidecar += ["--tls-client-ca-file", str(pki.ca_cert)]
+        controller += [
+            f"--driver-cert-file={pki.directory / 'controller.crt'}",
+            f"--driver-key-file={pki.directory / 'controller.key'}",
+        ]
+    return sidecar, controller
+
+
+UPSTREAM_MANIFEST_ARGS = [
+    # The machine-controller container of machine-controller-manager-provider-aws's
+    # kubernetes/deployment.yaml (v0.4.0), kubeconfig paths aside ...
+    "--control-kubeconfig={control}",
+    "--target-kubeconfig={target}",
+    "--machine-creation-timeout=20m",
+    "--machine-drain-timeout=5m",
+    "--machine-health-timeout=10m",
+    "--machine-safety-orphan-vms-period=30m",
+    "--node-conditions=ReadonlyFilesystem,KernelDeadlock,DiskPressure",
+    "--v=3",
+    # ... and klog flags as other Kubernetes components' manifests pass them.
+    "--logtostderr=true",
+    "--alsologtostderr",
+    "--log_dir=/var/log",
+    "--stderrthreshold=info",
+    "--vmodule=controller=4",
+    "--add_dir_header",
+    "-v=3",
+]
+
+
+def test_an_upstream_manifests_args_start_the_controller_unchanged(
     tmp_path: Path, pair: ClusterPair, control: ClusterClient
 ) -> None:
-    socket_path = tmp_path / "driver.sock"
+    args = [
+        a.format(control=pair.control_kubeconfig, target=pair.target_kubeconfig)
+        for a in UPSTREAM_MANIFEST_ARGS
+    ]
+    _create_machines(control, 1)
+    controller = Controller(tmp_path, pair, "mc", *args, "--driver=local")
+    try:
+        _wait("a Running machine", _all_running(control, 1))
+        warned = {e["flag"]: e["reason"] for e in controller.log() if e.get("msg") == "flag_has_no_effect"}
+        assert warned == {
+            "--alsologtostderr": "--logtostderr is true (as in klog)",
+            "--log-dir": "--logtostderr is true (as in klog)",
+            "--stderrthreshold": "--logtostderr is true (as in klog)",
+            "--vmodule": "one verbosity (--v) applies to all code",
+            "--add-dir-header": "mcm's log lines have no klog header",
+        }
+    finally:
+        assert controller.stop() == 0
+
+
+@pytest.mark.parametrize("transport", ["unix socket", "TLS on loopback", "mutual TLS on loopback"])
+def test_machines_go_running_with_the_local_driver_over_grpc(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient, transport: str
+) -> None:
+    """Both ends as users run them: the sidecar command and ``machine-controller`` with the
+    ``--driver-*`` flags (issue 26 #4: TLS and mutual TLS to a driver off the pod)."""
+    sidecar_flags, controller_flags = _sidecar_tls(tmp_path, transport)
     env = {
         **_env(),
         "MCM_LOCAL_CONTROL_KUBECONFIG": str(pair.control_kubeconfig),
@@ -226,8 +296,7 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
             "mcm.driver.grpc",
             "--driver",
             "mcm.driver.local:from_environment",
-            "--endpoint",
-            f"unix:{socket_path}",
+            *sidecar_flags,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -235,16 +304,51 @@ def test_machines_go_running_with_the_local_driver_over_grpc(
         text=True,
     )
     try:
-        assert sidecar.stdout is not None and sidecar.stdout.readline().startswith("serving")
+        assert sidecar.stdout is not None
+        serving = sidecar.stdout.readline().split()
+        assert serving[:1] == ["serving"], serving
+        if transport != "unix socket":
+            controller_flags.append(f"--driver-endpoint={serving[1]}")
         _create_machines(control, 2)
-        controller = Controller(tmp_path, pair, "mc", f"--driver-endpoint=unix://{socket_path}")
+        controller = Controller(tmp_path, pair, "mc", *controller_flags)
         try:
             _wait("2 Running machines", _all_running(control, 2))
         finally:
             assert controller.stop() == 0
+        if transport != "unix socket":
+            started = [e for e in controller.log() if e.get("msg") == "driver_client_started"]
+            assert [e.get("transport") for e in started] == ["tls"], started
     finally:
         sidecar.send_signal(signal.SIGTERM)
         sidecar.wait(30)
+
+
+def _events(control: ClusterClient) -> list[dict[str, Any]]:
+    return list(control.resource(EVENTS).list(namespace="default").get("items") or [])
+
+
+def test_retried_conflicts_are_no_warning_events(
+    tmp_path: Path, pair: ClusterPair, control: ClusterClient
+) -> None:
+    """A 409 on a Machine write is routine (the next pass writes from fresh data): the machines
+    go Running and are deleted with Normal Events only, no ``StatusUpdateFailed`` Warning."""
+    status = pair.control.faults.add(
+        code=409, times=4, verb="update", resource="machines", subresource="status"
+    )
+    _create_machines(control, 2)
+    controller = Controller(tmp_path, pair, "mc", "--driver=local")
+    try:
+        _wait("2 Running machines", _all_running(control, 2))
+        control.resource(MACHINES).delete("demo-machine-1", namespace="default")
+        _wait("the deleted machine gone", lambda: "demo-machine-1" not in _phases(control))
+        _wait(
+            "the Running events of both machines",
+            lambda: sum(e["reason"] == "MachineRunning" for e in _events(control)) == 2,
+        )
+    finally:
+        assert controller.stop() == 0
+    assert status.hits == 4
+    assert [(e["reason"], e["message"]) for e in _events(control) if e["type"] == "Warning"] == []
 
 
 def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
@@ -305,3 +409,4 @@ def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
     report = json.loads(summary.read_text())
     assert report["machines_created"] == 3
     assert report["vms_left"] == 2 and report["nodes_left"] == 2
+    assert not any("joined" in step for step in report["deletion_steps"]), report["deletion_steps"]

@@ -8,6 +8,7 @@ All of these hold for a real kube-apiserver too.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -147,3 +148,73 @@ def test_deleting_a_service_account_answers_the_object(cluster: Cluster, namespa
     cluster.core.create_namespaced_service_account(namespace, {"metadata": {"name": "robot"}})
     deleted = cluster.core.delete_namespaced_service_account("robot", namespace)
     assert deleted.metadata.name == "robot"
+
+
+EVENT_COLUMNS = [
+    ("Last Seen", 0),
+    ("Type", 0),
+    ("Reason", 0),
+    ("Object", 0),
+    ("Subobject", 1),
+    ("Source", 1),
+    ("Message", 0),
+    ("First Seen", 1),
+    ("Count", 1),
+    ("Name", 1),
+]
+
+
+def _events(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A core/v1 Event as client-go's recorder writes it, and an events.k8s.io/v1 one in a series."""
+    counted = {
+        "metadata": {"name": "m-1.counted", "namespace": namespace},
+        "involvedObject": {"kind": "Machine", "name": "m-1", "namespace": namespace, "fieldPath": "spec"},
+        "type": "Normal",
+        "reason": "MachineRunning",
+        "message": "  Machine m-1 is now Running\n",
+        "count": 3,
+        "firstTimestamp": "2020-01-01T00:00:00Z",
+        "lastTimestamp": "2020-01-02T00:00:00Z",
+        "source": {"component": "machine-controller", "host": "mc-0"},
+    }
+    series = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "m-1.series", "namespace": namespace},
+        "regarding": {"kind": "Machine", "name": "m-1", "namespace": namespace},
+        "type": "Warning",
+        "reason": "DrainFailed",
+        "action": "Drain",
+        "note": "eviction refused",
+        "eventTime": "2020-01-01T00:00:00.000000Z",
+        "reportingController": "machine-controller",
+        "reportingInstance": "mc-1",
+        "series": {"count": 7, "lastObservedTime": "2020-01-03T00:00:00.000000Z"},
+    }
+    return counted, series
+
+
+def test_event_table_columns_and_cells(cluster: Cluster, namespace: str) -> None:
+    """What ``kubectl get events`` prints: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (and the wide
+    columns), the same through both Event APIs."""
+    counted, series = _events(namespace)
+    core = f"/api/v1/namespaces/{namespace}/events"
+    new = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+    assert call(cluster, "POST", core, counted).status == 201
+    assert call(cluster, "POST", new, series).status == 201
+    tables = [call(cluster, "GET", path, accept=TABLE).json() for path in (core, new)]
+    for table in tables:
+        assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == EVENT_COLUMNS
+    rows = {row["cells"][-1]: row["cells"][1:] for row in tables[0]["rows"]}
+    assert rows == {row["cells"][-1]: row["cells"][1:] for row in tables[1]["rows"]}
+    assert rows["m-1.counted"][:6] == [
+        "Normal", "MachineRunning", "machine/m-1", "spec", "machine-controller, mc-0",
+        "Machine m-1 is now Running",
+    ]  # fmt: skip
+    assert rows["m-1.counted"][7] == 3
+    assert rows["m-1.series"][:6] == [
+        "Warning", "DrainFailed", "machine/m-1", "", "machine-controller, mc-1", "eviction refused",
+    ]  # fmt: skip
+    assert rows["m-1.series"][7] == 7
+    single = call(cluster, "GET", f"{new}/m-1.counted", accept=TABLE).json()
+    assert single["rows"][0]["cells"][1:] == rows["m-1.counted"]

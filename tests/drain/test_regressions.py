@@ -6,12 +6,13 @@ Each test names the upstream behaviour it would catch.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from typing import Any
 
 import pytest
 
-from mcm.drain import DrainOptions, DrainResult, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain import DrainOptions, DrainResult, PodDeletions, VolumeAttachmentHub, cordon_node, drain_node
 from mcm.drain.state import LEFT_NODE_GONE, POD_POLL_INTERVAL, TERMINATION_BUFFER
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
@@ -20,7 +21,7 @@ from mcm.runtime.client.errors import ApiError
 from mcm.runtime.client.resources import PODS
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import FakeClock
-from tests.drain.fakes import ClockDriver, FakeCluster, server_error, too_many_requests
+from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
 from tests.drain.scenario import NEW_NODE, NODE, Scenario, attachment, build, pod, pvc
 
 Obj = dict[str, Any]
@@ -376,6 +377,104 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
     s.cluster.handlers.append(s.delete_pod)
     result, _ = run(s, options())
     assert result.ok and result.evicted == ("default/p",)
+
+
+# --- the termination wait listens to the pod informer ------------------------------------------------
+
+
+def _drain_of_bare_pods_gone_after_2s(*, informer: bool) -> DrainResult:
+    """Two bare pods evicted at t=0 that leave at t=2 (fake time); the informer (the listers' pod
+    cache plus PodDeletions) sees them go when ``informer`` is true. The test moves the clock."""
+    clock = FakeClock()
+    cluster = FakeCluster()
+    pods = [pod(f"bare-{i}", tgp=2, owner_kind=None) for i in range(2)]
+    for p in pods:
+        cluster.add_pod(p)
+    cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}, "status": {}}
+    deletions = PodDeletions()
+    drain_listers = listers(pods)
+    if informer:
+        drain_listers = dataclasses.replace(drain_listers, pod_deletions=deletions)
+    results: list[DrainResult] = []
+
+    def run_drain() -> None:
+        stop = threading.Event()
+        results.append(
+            drain_node(
+                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(), clock=clock, stop=stop
+            )
+        )
+
+    drain = threading.Thread(target=run_drain)
+    drain.start()
+    clock.block_until_waiters(1)  # both evicted, the drain waits for them to terminate
+    assert cluster.count("pods.evict") == 2
+    clock.step(2)
+    for p in pods:  # the kubelet is done: the pods leave the API server and the informer's cache
+        cluster.remove_pod(p)
+        drain_listers.pods.indexer.delete(p)
+        deletions.on_delete(p)
+    if not informer:
+        clock.block_until_waiters(1)  # still waiting for its next poll
+        clock.step(3)
+    drain.join(10)
+    assert not drain.is_alive()
+    return results[0]
+
+
+def test_wait_for_terminated_pods_ends_when_the_informer_sees_them_go() -> None:
+    """Upstream (and mcm before) polled every 5 s: two bare pods gone after 2 s took 5 s."""
+    result = _drain_of_bare_pods_gone_after_2s(informer=True)
+    assert result.ok and sorted(result.evicted) == ["default/bare-0", "default/bare-1"]
+    assert result.duration == 2.0
+    polled = _drain_of_bare_pods_gone_after_2s(informer=False)
+    assert polled.ok and polled.duration == 5.0  # without the informer: the 5 s poll
+
+
+def test_a_pod_the_informer_has_not_seen_go_is_asked_for_before_its_wait_runs_out() -> None:
+    """The cache can lag: at the drain deadline the API server decides, not the cache."""
+    clock = FakeClock()
+    cluster = FakeCluster()
+    victim = pod("bare", tgp=2, owner_kind=None)
+    cluster.add_pod(victim)
+    cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}, "status": {}}
+    drain_listers = dataclasses.replace(listers([victim]), pod_deletions=PodDeletions())
+    results: list[DrainResult] = []
+
+    def run_drain() -> None:
+        results.append(
+            drain_node(
+                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(timeout=3), clock=clock,
+                stop=threading.Event(),
+            )
+        )  # fmt: skip
+
+    drain = threading.Thread(target=run_drain)
+    drain.start()
+    clock.block_until_waiters(1)
+    clock.step(2)
+    cluster.remove_pod(victim)  # gone from the API server; the informer has not noticed
+    clock.block_until_waiters(1)
+    clock.step(1)  # the drain deadline, before the next 5 s poll
+    drain.join(10)
+    assert results[0].ok and results[0].evicted == ("default/bare",), results[0]
+
+
+def test_pod_deletions_wake_every_watch_and_honour_stop() -> None:
+    deletions = PodDeletions()
+    stop = threading.Event()
+    first, second = deletions.watch(stop), deletions.watch()
+    deletions.on_update({}, {})
+    deletions.on_add({})
+    assert not first.is_set() and not second.is_set()
+    deletions.on_delete({"metadata": {"name": "p"}})
+    assert first.is_set() and second.is_set()
+    first.clear()
+    stop.set()
+    assert first.is_set() and first.wait(0)
+    deletions.unwatch(first)
+    deletions.unwatch(second)
+    assert deletions.watch_count == 0
 
 
 # --- issue 23 "tests that notice": outcomes the mutation run found unchecked -------------------

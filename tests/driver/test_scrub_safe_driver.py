@@ -55,9 +55,10 @@ def test_long_words_inside_a_value_are_redacted_alone() -> None:
     assert scrub_message(f"bad token {TOKEN}!", SECRET) == "bad token [redacted]!"
 
 
-def test_short_lines_of_multi_line_values_are_left_alone() -> None:
-    secret = {"script": b"set -e\necho hi\ncurl https://example.invalid/join"}
-    assert scrub_message("set -e; echo hi; fetch", secret) == "set -e; echo hi; fetch"
+def test_short_lines_of_multi_line_values_go_as_whole_words_only() -> None:
+    secret = {"script": b"set -e\necho hi\nfi\ndone\ncurl https://example.invalid/join"}
+    assert scrub_message("set -e; echo hi; fi; done", secret) == "[redacted]; [redacted]; fi; done"
+    assert scrub_message("resetting -edges", secret) == "resetting -edges"
     assert scrub_message("ran curl https://example.invalid/join", secret) == "ran [redacted]"
 
 

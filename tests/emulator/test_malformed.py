@@ -111,6 +111,18 @@ def _non_standard_json() -> list[Case]:
             "unsupported value",
         )
     )
+    cases.append(  # the YAML parser's cost grows much faster than the body: refused before it
+        Case(
+            "yaml-deep",
+            "POST",
+            CM,
+            400,
+            "BadRequest",
+            b"[" * 5000 + b"]" * 5000,
+            "application/yaml",
+            "max depth",
+        )
+    )
     return cases
 
 

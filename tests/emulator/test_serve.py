@@ -1,6 +1,6 @@
 """``python -m mcm.emulator serve`` as a tool: line-buffered request log, graceful SIGTERM (watch
 streams end with their terminating chunk, exit 0), files removed on exit unless ``--keep-files``,
-and the admin listener on loopback with ``--tls``."""
+and the admin listener on loopback unless ``--insecure``."""
 
 from __future__ import annotations
 
@@ -98,11 +98,13 @@ def test_tls_material_is_removed_on_exit_unless_kept(tmp_path: Path) -> None:
         assert (run / "emulator-tls").exists() is keep
 
 
-def test_admin_listener_is_loopback_only_with_tls() -> None:
+def test_admin_listener_is_loopback_only_unless_insecure() -> None:
     args = _parser().parse_args(["serve", "--kubeconfig", "k", "--host", "0.0.0.0", "--tls"])
     assert admin_host(args) == "127.0.0.1"
     plain = _parser().parse_args(["serve", "--kubeconfig", "k", "--host", "0.0.0.0"])
-    assert admin_host(plain) == "0.0.0.0"
+    assert admin_host(plain) == "127.0.0.1"
+    insecure = _parser().parse_args(["serve", "--kubeconfig", "k", "--host", "0.0.0.0", "--insecure"])
+    assert admin_host(insecure) == "0.0.0.0"
 
 
 def test_missing_crds_path_is_a_clear_error(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pytest
 
@@ -141,3 +143,88 @@ def test_node_and_pod_tables_match_the_real_printers(emulator: Emulator) -> None
     ]
     cells = table["rows"][0]["cells"]
     assert cells[:4] == ["p", "0/1", cells[2], 0] and cells[6] == "n1"
+
+
+EVENT_COLUMNS = [
+    ("Last Seen", 0),
+    ("Type", 0),
+    ("Reason", 0),
+    ("Object", 0),
+    ("Subobject", 1),
+    ("Source", 1),
+    ("Message", 0),
+    ("First Seen", 1),
+    ("Count", 1),
+    ("Name", 1),
+]
+"""kube-apiserver's columns for Events (pkg/printers/internalversion, both Event APIs)."""
+
+
+def _core_event(name: str, **fields: object) -> dict[str, object]:
+    return {
+        "metadata": {"name": name},
+        "involvedObject": {"kind": "Machine", "name": "m-1", "namespace": "default"},
+        "type": "Normal",
+        "reason": "MachineRunning",
+        "message": "Machine m-1 is now Running\n",
+        **fields,
+    }
+
+
+def test_events_print_the_real_servers_columns(emulator: Emulator) -> None:
+    raw = Raw(emulator.url)
+    path = "/api/v1/namespaces/default/events"
+    counted = _core_event(
+        "m-1.a",
+        count=3,
+        firstTimestamp="2020-01-01T00:00:00Z",
+        lastTimestamp="2020-01-02T00:00:00Z",
+        source={"component": "machine-controller", "host": "mc-0"},
+    )
+    new_api = _core_event(
+        "m-1.b",
+        eventTime="2020-01-01T00:00:00.000000Z",
+        reportingComponent="machine-controller",
+        reportingInstance="mc-1",
+        series={"count": 7, "lastObservedTime": "2020-01-03T00:00:00.000000Z"},
+    )
+    assert raw.post(path, counted)[0] == 201 and raw.post(path, new_api)[0] == 201
+    _, _, listing = raw.request("GET", path, headers={"Accept": TABLE})
+    assert [(c["name"], c["priority"]) for c in listing["columnDefinitions"]] == EVENT_COLUMNS
+    rows = {row["cells"][-1]: row["cells"] for row in listing["rows"]}
+    last, kind, reason, target, subobject, source, message, first, count, _ = rows["m-1.a"]
+    assert (kind, reason, target, subobject, source, count) == (
+        "Normal", "MachineRunning", "machine/m-1", "", "machine-controller, mc-0", 3
+    )  # fmt: skip
+    assert message == "Machine m-1 is now Running"  # trimmed
+    assert last.endswith(("d", "y")) and first.endswith(("d", "y")) and last != first
+    series = rows["m-1.b"]
+    assert series[5] == "machine-controller, mc-1" and series[8] == 7
+    v1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+    _, _, through_v1 = raw.request("GET", v1, headers={"Accept": TABLE})
+    assert [(c["name"], c["priority"]) for c in through_v1["columnDefinitions"]] == EVENT_COLUMNS
+    assert {row["cells"][-1]: row["cells"] for row in through_v1["rows"]} == rows
+    _, _, single = raw.request("GET", f"{v1}/m-1.a", headers={"Accept": TABLE})
+    assert single["rows"][0]["cells"] == rows["m-1.a"]
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed on this machine")
+def test_kubectl_get_events_shows_what_happened(emulator: Emulator, kubeconfig: str) -> None:
+    Raw(emulator.url).post("/api/v1/namespaces/default/events", _core_event("m-1.a", count=1))
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, "get", "events"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    header, row = result.stdout.splitlines()[:2]
+    assert header.split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert row.split()[1:] == [
+        "Normal",
+        "MachineRunning",
+        "machine/m-1",
+        "Machine",
+        "m-1",
+        "is",
+        "now",
+        "Running",
+    ]

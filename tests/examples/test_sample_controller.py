@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from examples.sample_controller.__main__ import ARTIFACTS, run_controller
 from examples.sample_controller.controller import DEPLOYMENTS, FOOS, Controller
@@ -274,6 +275,75 @@ def test_the_demo_runs_from_the_command_line() -> None:
     assert "Deployment example-foo (controlled by Foo example-foo)" in result.stdout
     assert "spec.replicas=3, status.availableReplicas=3" in result.stdout
     assert "Foo example-foo: status.availableReplicas=3" in result.stdout
+    output = result.stdout + result.stderr
+    for noise in ("Conflict", "unhandled_error", "Traceback", "dropped event", "unable_to_record_event"):
+        assert noise not in output, output
+
+
+def test_the_status_write_does_not_conflict_with_a_stale_cache_copy(
+    emulator: Emulator, kubeconfig: str
+) -> None:
+    """The cache lags behind the controller's own last write; upstream's UpdateStatus of the
+    cached Foo then fails with a Conflict (and was retried with a logged traceback)."""
+    emulator.install_crds(ARTIFACTS / "crd.yaml")
+    client = load_config(kubeconfig)
+    controller = Controller(client, SharedInformerFactory(client))
+    try:
+        body = {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "f"}, "spec": {}}
+        cached = client.resource(FOOS).create(body, namespace=NS)
+        deployment = {"status": {"availableReplicas": 1}}
+        controller.update_foo_status(cached, deployment)  # the controller's own write ...
+        controller.update_foo_status(cached, {"status": {"availableReplicas": 2}})  # ... then the stale copy
+        assert client.resource(FOOS).get("f", namespace=NS)["status"] == {"availableReplicas": 2}
+    finally:
+        controller.workqueue.shut_down()
+        controller.broadcaster.shutdown()
+        client.close()
+
+
+def test_events_of_syncs_running_at_shutdown_are_still_recorded(
+    emulator: Emulator, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers finish before the event broadcaster stops (it used to stop first, and their
+    last events were dropped as "too many queued events")."""
+    emulator.install_crds(ARTIFACTS / "crd.yaml")
+    client = load_config(kubeconfig)
+    informers = SharedInformerFactory(client)
+    controller = Controller(client, informers)
+    stop, syncing, shut = threading.Event(), threading.Event(), threading.Event()
+    original_shutdown = controller.broadcaster.shutdown
+
+    def shutdown() -> None:
+        shut.set()
+        original_shutdown()
+
+    def slow_sync(key: str) -> None:
+        syncing.set()
+        stop.wait(10)
+        shut.wait(1.0)  # lets a broadcaster that stops first (the bug) stop before the event
+        foo = controller.foos.namespaced(NS).get("slow")
+        controller.recorder.event(foo, "Normal", "Synced", "Foo synced successfully")
+
+    monkeypatch.setattr(controller.broadcaster, "shutdown", shutdown)
+    monkeypatch.setattr(controller, "sync_handler", slow_sync)
+    informers.start(stop)
+    thread = threading.Thread(target=controller.run, args=(1, stop), daemon=True)
+    thread.start()
+    body = {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": "slow"}, "spec": {}}
+    client.resource(FOOS).create(body, namespace=NS)
+    try:
+        assert syncing.wait(10)
+        with capture_logs() as logs:
+            stop.set()
+            thread.join(10)
+        assert not [e for e in logs if e["event"] == "unable_to_record_event"], logs
+        assert emulator.wait_for(
+            lambda: any(e["reason"] == "Synced" for e in emulator.list("events", NS)), 10
+        )
+    finally:
+        stop.set()
+        informers.shutdown()
+        client.close()
 
 
 @pytest.mark.kubectl
@@ -327,7 +397,7 @@ def test_raise_to_retry_is_an_error_not_a_crash_under_really_crash(
     try:
         cluster = Cluster(emulator, client)
         client.resource(DEPLOYMENTS).create(deployment_body("taken"), namespace=NS)
-        emulator.faults.add(code=500, verb="update", resource="foos", subresource="status", times=1)
+        emulator.faults.add(code=500, verb="patch", resource="foos", subresource="status", times=1)
         cluster.create_foo("claimer", deploymentName="taken", replicas=1)
         cluster.create_foo("fine", deploymentName="fine-deploy", replicas=1)
         exists = ResourceExistsError

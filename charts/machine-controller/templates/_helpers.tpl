@@ -73,3 +73,34 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "machine-controller.leaderElect" -}}
 {{- if or .Values.controller.leaderElect (gt (int .Values.replicaCount) 1) }}true{{ else }}false{{ end }}
 {{- end }}
+
+{{/* "true" when the target cluster is the one the chart is installed in (in-cluster config). */}}
+{{- define "machine-controller.targetInCluster" -}}
+{{- if and (not .Values.targetCluster.none) (not (include "machine-controller.targetSecret" .)) }}true{{ end }}
+{{- end }}
+
+{{/*
+The driver the user chose: "local" (the demo provider, in process or in the sidecar), "sidecar"
+(a provider's sidecar image) or "module" (a driver in the controller image). Fails unless
+exactly one was chosen.
+*/}}
+{{- define "machine-controller.driverKind" -}}
+{{- $d := .Values.driver }}
+{{- if hasKey $d "inProcess" }}
+{{- fail "driver.inProcess is gone: set driver.module (a driver in the controller image), driver.sidecar (a provider's sidecar) or driver.local.enabled=true (the demo provider)" }}
+{{- end }}
+{{- $chosen := list }}
+{{- if $d.local.enabled }}{{ $chosen = append $chosen "driver.local.enabled" }}{{ end }}
+{{- if $d.module }}{{ $chosen = append $chosen "driver.module" }}{{ end }}
+{{- if and $d.sidecar.enabled (not $d.local.enabled) }}{{ $chosen = append $chosen "driver.sidecar" }}{{ end }}
+{{- if eq (len $chosen) 0 }}
+{{- fail "choose a driver: driver.sidecar.enabled=true with driver.sidecar.image.repository (a provider's gRPC sidecar), driver.module=MODULE:ATTR (a driver in the controller image), or driver.local.enabled=true (mcm's demo provider, not for real machines)" }}
+{{- end }}
+{{- if gt (len $chosen) 1 }}
+{{- fail (printf "choose one driver, not %s" (join " and " $chosen)) }}
+{{- end }}
+{{- if and (eq (first $chosen) "driver.sidecar") (not $d.sidecar.image.repository) }}
+{{- fail "driver.sidecar.image.repository is required: the provider's sidecar image" }}
+{{- end }}
+{{- if $d.local.enabled }}local{{ else if $d.module }}module{{ else }}sidecar{{ end }}
+{{- end }}

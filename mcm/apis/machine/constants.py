@@ -293,6 +293,21 @@ DESC_NODE_LABEL_MISSING: Final = (
     'Label "node" not present on machine "{machine}", continuing deletion flow. '
     + MARKER_INITIATE_FINALIZER_REMOVAL
 )
+DESC_DRAIN_SKIPPED_FOREIGN_NODE: Final = (
+    'Skipping drain as node "{node}" has providerID "{node_provider_id}", not the machine\'s '
+    '"{provider_id}". ' + MARKER_INITIATE_VM_DELETION
+)
+"""mcm: the ``node`` label names a Node of another VM; it is not cordoned or drained."""
+DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE: Final = (
+    'Skipping deletion of Node object "{node}" as its providerID "{node_provider_id}" is not the '
+    'machine\'s "{provider_id}", continuing deletion flow. ' + MARKER_INITIATE_FINALIZER_REMOVAL
+)
+"""mcm: the ``node`` label names a Node of another VM; it is not deleted."""
+MSG_NODE_PROVIDER_ID_MISMATCH: Final = (
+    'Node "{node}" has providerID "{node_provider_id}" but the machine has "{provider_id}": '
+    "the Node is left alone ({left_alone})"
+)
+"""mcm: Warning Event when a machine's ``node`` label names a Node of another VM."""
 DESC_NODE_DELETE_FAILED: Final = (
     'Deletion of Node Object "{node}" failed due to error: {err}. ' + MARKER_INITIATE_NODE_DELETION
 )
@@ -329,6 +344,12 @@ DESC_HEALTH_TIMEOUT_RESET: Final = "Machine Health Timeout was reset due to APIS
 ERR_MISSING_FINALIZERS: Final = 'Machine "{machine}" is missing finalizers. Deletion cannot proceed'
 ERR_IN_CREATION_FLOW: Final = 'machine "{machine}" is in creation flow. Deletion cannot proceed'
 ERR_USER_DATA_MISSING: Final = 'Userdata field not found in secret for machine "{machine}"'
+ERR_MACHINE_NAME_NOT_LABEL_VALUE: Final = (
+    'Machine name "{machine}" cannot be used as a label value ({err}): the Node carries it in '
+    'the label "node.gardener.cloud/machine-name" and drivers name Nodes after it. '
+    "No VM is created; recreate the machine with a shorter name"
+)
+"""mcm: a machine whose name is not a valid label value is refused before CreateMachine."""
 ERR_CLASS_WITHOUT_FINALIZER: Final = (
     "The machine class {machine_class} has no finalizers set. So not reconciling the machine."
 )

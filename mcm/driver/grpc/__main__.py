@@ -23,6 +23,7 @@ from types import FrameType
 import grpc
 
 from mcm.driver.driver import Driver
+from mcm.driver.grpc import tls
 from mcm.driver.grpc.server import InsecureEndpointError, serve
 from mcm.runtime import logs
 
@@ -64,18 +65,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def server_credentials(args: argparse.Namespace) -> grpc.ServerCredentials | None:
     """TLS credentials from the ``--tls-*`` files, or ``None`` without them."""
-    if not args.tls_cert_file and not args.tls_key_file:
-        if args.tls_client_ca_file:
-            raise ValueError("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
-        return None
-    if not (args.tls_cert_file and args.tls_key_file):
-        raise ValueError("--tls-cert-file and --tls-key-file go together")
-    with open(args.tls_key_file, "rb") as key, open(args.tls_cert_file, "rb") as cert:
-        pair = (key.read(), cert.read())
-    if not args.tls_client_ca_file:
-        return grpc.ssl_server_credentials([pair])
-    with open(args.tls_client_ca_file, "rb") as ca:
-        return grpc.ssl_server_credentials([pair], ca.read(), require_client_auth=True)
+    return tls.server_credentials(args.tls_cert_file, args.tls_key_file, args.tls_client_ca_file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,9 +13,17 @@ Guarantees:
 - Errors come back as the driver raised them (code, message, ``last_known_state``), with the
   message scrubbed of the request's secret data and capped; see :mod:`mcm.driver.grpc.status`.
 - Keepalive pings detect a silently dropped TCP connection while no call is running.
+- The cloud API requests the sidecar's driver counted come back in a trailer and are replayed
+  into the call's context (:mod:`mcm.driver.grpc.cloudapi`), on success and on failure.
 
 Endpoints: ``unix:/absolute/path`` (or ``unix:///absolute/path``) and ``host:port``. Pass
-``credentials`` (``grpc.ssl_channel_credentials(...)``) to talk TLS to a sidecar on another host.
+``credentials`` (:func:`~mcm.driver.grpc.tls.channel_credentials`, or any
+``grpc.ssl_channel_credentials(...)``) to talk TLS to a sidecar on another host; with a client
+certificate in them and a server that asks for one, the link is mutual TLS. Every call carries
+cloud credentials and userData with a bootstrap token, so plaintext to an endpoint that is not a
+unix socket or loopback is refused (:class:`~mcm.driver.grpc.tls.InsecureEndpointError`) unless
+``insecure=True`` (``--driver-insecure``), which logs a warning. ``server_name`` overrides the
+name the sidecar's certificate is checked against (when dialling an address).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from mcm.driver.driver import (
     ListMachinesResponse,
 )
 from mcm.driver.errors import MachineError
+from mcm.driver.grpc.cloudapi import replay
 from mcm.driver.grpc.rpcs import (
     ALL_RPCS,
     CREATE_MACHINE,
@@ -55,6 +64,7 @@ from mcm.driver.grpc.rpcs import (
     Rpc,
 )
 from mcm.driver.grpc.status import error_from_rpc
+from mcm.driver.grpc.tls import InsecureEndpointError, is_local_endpoint
 
 __all__ = ["DEFAULT_TIMEOUT", "GrpcDriver"]
 
@@ -90,16 +100,16 @@ class GrpcDriver(Driver):
         timeout: float = DEFAULT_TIMEOUT,
         *,
         credentials: grpc.ChannelCredentials | None = None,
+        insecure: bool = False,
+        server_name: str | None = None,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self.endpoint = endpoint
         self.timeout = timeout
-        self._channel = (
-            grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
-            if credentials is None
-            else grpc.secure_channel(endpoint, credentials, options=CHANNEL_OPTIONS)
-        )
+        self.transport = _transport(endpoint, credentials, insecure)
+        self._channel = _channel(endpoint, credentials, server_name)
+        log.info("driver_client_started", endpoint=endpoint, transport=self.transport)
         self._stubs: dict[str, grpc.UnaryUnaryMultiCallable[Any, Any]] = {
             rpc.name: self._channel.unary_unary(
                 rpc.path,
@@ -164,6 +174,7 @@ class GrpcDriver(Driver):
         except grpc.FutureCancelledError:
             raise MachineError(Code.Canceled, f"{rpc.name} call was cancelled by its caller") from None
         except grpc.RpcError as exc:
+            replay(_trailing_metadata(exc), ctx.cloud_api)
             error = error_from_rpc(
                 exc, endpoint=self.endpoint, method=rpc.name, timeout=timeout, secret_data=secret_data
             )
@@ -171,6 +182,7 @@ class GrpcDriver(Driver):
             raise error from None
         finally:
             stop_watching()
+        replay(call.trailing_metadata(), ctx.cloud_api)
         return rpc.decode_response(reply)
 
     def _deadline_for(self, ctx: CallContext, method: str) -> float:
@@ -183,3 +195,36 @@ class GrpcDriver(Driver):
         if remaining <= 0:
             raise MachineError(Code.DeadlineExceeded, f"{method} call deadline passed before it was sent")
         return min(self.timeout, remaining)
+
+
+def _transport(endpoint: str, credentials: grpc.ChannelCredentials | None, insecure: bool) -> str:
+    """``tls``, ``local`` or ``insecure``; refuses plaintext to another host unless ``insecure``."""
+    if credentials is not None:
+        return "tls"
+    if is_local_endpoint(endpoint):
+        return "local"
+    if not insecure:
+        raise InsecureEndpointError(
+            f"driver endpoint {endpoint} is not a unix socket or loopback address: every call carries "
+            "cloud credentials and userData, so talk TLS (--driver-ca-file, plus --driver-cert-file and "
+            "--driver-key-file for mutual TLS) or allow plaintext explicitly (--driver-insecure)"
+        )
+    log.warning("driver_client_insecure", endpoint=endpoint, reason="plaintext to a non-loopback address")
+    return "insecure"
+
+
+def _channel(
+    endpoint: str, credentials: grpc.ChannelCredentials | None, server_name: str | None
+) -> grpc.Channel:
+    if credentials is None:
+        return grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+    options: tuple[tuple[str, Any], ...] = CHANNEL_OPTIONS
+    if server_name:
+        options = (*options, ("grpc.ssl_target_name_override", server_name))
+    return grpc.secure_channel(endpoint, credentials, options=options)
+
+
+def _trailing_metadata(exc: grpc.RpcError) -> Any:
+    """The trailers of a failed call (``None`` when the error carries none)."""
+    trailing = getattr(exc, "trailing_metadata", None)
+    return trailing() if callable(trailing) else None

@@ -18,11 +18,12 @@ Guarantees:
   accepted on a unix socket and on loopback (``127.0.0.0/8``, ``::1``, ``localhost``). Any other
   address needs TLS ``credentials`` or an explicit ``insecure=True``, and the log says which.
 - Secret data is never logged; no traceback (and so no local variable) is logged either.
+- The cloud API requests the driver counts (``ctx.cloud_api_request``) go back to the client in
+  a trailer (:mod:`mcm.driver.grpc.cloudapi`), on success and on failure.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from concurrent import futures
 from typing import Any
@@ -35,8 +36,10 @@ from mcm.driver.codes import Code
 from mcm.driver.context import CallContext
 from mcm.driver.driver import Driver
 from mcm.driver.errors import MachineError
+from mcm.driver.grpc.cloudapi import Samples
 from mcm.driver.grpc.rpcs import ALL_RPCS, SERVICE_NAME, Rpc
 from mcm.driver.grpc.status import MAX_DETAILS, status_for_error
+from mcm.driver.grpc.tls import InsecureEndpointError, is_local_endpoint
 from mcm.driver.scrub import scrub_message
 from mcm.runtime.clock import REAL_CLOCK
 
@@ -55,10 +58,6 @@ SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
 """Server settings: accept the client's keepalive pings (every 30 s, even when idle)."""
 
 _NO_DEADLINE = 1e8  # grpc reports "no deadline" as a huge time_remaining()
-
-
-class InsecureEndpointError(ValueError):
-    """Plaintext was asked for on an address other hosts can reach."""
 
 
 class DriverServer:
@@ -122,20 +121,6 @@ def serve(
     return DriverServer(server, bound)
 
 
-def is_local_endpoint(endpoint: str) -> bool:
-    """True for a unix socket or a loopback address (``localhost``, ``127.0.0.0/8``, ``::1``)."""
-    if endpoint.startswith("unix:"):
-        return True
-    host = endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _transport(endpoint: str, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
     """How ``endpoint`` is served (``tls``, ``local`` or ``insecure``); refuses plaintext elsewhere."""
     if credentials is not None:
@@ -156,6 +141,7 @@ def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHand
 
     def handle(data: bytes, context: grpc.ServicerContext) -> bytes:
         secret_data: Mapping[str, bytes] | None = None
+        samples = Samples()
         try:
             message = _parse(rpc, data)
             secret_data = getattr(message, "secret_data", None)
@@ -165,12 +151,13 @@ def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHand
             log.info("driver_request_invalid", method=rpc.name, message=status.details)
         else:
             try:
-                response = method(_call_context(context), request)
+                response = method(_call_context(context, samples), request)
+                context.set_trailing_metadata(samples.trailers())
                 return bytes(rpc.encode_response(response).SerializeToString())
             except Exception as exc:
                 status = status_for_error(exc, secret_data)
                 _log_failure(rpc.name, exc, status.details)
-        context.set_trailing_metadata(status.trailers)
+        context.set_trailing_metadata(tuple(status.trailers) + samples.trailers())
         context.abort(status.code, status.details)
 
     return grpc.unary_unary_rpc_method_handler(handle)
@@ -194,13 +181,14 @@ def _invalid_request(method: str, exc: Exception) -> MachineError:
     return MachineError(Code.InvalidArgument, f"{method} request cannot be decoded: {text}")
 
 
-def _call_context(context: grpc.ServicerContext) -> CallContext:
-    """A CallContext with the client's deadline, cancelled when the RPC terminates."""
+def _call_context(context: grpc.ServicerContext, samples: Samples) -> CallContext:
+    """A CallContext with the client's deadline, cancelled when the RPC terminates, whose cloud
+    API requests are collected in ``samples``."""
     remaining = context.time_remaining()
     deadline = None
     if remaining is not None and remaining < _NO_DEADLINE:
         deadline = REAL_CLOCK.monotonic() + remaining
-    ctx = CallContext(deadline, REAL_CLOCK)
+    ctx = CallContext(deadline, REAL_CLOCK, cloud_api=samples)
     if not context.add_callback(ctx.cancel):
         ctx.cancel()
     return ctx

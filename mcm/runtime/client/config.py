@@ -16,6 +16,10 @@ Guarantees:
   YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
   what is wrong, never a raw YAML error.
 - Failures of either path raise :class:`ConfigError` with the reason.
+- No key material is written to disk by either path: inline CA, client certificate and key data
+  stay in memory (:mod:`mcm.runtime.client.identity`); on the ``kubernetes`` package's path they
+  are taken out of the kubeconfig before its loader (which would write them to temp files) sees
+  them. (A certificate returned by an exec plugin is still written by that package.)
 - TCP keep-alive is on (client-go's probe timing), and the pool keeps enough connections for
   the informers' long-running watches.
 """
@@ -33,6 +37,7 @@ from mcm.runtime.client.connection import (
     kubeconfig_connection,
     needs_kubernetes_package,
 )
+from mcm.runtime.client.identity import TlsMaterial, apply_ca, take_tls_material, use_identity
 from mcm.runtime.client.kubeconfig import ConfigError, select_context
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -94,39 +99,72 @@ def _kubeconfig_paths(kubeconfig: str) -> list[str]:
 
 def _kubeconfig_configuration(
     configuration: Configuration, kubeconfig: str, context: str | None
-) -> str | None:
-    from kubernetes.config import load_kube_config
+) -> tuple[str | None, TlsMaterial]:
     from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
     paths = _kubeconfig_paths(kubeconfig)
     selection = select_context(paths, context)
     kubeconfig = os.pathsep.join(paths)
     try:
-        load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+        merged = KubeConfigMerger(kubeconfig)  # type: ignore[no-untyped-call]
+        material = take_tls_material(merged.config, context)
+        loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
+            config_dict=merged.config, config_base_path=None, active_context=context
         )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        apply_ca(configuration, material)
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
-    return selection.namespace
+    return selection.namespace, material
+
+
+def _package_configuration(
+    kubeconfig: str | None, context: str | None
+) -> tuple[Configuration, str | None, TlsMaterial]:
+    from kubernetes.client import Configuration
+
+    configuration = Configuration()
+    material = TlsMaterial()
+    if _is_in_cluster(kubeconfig):
+        namespace = _in_cluster_configuration(configuration)
+    else:
+        assert kubeconfig is not None
+        namespace, material = _kubeconfig_configuration(configuration, kubeconfig, context)
+    configuration.keep_alive = True
+    configuration.connection_pool_maxsize = max(
+        configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
+    )
+    return configuration, namespace, material
 
 
 def new_configuration(
     kubeconfig: str | None, *, context: str | None = None
 ) -> tuple[Configuration, str | None]:
-    """A fresh ``Configuration`` for ``kubeconfig`` and the default namespace it names (if any)."""
-    from kubernetes.client import Configuration
-
-    configuration = Configuration()
-    if _is_in_cluster(kubeconfig):
-        namespace = _in_cluster_configuration(configuration)
-    else:
-        assert kubeconfig is not None
-        namespace = _kubeconfig_configuration(configuration, kubeconfig, context)
-    configuration.keep_alive = True
-    configuration.connection_pool_maxsize = max(
-        configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
-    )
+    """A fresh ``kubernetes`` ``Configuration`` for ``kubeconfig`` and the default namespace it
+    names (if any). A kubeconfig with a client certificate raises :class:`ConfigError`: its key
+    would have to be written to a file for a ``Configuration``; use :func:`new_connection`."""
+    configuration, namespace, material = _package_configuration(kubeconfig, context)
+    if material.identity is not None:
+        raise ConfigError(
+            f"kubeconfig {kubeconfig!r} authenticates with a client certificate: build the client "
+            "with new_connection (or load_config), which keeps the key in memory"
+        )
     return configuration, namespace
+
+
+def _package_connection(kubeconfig: str, context: str | None) -> tuple[Connection, str | None]:
+    """A connection through the ``kubernetes`` package (exec plugins, auth providers, SOCKS)."""
+    from kubernetes.client import ApiClient
+
+    configuration, namespace, material = _package_configuration(kubeconfig, context)
+    api_client = ApiClient(configuration=configuration)
+    if material.identity is not None:
+        try:
+            use_identity(api_client, material.identity)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"kubeconfig {kubeconfig!r}: client certificate or key: {exc}") from exc
+    return Connection.from_api_client(api_client), namespace
 
 
 def new_connection(kubeconfig: str | None, *, context: str | None = None) -> tuple[Connection, str | None]:
@@ -140,10 +178,7 @@ def new_connection(kubeconfig: str | None, *, context: str | None = None) -> tup
     paths = _kubeconfig_paths(kubeconfig)
     selection = select_context(paths, context)
     if needs_kubernetes_package(selection.cluster, selection.user):
-        from kubernetes.client import ApiClient
-
-        configuration, namespace = new_configuration(kubeconfig, context=context)
-        return Connection.from_api_client(ApiClient(configuration=configuration)), namespace
+        return _package_connection(kubeconfig, context)
     try:
         connection = kubeconfig_connection(
             selection.cluster,

@@ -11,9 +11,10 @@ Guarantees:
 
 - TLS as the kubeconfig says: the CA from ``certificate-authority`` (a path, relative to the
   kubeconfig file that names it) or ``certificate-authority-data``, client certificates from
-  ``client-certificate``/``client-key`` or their ``-data`` forms (written once to private files
-  that are removed at exit), ``insecure-skip-tls-verify``, ``tls-server-name``, an HTTP(S)
-  ``proxy-url``.
+  ``client-certificate``/``client-key`` or their ``-data`` forms, ``insecure-skip-tls-verify``,
+  ``tls-server-name``, an HTTP(S) ``proxy-url``. Inline data never lands in a file: the CA goes
+  to urllib3 as data and an inline certificate or key is loaded into the pool's ``SSLContext``
+  from memory (:mod:`mcm.runtime.client.identity`).
 - Credentials: ``tokenFile`` (re-read at most every :data:`TOKEN_FILE_REFRESH` seconds, so
   rotated tokens are used; it wins over ``token`` as in client-go), ``token``, basic auth.
 - TCP keep-alive with client-go's probe timing; a pool of :data:`CONNECTION_POOL_SIZE`
@@ -22,14 +23,10 @@ Guarantees:
 
 from __future__ import annotations
 
-import atexit
 import base64
-import functools
 import os
-import shutil
 import socket
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,6 +35,13 @@ from typing import Any
 import urllib3
 
 from mcm.runtime.client.http11 import HTTP11Pool, tls_context
+from mcm.runtime.client.identity import (
+    ClientIdentity,
+    client_identity,
+    client_ssl_context,
+    decode_data,
+    load_client_identity,
+)
 
 __all__ = [
     "CONNECTION_POOL_SIZE",
@@ -158,22 +162,6 @@ class Connection:
 
 # --- TLS material -------------------------------------------------------------------------------
 
-_DATA_DIR: str | None = None
-_DATA_LOCK = threading.Lock()
-
-
-def _data_file(data: str, suffix: str) -> str:
-    """Write base64 ``data`` decoded to a private file (mode 0600) removed at exit."""
-    global _DATA_DIR
-    with _DATA_LOCK:
-        if _DATA_DIR is None:
-            _DATA_DIR = tempfile.mkdtemp(prefix="mcm-kubeconfig-")
-            atexit.register(shutil.rmtree, _DATA_DIR, True)
-        fd, path = tempfile.mkstemp(suffix=suffix, dir=_DATA_DIR)
-    with os.fdopen(fd, "wb") as f:
-        f.write(base64.b64decode(data))
-    return path
-
 
 def _path(value: Any, base_dir: str) -> str | None:
     if not isinstance(value, str) or not value:
@@ -183,22 +171,26 @@ def _path(value: Any, base_dir: str) -> str | None:
 
 def _tls_args(cluster: Mapping[str, Any], user: Mapping[str, Any], dirs: tuple[str, str]) -> dict[str, Any]:
     cluster_dir, user_dir = dirs
+    verify = not cluster.get("insecure-skip-tls-verify")
     args: dict[str, Any] = {}
-    if cluster.get("insecure-skip-tls-verify"):
+    if not verify:
         args.update(cert_reqs="CERT_NONE", assert_hostname=False)
     else:
         args["cert_reqs"] = "CERT_REQUIRED"
         ca_data = cluster.get("certificate-authority-data")
-        args["ca_certs"] = (
-            _data_file(ca_data, ".crt")
-            if ca_data
-            else _path(cluster.get("certificate-authority"), cluster_dir)
-        )
+        if ca_data:
+            args["ca_cert_data"] = decode_data(ca_data, "certificate-authority").decode("ascii", "replace")
+        else:
+            args["ca_certs"] = _path(cluster.get("certificate-authority"), cluster_dir)
     if cluster.get("tls-server-name"):
         args["server_hostname"] = cluster["tls-server-name"]
-    cert_data, key_data = user.get("client-certificate-data"), user.get("client-key-data")
-    cert = _data_file(cert_data, ".crt") if cert_data else _path(user.get("client-certificate"), user_dir)
-    key = _data_file(key_data, ".key") if key_data else _path(user.get("client-key"), user_dir)
+    if user.get("client-certificate-data") or user.get("client-key-data"):
+        identity = client_identity(dict(user), user_dir)
+        if identity is not None:
+            has_ca = bool(args.get("ca_cert_data") or args.get("ca_certs"))
+            args["ssl_context"] = client_ssl_context(identity, verify=verify, system_roots=not has_ca)
+        return args
+    cert, key = _path(user.get("client-certificate"), user_dir), _path(user.get("client-key"), user_dir)
     if cert:
         args.update(cert_file=cert, key_file=key)
     return args
@@ -216,26 +208,33 @@ def _pool(proxy: str | None, tls: dict[str, Any]) -> urllib3.PoolManager:
     return urllib3.PoolManager(**options)
 
 
-def _http11_pool(server: str, tls: Mapping[str, Any]) -> HTTP11Pool | None:
-    """The lean pool for ``server`` with the same TLS settings as the urllib3 pool, or ``None``
-    for a scheme it does not speak."""
+def _http11_pool(
+    server: str, tls: Mapping[str, Any], identity: ClientIdentity | None = None
+) -> HTTP11Pool | None:
+    """The lean pool for ``server`` with the same TLS settings as the urllib3 pool (its context
+    built on first use, the client identity loaded from memory), or ``None`` for a scheme it does
+    not speak."""
     url = urllib3.util.parse_url(server)
     if url.scheme not in ("http", "https") or not url.host:
         return None
-    context: Callable[[], ssl.SSLContext] | None = None
-    if url.scheme == "https":
-        context = functools.partial(
-            tls_context,
+
+    def context() -> ssl.SSLContext:
+        built = tls_context(
             verify=tls.get("cert_reqs") != "CERT_NONE",
             ca_file=tls.get("ca_certs"),
+            ca_data=tls.get("ca_cert_data"),
             cert_file=tls.get("cert_file"),
             key_file=tls.get("key_file"),
         )
+        if identity is not None:
+            load_client_identity(built, identity)
+        return built
+
     return HTTP11Pool(
         url.scheme,
         url.host,
         url.port,
-        ssl_context=context,
+        ssl_context=context if url.scheme == "https" else None,
         server_hostname=tls.get("server_hostname"),
         socket_options=keepalive_socket_options(),
         maxsize=CONNECTION_POOL_SIZE,
@@ -271,12 +270,17 @@ def kubeconfig_connection(
     tls = _tls_args(cluster, user, (cluster_dir, user_dir))
     proxy = cluster.get("proxy-url") or None
     server = str(cluster["server"])
+    identity = (
+        client_identity(dict(user), user_dir)
+        if user.get("client-certificate-data") or user.get("client-key-data")
+        else None
+    )
     return Connection(
         server,
         _pool(proxy, tls),
         _user_headers(user, user_dir),
         ca_file=tls.get("ca_certs"),
-        http11=None if proxy else _http11_pool(server, tls),
+        http11=None if proxy else _http11_pool(server, tls, identity),
     )
 
 

@@ -86,13 +86,15 @@ def tls_context(
     *,
     verify: bool = True,
     ca_file: str | None = None,
+    ca_data: str | None = None,
     cert_file: str | None = None,
     key_file: str | None = None,
 ) -> ssl.SSLContext:
-    """A client TLS context: the CA bundle (or the system's), an optional client certificate;
-    ``verify=False`` checks neither certificate nor host name (``insecure-skip-tls-verify``)."""
+    """A client TLS context: the CA bundle (a file or PEM data; the system's without either), an
+    optional client certificate; ``verify=False`` checks neither certificate nor host name
+    (``insecure-skip-tls-verify``)."""
     if verify:
-        context = ssl.create_default_context(cafile=ca_file)
+        context = ssl.create_default_context(cafile=ca_file, cadata=ca_data)
     else:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = False

@@ -16,6 +16,7 @@ from mcm.runtime.record.correlator import (
 from mcm.runtime.record.recorder import (
     EVENT_TYPE_NORMAL,
     EVENT_TYPE_WARNING,
+    BroadcasterStopped,
     EventRecorder,
     UnreferenceableObject,
     object_reference,
@@ -28,6 +29,7 @@ __all__ = [
     "EVENT_TYPE_WARNING",
     "MAX_QUEUED_EVENTS",
     "MAX_TRIES_PER_EVENT",
+    "BroadcasterStopped",
     "CorrelatorOptions",
     "EventBroadcaster",
     "EventCorrelateResult",

@@ -3,7 +3,9 @@
 Guarantees:
 
 - Recording never blocks the caller. Events go into one bounded incoming queue
-  (:data:`MAX_QUEUED_EVENTS`, 1000); when it is full the recorder drops the event and logs it.
+  (:data:`MAX_QUEUED_EVENTS`, 1000); when it is full the recorder drops the event and logs it
+  ("too many queued events"); after :meth:`EventBroadcaster.shutdown` it drops it and logs that
+  the broadcaster is stopped, as client-go does.
 - A distributor thread hands each event to every watcher's own bounded queue (1000). A full
   watcher queue drops the event for that watcher only, so a slow or failing sink never stalls
   the recorder's callers nor the other watchers (``DropIfChannelFull``).
@@ -34,10 +36,17 @@ from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import handle_crash
 from mcm.runtime.record._clone import clone
 from mcm.runtime.record.correlator import CorrelatorOptions, EventCorrelator
-from mcm.runtime.record.recorder import EventRecorder
+from mcm.runtime.record.recorder import BroadcasterStopped, EventRecorder
 from mcm.runtime.record.sink import DEFAULT_SLEEP_DURATION, EventSink, EventSinkImpl, SinkWriter
 
-__all__ = ["MAX_QUEUED_EVENTS", "EventBroadcaster", "EventWatcher", "go_quote", "log_line"]
+__all__ = [
+    "MAX_QUEUED_EVENTS",
+    "BroadcasterStopped",
+    "EventBroadcaster",
+    "EventWatcher",
+    "go_quote",
+    "log_line",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -108,6 +117,11 @@ class _Channel(Generic[T]):
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        with self._cond:
+            return self._closed
 
     def take(self) -> tuple[T, bool]:
         """The next item and True, or (None-ish, False) once closed and drained."""
@@ -184,8 +198,13 @@ class EventBroadcaster:
         return EventRecorder(self.action_or_drop, component, host, clock=self._clock)
 
     def action_or_drop(self, event: Event) -> bool:
-        """Queue ``event`` without blocking; False if the queue is full or shut down."""
-        return self._incoming.offer(event)
+        """Queue ``event`` without blocking; False if the queue is full. Raises
+        :class:`BroadcasterStopped` after :meth:`shutdown` (client-go's ``ActionOrDrop`` error)."""
+        if self._incoming.offer(event):
+            return True
+        if self._incoming.closed:
+            raise BroadcasterStopped("broadcaster already stopped")
+        return False
 
     # -- consumers -----------------------------------------------------------------------------
     def start_event_watcher(self, handler: Callable[[Event], None]) -> EventWatcher:

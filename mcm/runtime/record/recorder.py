@@ -3,7 +3,8 @@
 Guarantees (``recorderImpl.generateEvent``):
 
 - Recording never blocks and never raises: the event is handed to the broadcaster's bounded
-  queue; when it is full (or the broadcaster is shut down) the event is dropped with a log line.
+  queue; when it is full the event is dropped with the log line "too many queued events",
+  after the broadcaster's shutdown with "broadcaster already stopped" (client-go's two texts).
 - The event references its object (``involvedObject``: kind, apiVersion, namespace, name, uid,
   resourceVersion). An object without kind or apiVersion cannot be referenced: logged, dropped.
   Pass ``kind``/``api_version`` when recording objects from a list (list items carry neither).
@@ -27,6 +28,7 @@ from mcm.runtime.record.correlator import event_name, format_time
 __all__ = [
     "EVENT_TYPE_NORMAL",
     "EVENT_TYPE_WARNING",
+    "BroadcasterStopped",
     "EventRecorder",
     "UnreferenceableObject",
     "object_reference",
@@ -39,7 +41,12 @@ EVENT_TYPE_WARNING = "Warning"
 
 Event = dict[str, Any]
 Submit = Callable[[Event], bool]
-"""Hands an event to the broadcaster without blocking; False if it was dropped."""
+"""Hands an event to the broadcaster without blocking; False if its queue is full, and
+:class:`BroadcasterStopped` raised once it is shut down."""
+
+
+class BroadcasterStopped(Exception):
+    """The broadcaster was shut down: the event cannot be recorded."""
 
 
 class UnreferenceableObject(ValueError):
@@ -122,7 +129,17 @@ class EventRecorder:
             log.error("unsupported_event_type", type=event_type)
             return
         event = self._make_event(ref, annotations, event_type, reason, message)
-        if not self._submit(event):
+        try:
+            sent = self._submit(event)
+        except BroadcasterStopped as err:
+            log.error(
+                "unable_to_record_event",
+                reason=f"{err} (will not retry!)",
+                object=f"{ref.get('namespace', '')}/{ref['name']}",
+                event_reason=event["reason"],
+            )
+            return
+        if not sent:
             log.error(
                 "unable_to_record_event",
                 reason="too many queued events, dropped event",

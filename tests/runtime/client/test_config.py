@@ -276,26 +276,44 @@ def test_a_context_chosen_by_name_is_checked_across_merged_files(tmp_path: Path)
 
 def test_tls_material_from_paths_and_data(tmp_path: Path) -> None:
     import base64
-    import stat
+    import ssl
 
+    from mcm.emulator.kubeconfig import issue_client_cert, make_tls_material, tls_available
     from mcm.runtime.client.connection import kubeconfig_connection
 
-    pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-    connection = kubeconfig_connection(
+    paths = kubeconfig_connection(
         {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt", "tls-server-name": "api"},
-        {
-            "client-certificate-data": base64.b64encode(pem).decode(),
-            "client-key-data": base64.b64encode(b"KEY").decode(),
-        },
+        {"client-certificate": "client.crt", "client-key": "client.key"},
         cluster_dir=str(tmp_path),
         user_dir=str(tmp_path),
     )
-    kw = connection.pool.connection_pool_kw
-    assert kw["ca_certs"] == str(tmp_path / "ca.crt") == connection.ca_file
+    kw = paths.pool.connection_pool_kw
+    assert kw["ca_certs"] == str(tmp_path / "ca.crt") == paths.ca_file
     assert kw["server_hostname"] == "api"
-    assert Path(kw["cert_file"]).read_bytes() == pem
-    assert Path(kw["key_file"]).read_bytes() == b"KEY"
-    assert stat.S_IMODE(Path(kw["key_file"]).stat().st_mode) == 0o600
+    assert (kw["cert_file"], kw["key_file"]) == (str(tmp_path / "client.crt"), str(tmp_path / "client.key"))
+    if tls_available():  # inline data: in memory (issue 26 #6), no file at all
+        material = make_tls_material(tmp_path / "pki")
+        issue_client_cert(material, "client", "u")
+        inline = kubeconfig_connection(
+            {
+                "server": "https://x",
+                "certificate-authority-data": base64.b64encode(material.ca_pem()).decode(),
+            },
+            {
+                "client-certificate-data": base64.b64encode(
+                    (material.directory / "client.crt").read_bytes()
+                ).decode(),
+                "client-key-data": base64.b64encode(
+                    (material.directory / "client.key").read_bytes()
+                ).decode(),
+            },
+            cluster_dir="/",
+            user_dir="/",
+        )
+        kw = inline.pool.connection_pool_kw
+        assert isinstance(kw["ssl_context"], ssl.SSLContext)
+        assert "key_file" not in kw and "cert_file" not in kw and "ca_certs" not in kw
+        assert kw["ca_cert_data"] == material.ca_pem().decode()
     insecure = kubeconfig_connection(
         {"server": "https://x", "insecure-skip-tls-verify": True}, {}, cluster_dir="/", user_dir="/"
     )

@@ -311,3 +311,13 @@ def test_a_stopped_watcher_gets_no_more_events(broadcaster: EventBroadcaster) ->
     recorder.event(MACHINE, "Normal", "Two", "x")
     assert [e["reason"] for e in second.wait_for(2)] == ["One", "Two"]
     assert [e["reason"] for e in first.events] == ["One"]
+
+
+def test_an_event_after_shutdown_is_dropped_as_stopped_not_as_queue_overflow() -> None:
+    broadcaster = EventBroadcaster()
+    recorder = broadcaster.new_recorder("c")
+    broadcaster.shutdown()
+    with capture_logs() as logs:
+        recorder.event(MACHINE, "Normal", "Late", "after shutdown")
+    dropped = [e for e in logs if e["event"] == "unable_to_record_event"]
+    assert [e["reason"] for e in dropped] == ["broadcaster already stopped (will not retry!)"]

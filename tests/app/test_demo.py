@@ -1,0 +1,180 @@
+"""``machine-controller demo``: it never leaves processes behind, shows where its endpoints are,
+and prints machine descriptions whole; the deletion trace starts with the deletion."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcm.apis.machine.resources import MACHINES
+from mcm.app.demo import Processes, Terminated, _DeletionWatch, _stop_on_signals, _table
+from mcm.emulator import Emulator
+from mcm.runtime.client import load_config
+
+REPO = Path(__file__).resolve().parents[2]
+JOINED = "Machine m-1 successfully joined the cluster in 8.123s. Machine phase has been set to Running."
+
+
+def _start_demo(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    out = tmp_path / "demo.out"
+    with out.open("w") as sink:
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "mcm.app.cli", "demo", "--workdir", str(tmp_path / "work"), *args],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    return demo, out
+
+
+def _wait_for(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _children(pid: int) -> set[int]:
+    """The direct children of ``pid`` (Linux ``/proc``)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(p) for p in (task / "children").read_text().split())
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _stop_and_check_nothing_is_left(demo: subprocess.Popen[str], children: set[int]) -> None:
+    try:
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(60)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    left = sorted(pid for pid in children if _alive(pid))
+    for pid in left:  # do not leak them into the machine even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"processes left behind by the demo: {left}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_sigterm_during_the_demo_stops_both_emulators_and_the_controller(tmp_path: Path) -> None:
+    demo, out = _start_demo(tmp_path, "--machines", "2")
+    _wait_for("the controller to start", lambda: "running machine-controller" in out.read_text())
+    children = _children(demo.pid)
+    assert len(children) == 3, out.read_text()  # two emulators and the controller
+    _stop_and_check_nothing_is_left(demo, children)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_keep_prints_kubeconfigs_and_metrics_url_and_sigterm_stops_everything(tmp_path: Path) -> None:
+    demo, out = _start_demo(tmp_path, "--machines", "1", "--keep")
+    _wait_for("the demo to keep running", lambda: "Press Ctrl-C to stop" in out.read_text())
+    text = out.read_text()
+    children = _children(demo.pid)
+    try:
+        paths = {
+            line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
+            for line in text.splitlines()
+            if ": " in line
+        }
+        control = load_config(paths["control cluster kubeconfig"])
+        target = load_config(paths["target cluster kubeconfig"])
+        assert len(control.resource(MACHINES).list(namespace="default")["items"]) == 1
+        assert target.discovery().server_version()
+        control.close()
+        target.close()
+        with urllib.request.urlopen(paths["controller metrics"], timeout=10) as response:
+            metrics = response.read().decode()
+        assert "mcm_machine_items_total 1.0" in metrics
+        # the local driver's API requests, labelled with the demo class's provider
+        assert 'mcm_cloud_api_requests_total{provider="local",service="configmaps"}' in metrics
+        assert (
+            'mcm_cloud_api_driver_request_duration_seconds_count{operation="CreateMachine",provider="local"}'
+            in metrics
+        )
+    finally:
+        _stop_and_check_nothing_is_left(demo, children)
+
+
+def test_a_sigterm_while_a_child_starts_still_stops_that_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM landing inside ``Popen`` (the demo had printed "running machine-controller" and
+    was starting it) used to leave that child running: it was never registered."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_sigterm(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(real_popen(*args, **kwargs))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return started[-1]
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    monkeypatch.setattr(subprocess, "Popen", popen_then_sigterm)
+    procs = Processes(tmp_path)
+    _stop_on_signals()
+    try:
+        with pytest.raises(Terminated):
+            try:
+                procs.spawn("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+            finally:
+                procs.stop_all()
+        after = signal.getsignal(signal.SIGTERM)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        left = [child for child in started if child.poll() is None]
+        for child in left:
+            child.kill()
+            child.wait()
+    assert len(started) == 1 and left == []
+    assert getattr(after, "__name__", "") == "interrupt"  # the demo's own handler is back
+
+
+def test_the_machine_table_shows_whole_descriptions() -> None:
+    machine = {
+        "metadata": {"name": "m-1", "creationTimestamp": "2024-01-01T00:00:00Z", "labels": {"node": "m-1"}},
+        "status": {"currentStatus": {"phase": "Running"}, "lastOperation": {"description": JOINED}},
+    }
+    lines = _table([machine])
+    assert lines[1].endswith(JOINED)
+
+
+def test_the_deletion_trace_leaves_out_the_description_from_before_the_deletion(
+    emulator: Emulator, kubeconfig: str
+) -> None:
+    client = load_config(kubeconfig)
+    machine = {
+        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "kind": "Machine",
+        "metadata": {"name": "m-1", "namespace": "default"},
+        "spec": {"class": {"kind": "MachineClass", "name": "c"}},
+    }
+    created = client.resource(MACHINES).create(machine, namespace="default")
+    created["status"] = {"lastOperation": {"description": JOINED}}
+    stored = client.resource(MACHINES).update_status(created, namespace="default")
+    watch = _DeletionWatch(client, client, "m-1", "m-1", JOINED)
+    assert not any(line.startswith("machine m-1") for line in watch.changes())
+    stored["status"]["lastOperation"]["description"] = "Initiate node drain"
+    client.resource(MACHINES).update_status(stored, namespace="default")
+    assert "machine m-1: Initiate node drain" in watch.changes()
+    client.close()
