@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything mcm needs into .venv and run the whole check: ruff, mypy, import layers, tests.
-# Works on a fresh machine with only python3 and pip. Extra arguments go to pytest.
+# Works on a fresh machine with only python3 and pip. Extra arguments go to pytest (and skip the
+# benchmark smoke runs and the chaos suite's short profile, which otherwise runs next to pytest).
 # With `go` on PATH it first builds (or finds cached) the real control plane for tests/realapi
 # (hack/envtest.sh); without it that tier is skipped, and under CI=true that fails the run.
 set -euo pipefail
@@ -63,6 +64,29 @@ elif [ "${CI:-}" = true ] && [ -z "${MCM_ENVTEST_ASSETS:-}" ]; then
 else
   echo "realapi tier: no 'go' on PATH; tests/realapi will be skipped"
 fi
-echo "== pytest"
-# loadgroup: the real-API tests share one worker and so one real control plane.
-pytest -n 2 --dist loadgroup "$@"
+if [ "$#" -eq 0 ]; then
+  # The chaos short profile mostly waits for the controller to converge, so it runs next to
+  # pytest instead of holding one of its workers (docs/reliability.md, "The chaos suite").
+  chaos_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcm-chaos-ci.XXXXXX")
+  echo "== chaos short profile (in the background; files in $chaos_dir)"
+  python -m mcm.testing.chaos --short --dir "$chaos_dir" > "$chaos_dir/report.txt" 2>&1 &
+  chaos_pid=$!
+  trap 'kill "$chaos_pid" 2>/dev/null || true' EXIT
+  echo "== pytest (the chaos profile's pytest entry point is deselected: it runs above)"
+  # loadgroup: the real-API tests share one worker and so one real control plane.
+  pytest -n 2 --dist loadgroup -m "not chaos"
+  echo "== chaos short profile"
+  chaos_status=0
+  wait "$chaos_pid" || chaos_status=$?
+  trap - EXIT
+  if [ "$chaos_status" -ne 0 ]; then
+    cat "$chaos_dir/report.txt"
+    exit "$chaos_status"
+  fi
+  grep -v '^chaos:  ' "$chaos_dir/report.txt" | tail -n 25
+  rm -rf "$chaos_dir"
+else
+  echo "== pytest"
+  # loadgroup: the real-API tests share one worker and so one real control plane.
+  pytest -n 2 --dist loadgroup "$@"
+fi

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, Protocol
@@ -153,42 +153,59 @@ def _describe(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The control cluster answers ``/healthz`` and serves the Machine CRDs, else StartupError."""
-    discovery = control.with_user_agent("controller-discovery")
-    last: list[str] = ["no answer"]
-
-    def healthy() -> bool:
-        try:
-            return discovery.get_bytes("/healthz").strip() == b"ok"
-        except (ApiError, ConnectionFailed) as exc:
-            last[0] = _describe(exc)
-            return False
-
+def _retry_until(attempt: Callable[[], str | None], timeout: float) -> str | None:
+    """Call ``attempt`` (``None``: it succeeded, else why not) about once a second until it
+    succeeds or ``timeout`` seconds have passed; returns the last reason, or ``None``."""
     deadline = time.monotonic() + timeout
-    while not healthy():
-        if time.monotonic() >= deadline:
-            raise StartupError(f"control cluster {control.host} is not reachable: {last[0]}")
+    while True:
+        reason = attempt()
+        if reason is None or time.monotonic() >= deadline:
+            return reason
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-    try:
-        served = discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines")
-    except NotFound:
-        served = False
-    except (ApiError, ConnectionFailed) as exc:
-        raise StartupError(f"control cluster {control.host}: discovery failed: {_describe(exc)}") from None
-    if not served:
+
+
+def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
+    """The control cluster answers ``/healthz`` and discovery within ``timeout`` (failed requests
+    are retried about once a second) and serves the Machine CRDs, else StartupError."""
+    discovery = control.with_user_agent("controller-discovery")
+    served: list[bool] = []
+
+    def answers() -> str | None:
+        try:
+            body = discovery.get_bytes("/healthz").strip()
+            if body != b"ok":
+                return f"/healthz answered {body[:80]!r}"
+            served.append(discovery.discovery().has_resource(MACHINE_GROUP_VERSION, "machines"))
+        except NotFound:
+            served.append(False)
+        except (ApiError, ConnectionFailed) as exc:
+            return _describe(exc)
+        return None
+
+    reason = _retry_until(answers, timeout)
+    if reason is not None:
+        raise StartupError(f"control cluster {control.host} is not reachable: {reason}")
+    if not served[-1]:
         raise StartupError(
             f"unable to start machine controller: the control cluster {control.host} does not serve "
             f"{MACHINE_GROUP_VERSION} machines (are the Machine CRDs installed?)"
         )
 
 
-def check_target_cluster(target: ClusterClient) -> None:
-    """The target cluster answers ``/version``, else StartupError."""
-    try:
-        target.discovery().server_version()
-    except (ApiError, ConnectionFailed) as exc:
-        raise StartupError(f"target cluster {target.host} is not reachable: {_describe(exc)}") from None
+def check_target_cluster(target: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
+    """The target cluster answers ``/version`` within ``timeout`` (retried as the control
+    cluster's ``/healthz`` is), else StartupError."""
+
+    def answers() -> str | None:
+        try:
+            target.discovery().server_version()
+        except (ApiError, ConnectionFailed) as exc:
+            return _describe(exc)
+        return None
+
+    reason = _retry_until(answers, timeout)
+    if reason is not None:
+        raise StartupError(f"target cluster {target.host} is not reachable: {reason}")
 
 
 # --- driver -------------------------------------------------------------------------------------
@@ -333,11 +350,14 @@ def event_recorder(control: ClusterClient) -> tuple[EventBroadcaster, EventRecor
 def leader_identity(clients: Clients, namespace: str) -> Iterator[str]:
     """Hostname, or ``hostname_<pid>`` while another process on this host campaigns for the Lease.
 
-    A lock file per (control cluster, namespace) in the temp directory tells whether another
-    process on this host holds the hostname identity; the kernel drops it when that process dies.
+    A lock file per (namespace, Lease) in the temp directory tells whether another process on
+    this host holds the hostname identity; the kernel drops it when that process dies. The key
+    leaves out the cluster's address: two replicas reaching one cluster at different addresses
+    (a proxy, ``localhost`` and ``127.0.0.1``) must not both be "hostname" and both lead.
     """
+    del clients  # the identity does not depend on how the cluster is reached
     hostname = socket.gethostname()
-    key = hashlib.sha256(f"{clients.control.host}|{namespace}|{LEASE_NAME}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{namespace}|{LEASE_NAME}".encode()).hexdigest()[:16]
     path = os.path.join(tempfile.gettempdir(), f"machine-controller-{key}.lock")
     handle: IO[str] | None = None
     try:

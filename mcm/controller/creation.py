@@ -27,12 +27,16 @@ ShortRetry) and only if the cache, read after taking the Machine, shows it neith
 deleting. A ``CreateMachine`` abandoned at ``--driver-call-timeout`` keeps the Machine "in
 creation" until the driver returns. The ``lastKnownState`` a ``CreateMachine`` returns is
 written whatever comes next (failed InitializeMachine, a phase that needs no Pending write).
+
+No Node left behind: the VM's provider ID and node label reach the Machine even when the
+metadata write conflicts or the ``CreateMachine`` was abandoned (``keep_vm_identity``), so a
+deletion that began meanwhile deletes the VM's Node too.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,15 +68,17 @@ from mcm.controller.status import (
 )
 from mcm.driver import (
     RETRYABLE_CODES,
+    CallContext,
     Code,
     CreateMachineRequest,
+    CreateMachineResponse,
     DeleteMachineRequest,
     GetMachineStatusRequest,
     InitializeMachineRequest,
     MachineError,
     code_name,
 )
-from mcm.runtime.client.errors import ApiError, is_not_found
+from mcm.runtime.client.errors import ApiError, RequestError, is_not_found
 from mcm.runtime.labels import is_valid_label_value
 from mcm.runtime.worker import DONE, Result
 
@@ -246,12 +252,29 @@ def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: Inputs) -> VM | Re
     started = deps.clock.monotonic()
     log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
     key = machine_key(machine)
+    answers: list[CreateMachineResponse] = []
+
+    def create(ctx: CallContext) -> CreateMachineResponse:
+        answer = deps.driver.create_machine(ctx, request)
+        answers.append(answer)
+        return answer
+
+    def abandon() -> Callable[[], None]:
+        release = deps.creation.abandoned(key)
+
+        def returned() -> None:
+            """The abandoned call came back: keep what it made on the Machine, then let go."""
+            try:
+                if answers:
+                    keep_vm_identity(deps, machine, VM(answers[0].provider_id, answers[0].node_name))
+            finally:
+                release()
+
+        return returned
+
     try:
         response = deps.calls.call(
-            "create_machine",
-            lambda ctx: deps.driver.create_machine(ctx, request),
-            on_abandon=lambda: deps.creation.abandoned(key),
-            provider=inputs.machine_class.provider,
+            "create_machine", create, on_abandon=abandon, provider=inputs.machine_class.provider
         )
     except MachineError as err:
         return machine_create_error_handler(deps, machine, err, reason="CreateFailed")
@@ -322,16 +345,24 @@ def _phase_event(deps: Deps, machine: Mapping[str, Any], phase: str) -> None:
 
 
 def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: Inputs, vm: VM) -> Result | None:
-    """A Node named differently from the machine already exists: drop the new VM, mark Failed."""
+    """A Node named differently from the machine already exists: drop the new VM, mark Failed.
+
+    A Node whose ``spec.providerID`` is the VM's own is not stale: the VM registered it before
+    ``CreateMachine`` answered (an answer lost and the call retried, a restart), so the VM is
+    adopted. Upstream deletes it, and with it the Machine's only VM.
+    """
     nodes = deps.listers.nodes
     if nodes is None or vm.node_name == o.name_of(machine) or not vm.node_name:
         return None
     try:
-        nodes.get(vm.node_name)
+        node = nodes.get(vm.node_name)
     except ApiError as err:
         if is_not_found(err):
             return None
         raise
+    if vm.provider_id and o.text(node, "spec", "providerID") == vm.provider_id:
+        log.info("vm_node_already_registered", machine=machine_key(machine), node=vm.node_name)
+        return None
     stale = o.clone(machine)
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
     request = DeleteMachineRequest(typed_machine(stale), inputs.machine_class, inputs.secret_data)
@@ -368,9 +399,30 @@ def write_creation_metadata(deps: Deps, machine: Mapping[str, Any], vm: VM) -> O
     new.setdefault("spec", {})["providerID"] = vm.provider_id
     write = write_object(deps.writers.machines, machine, new)
     if not write.ok:
+        if write.conflict:
+            keep_vm_identity(deps, machine, vm)
         record_write_failure(deps, machine, "UpdateFailed", f"Machine UPDATE failed: {write.error}", write)
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
+
+
+def keep_vm_identity(deps: Deps, machine: Mapping[str, Any], vm: VM) -> None:
+    """After a conflict, put the VM's provider ID and node label on the Machine anyway: a merge
+    patch of those fields only (so nothing another writer put there is touched), on the Machine
+    with this UID. A deletion that began while ``CreateMachine`` ran then knows the VM's Node;
+    without it, it deletes the VM but leaves the Node behind. The next pass writes the rest."""
+    patch: dict[str, Any] = {"spec": {"providerID": vm.provider_id}}
+    metadata: dict[str, Any] = {"labels": {c.LABEL_NODE: vm.node_name}} if deps.has_target else {}
+    uid = o.meta(machine).get("uid")
+    if uid:
+        metadata["uid"] = uid
+    if metadata:
+        patch["metadata"] = metadata
+    namespace = o.meta(machine).get("namespace") or deps.namespace
+    try:
+        deps.writers.machines.patch(o.name_of(machine), patch, namespace=namespace)
+    except RequestError as err:
+        log.info("vm_identity_not_kept", machine=machine_key(machine), error=str(err))
 
 
 # --- 5. initialize ----------------------------------------------------------------------------

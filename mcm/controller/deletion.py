@@ -37,7 +37,7 @@ goes on (the VM is deleted).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,14 @@ from mcm.controller.status import (
     write_object,
     write_status,
 )
-from mcm.driver import RETRYABLE_CODES, Code, DeleteMachineRequest, GetMachineStatusRequest, MachineError
+from mcm.driver import (
+    RETRYABLE_CODES,
+    Code,
+    DeleteMachineRequest,
+    GetMachineStatusRequest,
+    ListMachinesRequest,
+    MachineError,
+)
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.worker import DONE, Result
 
@@ -271,9 +278,11 @@ def _reinitiate(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome
 
 def get_vm_status(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
     """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
-    filled = fill_node_label(deps, machine)
+    filled = fill_node_label(deps, machine, inputs)
     if isinstance(filled, Result):
         return StepOutcome(machine, filled)
+    if isinstance(filled, MachineError):
+        return _vm_status_error(deps, machine, filled)
     machine = filled
     request = GetMachineStatusRequest(typed_machine(machine), inputs.machine_class, inputs.secret_data)
     try:
@@ -304,25 +313,83 @@ def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
     )
 
 
-def fill_node_label(deps: Deps, machine: Obj) -> Obj | Result:
-    """HEAD: a machine without ``node`` label gets it from the Node labelled with its name."""
+def fill_node_label(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Obj | Result | MachineError:
+    """A machine without ``node`` label gets it from its Node: the one labelled with its name
+    (HEAD), else the one carrying its VM's provider ID (``spec.providerID``, or, when the
+    creation never got to write it, the provider ID the driver lists for this machine, which is
+    then written to ``spec.providerID`` too so the later steps' provider-ID check agrees). Without
+    it the deletion would delete the VM and leave its Node behind, so a listing that failed
+    with a retryable code is returned (the step is retried like a failed GetMachineStatus)."""
     nodes = deps.listers.nodes
     if _node_name(machine) or nodes is None:
         return machine
-    selector = {c.LABEL_NODE_MACHINE_NAME: o.name_of(machine)}
-    matches = [
-        n
-        for n in nodes.list()
-        if o.labels_of(n).get(c.LABEL_NODE_MACHINE_NAME) == selector[c.LABEL_NODE_MACHINE_NAME]
-    ]
+    every = nodes.list()
+    name = o.name_of(machine)
+    matches: list[Mapping[str, Any]] = [n for n in every if _labelled_for(n, name)]
+    if not matches:
+        provider_ids = _provider_ids(deps, machine, inputs)
+        if isinstance(provider_ids, MachineError):
+            return provider_ids
+        matches = _nodes_by_provider_id(every, provider_ids)
+        if provider_ids and not matches:
+            live = _live_nodes(deps)
+            if isinstance(live, Result):
+                return live
+            matches = _nodes_by_provider_id(live, provider_ids)
     if len(matches) != 1:
         return machine
     new = o.clone(machine)
     new.setdefault("metadata", {})["labels"] = {**o.labels_of(machine), c.LABEL_NODE: o.name_of(matches[0])}
+    node_provider_id = o.text(matches[0], "spec", "providerID")
+    if not o.text(machine, "spec", "providerID") and node_provider_id and not _labelled_for(matches[0], name):
+        # learned from the driver's listing: the later steps' provider-ID check must agree
+        new.setdefault("spec", {})["providerID"] = node_provider_id
     write = write_object(deps.writers.machines, machine, new)
     if not write.ok:
         return Result.after(write.retry(c.SHORT_RETRY))
     return write.obj
+
+
+def _labelled_for(node: Mapping[str, Any], machine_name: str) -> bool:
+    return o.labels_of(node).get(c.LABEL_NODE_MACHINE_NAME) == machine_name
+
+
+def _nodes_by_provider_id(
+    nodes: Sequence[Mapping[str, Any]], provider_ids: set[str]
+) -> list[Mapping[str, Any]]:
+    return [n for n in nodes if provider_ids and o.text(n, "spec", "providerID") in provider_ids]
+
+
+def _live_nodes(deps: Deps) -> list[Mapping[str, Any]] | Result:
+    """Every Node from the API server: a Node that registered a moment ago may not be in the
+    cache yet (this runs only for a Machine whose creation never wrote its node label)."""
+    assert deps.writers.nodes is not None
+    try:
+        listed = deps.writers.nodes.list()
+    except RequestError as err:
+        log.info("node_list_failed", error=str(err))
+        return Result.after(c.SHORT_RETRY)
+    return list(listed.get("items") or [])
+
+
+def _provider_ids(deps: Deps, machine: Obj, inputs: DeletionInputs) -> set[str] | MachineError:
+    """The machine's provider ID, else those of the VMs the driver lists for its name. A listing
+    failing with a retryable code is returned; with any other code (``Unimplemented``: a driver
+    that cannot list) there are none and the flow goes on without the Node."""
+    provider_id = o.text(machine, "spec", "providerID")
+    if provider_id:
+        return {provider_id}
+    request = ListMachinesRequest(inputs.machine_class, inputs.secret_data)
+    try:
+        listed = deps.calls.call(
+            "list_machines",
+            lambda ctx: deps.driver.list_machines(ctx, request),
+            provider=inputs.machine_class.provider,
+        )
+    except MachineError as err:
+        log.info("list_machines_failed", machine=machine_key(machine), error=str(err))
+        return err if err.code in RETRYABLE_CODES else set()
+    return {pid for pid, owner in listed.machine_list.items() if owner == o.name_of(machine)}
 
 
 def drain_node(deps: Deps, machine: Obj, inputs: DeletionInputs) -> StepOutcome:
@@ -533,8 +600,8 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
     if not node_name or nodes is None or writer is None:
         return _advance(deps, machine, c.DESC_NODE_LABEL_MISSING.format(machine=o.name_of(machine)))
     try:
-        node = nodes.get(node_name)
-    except ApiError as err:
+        node = _current_node(deps, node_name)
+    except RequestError as err:
         if is_not_found(err):
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
@@ -555,6 +622,20 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: DeletionInputs) -> Step
                 description = DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
                 return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     return _delete_node(deps, machine, node_name)
+
+
+def _current_node(deps: Deps, node_name: str) -> Mapping[str, Any]:
+    """The Node from the cache, else from the API server: a Node that registered a moment ago
+    may not be in the cache yet, and a deletion that took it for gone would leave it behind."""
+    assert deps.listers.nodes is not None and deps.writers.nodes is not None
+    try:
+        cached: Mapping[str, Any] = deps.listers.nodes.get(node_name)
+        return cached
+    except ApiError as err:
+        if not is_not_found(err):
+            raise
+    live: Mapping[str, Any] = deps.writers.nodes.get(node_name)
+    return live
 
 
 def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:

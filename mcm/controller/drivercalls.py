@@ -3,10 +3,11 @@ anything but :class:`~mcm.driver.MachineError`.
 
 Guarantees of :meth:`DriverCaller.call`:
 
-- The call runs on a bounded thread pool and gets a :class:`~mcm.driver.CallContext` with
-  ``deadline`` seconds (waiting for a pool thread counts). A driver that has not answered by
-  then is abandoned (its context is cancelled so a cooperative driver stops)
-  and the call fails with ``DeadlineExceeded``; the worker is never held longer.
+- The call runs on a bounded thread pool (a thread idle for :data:`IDLE_TIMEOUT` ends) and
+  gets a :class:`~mcm.driver.CallContext` with ``deadline`` seconds (waiting for a pool thread
+  counts). A driver that has not answered by then is abandoned (its context is cancelled so a
+  cooperative driver stops) and the call fails with ``DeadlineExceeded``; the worker is never
+  held longer.
 - An abandoned call still runs until the driver returns. ``on_abandon``, when given, is called
   at the moment the call is abandoned (never when it returned in time) and returns a function
   that is called once the driver really returns: the creation flow uses it to keep its Machine
@@ -21,7 +22,7 @@ Guarantees of :meth:`DriverCaller.call`:
 
 from __future__ import annotations
 
-import queue
+import collections
 import threading
 from collections.abc import Callable
 from typing import TypeVar, cast
@@ -32,11 +33,14 @@ from mcm.controller.metrics import ControllerMetrics
 from mcm.driver import CallContext, Code, MachineError, code_name
 from mcm.runtime.clock import Clock
 
-__all__ = ["DriverCaller"]
+__all__ = ["IDLE_TIMEOUT", "DriverCaller"]
 
 log = structlog.get_logger(__name__)
 
 R = TypeVar("R")
+
+IDLE_TIMEOUT = 30.0
+"""Seconds a driver-call thread waits for work before it ends."""
 
 _OPERATIONS = {
     "create_machine": "CreateMachine",
@@ -57,7 +61,12 @@ class DriverCaller:
         self._clock = clock
         self._metrics = metrics
         self._deadline = deadline
-        self._pool = _DaemonPool(max_threads)
+        self._pool = _DaemonPool(max_threads, clock=clock)
+
+    @property
+    def pool_threads(self) -> int:
+        """Driver-call threads alive now (busy or idle)."""
+        return self._pool.threads
 
     def call(
         self,
@@ -145,30 +154,55 @@ class _DaemonPool:
     """At most ``max_threads`` reused daemon threads running submitted callables in order.
 
     Daemon threads (unlike ``ThreadPoolExecutor``'s) never hold up interpreter exit, so an
-    abandoned driver call that never returns cannot block a shutdown.
+    abandoned driver call that never returns cannot block a shutdown. A thread idle for
+    ``idle_timeout`` seconds (on ``clock``) ends, so a burst of calls leaves no threads behind.
     """
 
-    def __init__(self, max_threads: int) -> None:
+    def __init__(self, max_threads: int, *, clock: Clock, idle_timeout: float = IDLE_TIMEOUT) -> None:
         if max_threads < 1:
             raise ValueError(f"max_threads must be positive, got {max_threads}")
         self._max = max_threads
-        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._clock = clock
+        self._idle_timeout = idle_timeout
+        self._cond = threading.Condition()
+        self._tasks: collections.deque[Callable[[], None]] = collections.deque()
         self._threads = 0
         self._idle = 0
 
+    @property
+    def threads(self) -> int:
+        """Threads alive now (running a call or idle)."""
+        with self._cond:
+            return self._threads
+
     def submit(self, task: Callable[[], None]) -> None:
-        with self._lock:
-            if self._idle == 0 and self._threads < self._max:
-                self._threads += 1
-                threading.Thread(target=self._work, name="driver-call", daemon=True).start()
-            else:
-                self._idle = max(0, self._idle - 1)
-        self._tasks.put(task)
+        with self._cond:
+            self._tasks.append(task)
+            if self._idle >= len(self._tasks) or self._threads >= self._max:
+                self._cond.notify()
+                return
+            self._threads += 1
+        threading.Thread(target=self._work, name="driver-call", daemon=True).start()
 
     def _work(self) -> None:
         while True:
-            task = self._tasks.get()
+            task = self._next_task()
+            if task is None:
+                return
             task()
-            with self._lock:
+
+    def _next_task(self) -> Callable[[], None] | None:
+        """The next task; ``None`` once this thread was idle for ``idle_timeout`` (it then ends)."""
+        with self._cond:
+            deadline = self._clock.monotonic() + self._idle_timeout
+            while not self._tasks:
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    self._threads -= 1
+                    return None
                 self._idle += 1
+                try:
+                    self._clock.wait_condition(self._cond, remaining)
+                finally:
+                    self._idle -= 1
+            return self._tasks.popleft()

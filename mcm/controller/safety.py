@@ -7,7 +7,9 @@ handlers add ``""``). Guarantees:
 
 - **No false deletions.** Nothing is listed before the Machine cache has synced. A VM is
   deleted only when upstream's rule calls it an orphan (no Machine of that name, or a Machine
-  whose ``spec.providerID`` differs and whose phase is neither empty nor ``CrashLoopBackOff``)
+  whose ``spec.providerID`` differs and whose phase is neither empty nor ``CrashLoopBackOff``;
+  unlike upstream, not a VM of a Machine being deleted that never got a provider ID: its
+  deletion deletes the VM, and needs it to find the VM's Node)
   **twice**: once from the cache and once from a live GET of the Machine (so a lagging or
   empty cache can never cause a deletion; a failing GET keeps the VM). A VM whose Machine is
   inside the creation flow (:class:`~mcm.controller.context.CreationTracker`) is kept, and
@@ -92,6 +94,8 @@ def orphan_reason(machine: Mapping[str, Any] | None, provider_id: str) -> str | 
         return None
     if o.text(machine, "status", "currentStatus", "phase") in _STILL_CREATING:
         return None
+    if not o.text(machine, "spec", "providerID") and o.meta(machine).get("deletionTimestamp"):
+        return None  # its deletion deletes the VM, after finding the VM's Node by its provider ID
     return REASON_PROVIDER_ID_MISMATCH
 
 

@@ -279,11 +279,7 @@ class Api:
             self.storage.store, rt, namespace, opts, self.freshness_timeout
         )
         if tables.wants_table(req.headers.get("Accept", "")):
-            meta: Obj = {"resourceVersion": str(rv)}
-            if token:
-                meta["continue"] = token
-            if remaining is not None:
-                meta["remainingItemCount"] = remaining
+            meta = _table_list_meta(rv, token, remaining)
             return Response(200, encode(tables.table(rt, [s.obj for s in items], meta)))
         return Response(200, encode_list(rt, items, rv, token, remaining))
 
@@ -494,15 +490,22 @@ class Api:
             (verb == "create") == bool(name) and verb in ("create", "update", "patch", "delete")
         ):
             raise errors.method_not_allowed(req.method)
+        as_table = tables.wants_table(req.headers.get("Accept", ""))
         if verb == "get":
-            return Response(
-                200, encode(eventsv1.from_core(self.storage.get_stored(core, namespace, name).obj))
-            )
+            stored = self.storage.get_stored(core, namespace, name)
+            if as_table:  # the server prints events of both APIs from the one internal type
+                return Response(
+                    200, encode(tables.table(core, [stored.obj], {"resourceVersion": str(stored.rv)}))
+                )
+            return Response(200, encode(eventsv1.from_core(stored.obj)))
         if verb == "list":
             opts = parse_list_options(core, req.query, watch=False)
             items, rv, token, remaining = list_objects(
                 self.storage.store, rt, namespace or None, opts, self.freshness_timeout
             )
+            if as_table:
+                meta = _table_list_meta(rv, token, remaining)
+                return Response(200, encode(tables.table(core, [s.obj for s in items], meta)))
             views = [Stored(eventsv1.from_core(s.obj), s.rv) for s in items]
             return Response(200, encode_list(rt, views, rv, token, remaining))
         if verb == "watch":
@@ -514,7 +517,7 @@ class Api:
                 opts,
                 min_request_timeout=self.hub.min_request_timeout,
                 max_queue=self.hub.max_queue,
-                convert=eventsv1.from_core,
+                convert=_table_view(core) if as_table else eventsv1.from_core,
             )
         if verb == "deletecollection":
             return self._delete_collection(req, core, namespace or None)
@@ -640,6 +643,16 @@ def _is_apply(req: Request) -> bool:
         .lower()
         .startswith("application/apply-patch")
     )
+
+
+def _table_list_meta(rv: int, token: str, remaining: int | None) -> Obj:
+    """The ``ListMeta`` of a Table answering a list."""
+    meta: Obj = {"resourceVersion": str(rv)}
+    if token:
+        meta["continue"] = token
+    if remaining is not None:
+        meta["remainingItemCount"] = remaining
+    return meta
 
 
 def _table_view(rt: ResourceType) -> Callable[[Obj], Obj]:

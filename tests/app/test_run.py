@@ -7,6 +7,7 @@ builds it), so these tests pin the app's own sequence.
 from __future__ import annotations
 
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -169,15 +170,97 @@ def test_without_leader_election_the_controller_runs_at_once(
     assert running.finish() == 0
 
 
+def _lonely_namespace() -> str:
+    """A namespace no other process on this host campaigns in (tests run in parallel)."""
+    import uuid
+
+    return f"ns-{uuid.uuid4().hex[:12]}"
+
+
 def test_second_process_on_the_host_gets_a_suffixed_identity(pair: ClusterPair) -> None:
     clients = build_clients(_options(pair))
+    namespace = _lonely_namespace()
     with (
-        app_run.leader_identity(clients, "default") as first,
-        app_run.leader_identity(clients, "default") as second,
+        app_run.leader_identity(clients, namespace) as first,
+        app_run.leader_identity(clients, namespace) as second,
     ):
         assert "_" not in first
         assert second.startswith(first + "_")
     clients.close()
+
+
+def test_replicas_reaching_the_cluster_at_different_addresses_get_distinct_identities(
+    pair: ClusterPair, tmp_path: Path
+) -> None:
+    """Found by the chaos suite: two replicas on one host, each through its own address (a proxy,
+    ``localhost`` versus ``127.0.0.1``), both campaigned as the bare hostname and both led."""
+    from mcm.emulator.kubeconfig import write_kubeconfig
+
+    url = str(pair.control.url).replace("127.0.0.1", "localhost")
+    other = write_kubeconfig(tmp_path / "other", "other", url)
+    first_clients = build_clients(_options(pair))
+    second_clients = build_clients(_options(pair, control_kubeconfig=str(other)))
+    assert first_clients.control.host != second_clients.control.host
+    namespace = _lonely_namespace()
+    with (
+        app_run.leader_identity(first_clients, namespace) as first,
+        app_run.leader_identity(second_clients, namespace) as second,
+    ):
+        assert first != second
+    first_clients.close()
+    second_clients.close()
+
+
+def test_the_target_cluster_check_retries_until_the_discovery_timeout(pair: ClusterPair) -> None:
+    """Found by the chaos suite: one refused connection to the target at start-up ended the
+    process (exit 1), although the control cluster gets the discovery timeout to answer."""
+    clients = build_clients(_options(pair))
+    assert clients.target is not None
+    target = pair.target
+
+    def refused() -> int:
+        return int(target.stats.count("nonresource", "/version", code=503))
+
+    def resume_after_two_refusals() -> None:
+        deadline = time.monotonic() + 10
+        while refused() < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        target.resume()
+
+    target.pause("error")
+    helper = threading.Thread(target=resume_after_two_refusals)
+    helper.start()
+    app_run.check_target_cluster(clients.target, timeout=8.0)
+    helper.join()
+    assert refused() == 2
+    target.pause("error")
+    with pytest.raises(StartupError, match=r"target cluster .* is not reachable"):
+        app_run.check_target_cluster(clients.target, timeout=0.5)
+    target.resume()
+    clients.close()
+
+
+def test_a_failed_discovery_request_is_retried_like_healthz(
+    pair: ClusterPair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos suite: /healthz answered, then the discovery GET was reset, and the
+    process ended (exit 1) instead of asking again within the discovery timeout."""
+    from mcm.runtime.client.discovery import DiscoveryClient
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    real = DiscoveryClient.has_resource
+    failures = [ConnectionFailed("GET /apis/machine.sapcloud.io/v1alpha1: connection reset")]
+
+    def flaky(self: DiscoveryClient, group_version: str, resource: str, kind: str | None = None) -> bool:
+        if failures:
+            raise failures.pop()
+        return real(self, group_version, resource, kind)
+
+    monkeypatch.setattr(DiscoveryClient, "has_resource", flaky)
+    client = load_config(str(pair.control_kubeconfig))
+    check_control_cluster(client, timeout=5.0)
+    assert failures == []
+    client.close()
 
 
 def test_empty_control_kubeconfig_reuses_the_target_cluster(pair: ClusterPair) -> None:

@@ -37,6 +37,13 @@ def ts(clock: FakeClock, seconds_ago: float = 0.0) -> str:
     )
 
 
+class _Listing(list):  # type: ignore[type-arg]
+    """A lister's result that also reads as a REST LIST's body (``.get("items")``)."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return list(self) if key == "items" else default
+
+
 @dataclass
 class FakeResource:
     """A resource's objects keyed by name; REST-client and lister methods over them."""
@@ -69,9 +76,12 @@ class FakeResource:
     def _missing(self, name: str) -> ApiError:
         return new_not_found("", self.resource, name)
 
-    # lister
+    # lister (and REST LIST: the list also answers ``.get("items")``)
     def list(self, selector: Any = None) -> list[dict[str, Any]]:
-        return [copy.deepcopy(o) for o in self.objects.values()]
+        queued = self.failures.get("list")
+        if queued:
+            raise queued.pop(0)
+        return _Listing(copy.deepcopy(o) for o in self.objects.values())
 
     # REST + lister get
     def get(self, name: str, **_: Any) -> dict[str, Any]:
@@ -115,7 +125,17 @@ class FakeResource:
         version = metadata.pop("resourceVersion", None)
         if version is not None and version != current["metadata"]["resourceVersion"]:
             raise Conflict({"message": f"the object {name} has been modified", "code": 409})
-        current["metadata"].update(metadata)
+        uid = metadata.pop("uid", None)
+        if uid is not None and uid != current["metadata"].get("uid"):
+            raise Conflict({"message": f"Precondition failed: UID in precondition: {uid}", "code": 409})
+        for key, value in metadata.items():
+            if isinstance(value, Mapping) and isinstance(current["metadata"].get(key), Mapping):
+                current["metadata"][key] = {**current["metadata"][key], **copy.deepcopy(dict(value))}
+            else:
+                current["metadata"][key] = copy.deepcopy(value)
+        for key, value in body.items():
+            if key != "metadata" and isinstance(value, Mapping):
+                current[key] = {**(current.get(key) or {}), **copy.deepcopy(dict(value))}
         return self.put(current)
 
     def delete(self, name: str, **_: Any) -> dict[str, Any]:

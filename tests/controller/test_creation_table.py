@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import pytest
@@ -132,6 +133,33 @@ def test_6_failure_due_to_vm_using_stale_node_obj() -> None:
     after = stored(world)
     assert phase(after) == c.PHASE_FAILED
     assert after["status"]["lastOperation"]["description"] == c.DESC_OLD_NODE_OBJECT
+    assert [call.method for call in world.driver.calls][-1] == "delete_machine"
+
+
+def test_6b_the_vms_own_node_registered_before_create_answered_is_not_stale() -> None:
+    """Found by the chaos suite: CreateMachine made the VM but its answer was lost; its Node
+    registered; the retry (GetMachineStatus ``Uninitialized`` without a providerID, so an
+    idempotent CreateMachine) returns that VM. Its Node carries the VM's provider ID: it is the
+    VM's own Node, not a stale one, so the VM is adopted, not deleted."""
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    world.driver.script("get_machine_status", MachineError(Code.Uninitialized, "not initialized"))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    after = stored(world)
+    assert phase(after) == c.PHASE_PENDING
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert "delete_machine" not in [call.method for call in world.driver.calls]
+
+
+def test_6c_a_node_of_another_vm_under_the_same_name_is_stale() -> None:
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-old"}))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert phase(stored(world)) == c.PHASE_FAILED
     assert [call.method for call in world.driver.calls][-1] == "delete_machine"
 
 
@@ -307,6 +335,71 @@ def test_a_failed_initialize_machine_is_a_failed_create_operation(created_ago: f
     assert last["description"] == c.DESC_INITIALIZE_FAILED.format(
         err="machine codes error: code = [Unavailable] message = [still booting]"
     )
+
+
+def test_a_deletion_during_create_machine_still_learns_the_vms_node() -> None:
+    """Found by the chaos suite: the Machine was deleted while CreateMachine ran, so the metadata
+    PUT (computed from the copy before) got 409; the deletion then found the VM Uninitialized,
+    deleted it without knowing its Node, and the Node stayed for ever. The VM's provider ID and
+    node name are kept on the Machine with a merge patch of those fields only."""
+    world = make_world()
+    with_uid = mk_machine(world.clock, finalizer=True, labels={"team": "a"})
+    with_uid["metadata"]["uid"] = "uid-0"
+    world, machine = setup(with_uid)
+
+    def deleted_meanwhile(ctx: Any, request: CreateMachineRequest) -> CreateMachineResponse:
+        world.machines.delete("machine-0")
+        return CreateMachineResponse("fakeID-0", "fakeNode-0")
+
+    world.driver.script("create_machine", deleted_meanwhile)
+    assert create(world, machine) == Result.after(c.CONFLICT_RETRY)
+    after = stored(world)
+    assert after["metadata"].get("deletionTimestamp")
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert after["metadata"]["labels"] == {"team": "a", c.LABEL_NODE: "fakeNode-0"}
+    assert c.MCM_FINALIZER in after["metadata"]["finalizers"]
+    name, patch = world.machines.patches[-1]
+    assert name == "machine-0"
+    assert patch["metadata"]["uid"] == "uid-0"
+
+
+def test_an_abandoned_create_machine_keeps_what_it_made_on_the_machine_when_it_returns() -> None:
+    """Found by the chaos suite: CreateMachine passed --driver-call-timeout, the Machine was
+    deleted meanwhile, and the call then made the VM. The deletion (held off until the call
+    returned) found it Uninitialized without a node label, deleted it, and left its Node for
+    ever. The late answer now goes onto the Machine before the hold is released."""
+    import threading
+
+    from mcm.controller.drivercalls import DriverCaller
+
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock, finalizer=True))
+    world.deps.calls = DriverCaller(world.clock, world.deps.metrics, 10.0)
+    booting, release = threading.Event(), threading.Event()
+
+    def slow_create(ctx: Any, request: CreateMachineRequest) -> CreateMachineResponse:
+        booting.set()
+        release.wait(10)
+        return CreateMachineResponse("fakeID-0", "fakeNode-0")
+
+    world.driver.script("create_machine", slow_create)
+    results: list[Result] = []
+    runner = threading.Thread(target=lambda: results.append(create(world, machine)))
+    runner.start()
+    assert booting.wait(5)
+    world.clock.block_until_waiters()
+    world.clock.step(10.0)
+    runner.join(5)
+    assert results == [Result.after(c.SHORT_RETRY)]
+    world.machines.delete("machine-0")
+    release.set()
+    deadline = time.monotonic() + 5
+    while "test-ns/machine-0" in world.deps.creation and time.monotonic() < deadline:
+        time.sleep(0.01)
+    after = stored(world)
+    assert after["metadata"].get("deletionTimestamp")
+    assert after["spec"]["providerID"] == "fakeID-0"
+    assert after["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
 
 
 def test_a_driver_answer_without_provider_id_is_a_failed_create() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -61,6 +62,41 @@ def test_driver_calls_reuse_a_bounded_set_of_daemon_threads() -> None:
     assert len(results) == 20
     assert 1 <= len(threads) <= 2
     assert all(t.daemon for t in threads)
+
+
+def test_idle_driver_call_threads_end_so_the_thread_count_returns_to_its_baseline() -> None:
+    """Found by the chaos suite: after a burst of concurrent driver calls (a failover backlog,
+    slow calls) the pool kept every thread it had started, for ever."""
+    from mcm.controller.drivercalls import IDLE_TIMEOUT
+
+    clock = FakeClock(START)
+    caller = DriverCaller(clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0, max_threads=8)
+    release = threading.Event()
+    started = threading.Barrier(4)
+
+    def hold(ctx: CallContext) -> str:
+        started.wait(5)
+        release.wait(5)
+        return "ok"
+
+    burst = [threading.Thread(target=caller.call, args=("get_machine_status", hold)) for _ in range(3)]
+    for thread in burst:
+        thread.start()
+    started.wait(5)
+    assert caller.pool_threads == 3
+    release.set()
+    for thread in burst:
+        thread.join(5)
+    assert caller.call("get_machine_status", lambda ctx: "again") == "again"
+    assert caller.pool_threads == 3  # idle threads are reused, not added to
+    clock.block_until_waiters(3)
+    clock.step(IDLE_TIMEOUT + 1)
+    deadline = time.monotonic() + 5
+    while caller.pool_threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert caller.pool_threads == 0
+    assert caller.call("get_machine_status", lambda ctx: "later") == "later"
+    assert caller.pool_threads == 1
 
 
 def test_a_driver_raising_anything_else_is_internal_and_measured() -> None:

@@ -4,7 +4,8 @@ driver ends the process, makes a second VM or loses anyone's data."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +25,7 @@ from mcm.driver import (
     GetMachineStatusResponse,
     MachineError,
 )
+from mcm.driver.grpc import GrpcDriver, serve
 from mcm.runtime.client.errors import ConnectionFailed
 from mcm.runtime.worker import DONE, Result
 
@@ -259,6 +261,87 @@ def test_a_create_machine_past_its_deadline_keeps_the_machine_in_creation_until_
     assert create(world, world.machines.get("machine-0")) == Result.after(c.SHORT_RETRY)
     assert len(world.driver.calls_to("create_machine")) == 1
     assert world.machines.get("machine-0")["spec"]["providerID"] == "fakeID-0"
+
+
+@contextmanager
+def behind_a_sidecar(world: World) -> Iterator[None]:
+    """The world's FakeDriver served by a gRPC sidecar; the controller talks to it over gRPC."""
+    with serve(world.driver, "127.0.0.1:0") as server, GrpcDriver(server.endpoint, timeout=30.0) as client:
+        world.deps.driver = client
+        yield
+
+
+def abandon_a_slow_sidecar_create(world: World) -> threading.Event:
+    """A CreateMachine past --driver-call-timeout whose cloud request ignores cancellation and
+    makes its VM once the returned event is set."""
+    world.deps.calls = DriverCaller(world.clock, world.deps.metrics, 10.0)
+    booting, release = threading.Event(), threading.Event()
+
+    def slow_create(ctx: Any, request: Any) -> CreateMachineResponse:
+        booting.set()
+        release.wait(10)
+        world.driver.add_vm("fakeID-first", "machine-0")
+        return CreateMachineResponse("fakeID-first", "machine-0")
+
+    world.driver.script("create_machine", slow_create)
+    first: list[Result] = []
+    runner = threading.Thread(target=lambda: first.append(create(world, world.machines.get("machine-0"))))
+    runner.start()
+    assert booting.wait(5)
+    world.clock.block_until_waiters()
+    world.clock.step(10.0)
+    runner.join(5)
+    assert first == [Result.after(c.SHORT_RETRY)]
+    # The gRPC call returned at once when it was cancelled: the controller let go of the Machine.
+    wait_for(lambda: KEY not in world.deps.creation)
+    return release
+
+
+def test_a_create_machine_abandoned_behind_a_sidecar_never_gives_a_second_vm() -> None:
+    """Found by the chaos suite's long run (machine m0429-2a51): the retry's CreateMachine ran
+    beside the abandoned one in the same sidecar and made a second VM."""
+    world, _ = creation_world()
+    with behind_a_sidecar(world):
+        release = abandon_a_slow_sidecar_create(world)
+        assert create(world, world.machines.get("machine-0")) == Result.after(c.SHORT_RETRY)
+        refused = world.machines.get("machine-0")
+        assert len(world.driver.calls_to("create_machine")) == 1
+        assert world.driver.vms == {}
+        assert refused["status"]["lastOperation"]["errorCode"] == "Aborted"
+        assert "still running" in refused["status"]["lastOperation"]["description"]
+        assert refused["status"]["currentStatus"]["phase"] == c.PHASE_CRASH_LOOP_BACK_OFF
+        release.set()
+        wait_for(lambda: bool(world.driver.vms))
+        create(world, world.machines.get("machine-0"))
+    assert len(world.driver.calls_to("create_machine")) == 1
+    assert list(world.driver.vms) == ["fakeID-first"]
+    adopted = world.machines.get("machine-0")
+    assert adopted["spec"]["providerID"] == "fakeID-first"
+    assert adopted["status"]["currentStatus"]["phase"] == c.PHASE_PENDING
+
+
+def test_a_deletion_during_a_create_machine_abandoned_behind_a_sidecar_leaves_no_vm() -> None:
+    """The deletion's DeleteMachine is refused (Aborted, retried soon) until the abandoned
+    CreateMachine has made its VM; then it deletes that VM."""
+    world, _ = creation_world(finalizer=True)
+    with behind_a_sidecar(world):
+        release = abandon_a_slow_sidecar_create(world)
+        world.machines.delete("machine-0")
+        deleting = world.machines.get("machine-0")
+        assert trigger_deletion_flow(world.deps, deleting, klass(), {}) == Result.after(c.SHORT_RETRY)
+        waiting = world.machines.get("machine-0")
+        assert c.MCM_FINALIZER in waiting["metadata"]["finalizers"]
+        assert "still running" in waiting["status"]["lastOperation"]["description"]
+        assert world.driver.calls_to("delete_machine") == []
+        release.set()
+        wait_for(lambda: bool(world.driver.vms))
+        for _ in range(5):
+            current = world.machines.objects.get("machine-0")
+            if current is None:
+                break
+            trigger_deletion_flow(world.deps, current, klass(), {})
+    assert world.driver.vms == {}
+    assert "machine-0" not in world.machines.objects
 
 
 def test_a_driver_call_that_returns_in_time_is_never_counted_as_abandoned() -> None:

@@ -265,6 +265,23 @@ def test_orphan_reason_rule() -> None:
     assert orphan_reason(running, "b") is None
 
 
+def test_the_vm_of_a_machine_deleted_before_it_got_a_provider_id_is_left_to_its_deletion() -> None:
+    """Found by the chaos suite (long profile, mixed): a CreateMachine whose metadata write
+    failed, the Machine deleted meanwhile; the orphan collector deleted the VM (provider ID
+    mismatch, as upstream), the deletion flow then could not find the VM's Node by its provider
+    ID, and the Node was left for ever. The deletion deletes that VM itself."""
+    deleting = {
+        "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {},
+        "status": {"currentStatus": {"phase": "Terminating"}},
+    }
+    assert orphan_reason(deleting, "a") is None
+    other = {**deleting, "spec": {"providerID": "b"}}
+    assert orphan_reason(other, "a") == REASON_PROVIDER_ID_MISMATCH
+    not_deleting = {"metadata": {}, "spec": {}, "status": {"currentStatus": {"phase": "Running"}}}
+    assert orphan_reason(not_deleting, "a") == REASON_PROVIDER_ID_MISMATCH
+
+
 def test_missing_secret_is_not_an_error() -> None:
     """§1.2 step 1: a missing Secret adds nothing; the class is still listed and collected."""
     world = world_with_class(secret=False)

@@ -131,8 +131,9 @@ def test_the_local_driver_counts_its_api_requests(control: ClusterClient) -> Non
     assert services == [
         ("configmaps", False),  # status: get
         ("configmaps", False),  # create: get
+        ("configmaps", False),  # create: create, NotFound (no VM namespace yet)
         ("namespaces", False),  # create: the VM namespace
-        ("configmaps", False),  # create: create
+        ("configmaps", False),  # create: create again
     ]
 
 

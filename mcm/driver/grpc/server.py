@@ -17,6 +17,12 @@ Guarantees:
   picks a free port; :attr:`DriverServer.endpoint` reports the one chosen). Plaintext is
   accepted on a unix socket and on loopback (``127.0.0.0/8``, ``::1``, ``localhost``). Any other
   address needs TLS ``credentials`` or an explicit ``insecure=True``, and the log says which.
+- Never two VMs for one Machine from calls the client gave up on: a ``CreateMachine`` is
+  answered ``Aborted`` (retryable) at once while a ``CreateMachine`` or ``DeleteMachine`` for
+  the same Machine (namespace and name) still runs in this server, and a ``DeleteMachine``
+  while a ``CreateMachine`` for it still runs; the running call holds its Machine until its
+  driver method really returns, even when the client cancelled it or its deadline passed long
+  before (see :mod:`mcm.driver.grpc.inflight`).
 - Secret data is never logged; no traceback (and so no local variable) is logged either.
 - The cloud API requests the driver counts (``ctx.cloud_api_request``) go back to the client in
   a trailer (:mod:`mcm.driver.grpc.cloudapi`), on success and on failure.
@@ -24,19 +30,22 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent import futures
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
 import structlog
 from google.protobuf.message import DecodeError
 
+from mcm.apis.machine.v1alpha1 import Machine
 from mcm.driver.codes import Code
 from mcm.driver.context import CallContext
 from mcm.driver.driver import Driver
 from mcm.driver.errors import MachineError
 from mcm.driver.grpc.cloudapi import Samples
+from mcm.driver.grpc.inflight import MachineCalls, machine_key, refusal_message
 from mcm.driver.grpc.rpcs import ALL_RPCS, SERVICE_NAME, Rpc
 from mcm.driver.grpc.status import MAX_DETAILS, status_for_error
 from mcm.driver.grpc.tls import InsecureEndpointError, is_local_endpoint
@@ -105,7 +114,8 @@ def serve(
         options=SERVER_OPTIONS,
         maximum_concurrent_rpcs=max_workers + max_queued,
     )
-    handlers = {rpc.name: _handler(driver, rpc) for rpc in ALL_RPCS}
+    calls = MachineCalls()
+    handlers = {rpc.name: _handler(driver, rpc, calls) for rpc in ALL_RPCS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     if credentials is None:
         port = server.add_insecure_port(endpoint)
@@ -135,8 +145,10 @@ def _transport(endpoint: str, credentials: grpc.ServerCredentials | None, insecu
     )
 
 
-def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
-    """The gRPC handler that runs ``rpc`` against ``driver``."""
+def _handler(
+    driver: Driver, rpc: Rpc[Any, Any, Any, Any], calls: MachineCalls
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """The gRPC handler that runs ``rpc`` against ``driver`` (``calls``: the guarded calls running)."""
     method = getattr(driver, rpc.method)
 
     def handle(data: bytes, context: grpc.ServicerContext) -> bytes:
@@ -151,7 +163,8 @@ def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHand
             log.info("driver_request_invalid", method=rpc.name, message=status.details)
         else:
             try:
-                response = method(_call_context(context, samples), request)
+                with _exclusive(calls, rpc.name, request):
+                    response = method(_call_context(context, samples), request)
                 context.set_trailing_metadata(samples.trailers())
                 return bytes(rpc.encode_response(response).SerializeToString())
             except Exception as exc:
@@ -161,6 +174,24 @@ def _handler(driver: Driver, rpc: Rpc[Any, Any, Any, Any]) -> grpc.RpcMethodHand
         context.abort(status.code, status.details)
 
     return grpc.unary_unary_rpc_method_handler(handle)
+
+
+@contextmanager
+def _exclusive(calls: MachineCalls, rpc_name: str, request: Any) -> Iterator[None]:
+    """Hold the request's Machine while the driver runs a guarded call; raise ``Aborted`` when
+    a call that excludes this one still runs for it (see :mod:`mcm.driver.grpc.inflight`)."""
+    machine = getattr(request, "machine", None)
+    key = machine_key(machine) if calls.guards(rpc_name) and isinstance(machine, Machine) else None
+    if key is None:
+        yield
+        return
+    blocker = calls.admit(rpc_name, key)
+    if blocker is not None:
+        raise MachineError(Code.Aborted, refusal_message(rpc_name, blocker, key))
+    try:
+        yield
+    finally:
+        calls.done(rpc_name, key)
 
 
 def _parse(rpc: Rpc[Any, Any, Any, Any], data: bytes) -> Any:
