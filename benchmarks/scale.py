@@ -265,6 +265,12 @@ def main() -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="N = 5, 10 with the limit off; 2 s of steady state"
     )
+    parser.add_argument(
+        "--production-up-to",
+        type=int,
+        help="run sizes above this only with the limit off (client-side throttling alone makes "
+        "the production setting take minutes there)",
+    )
     parser.add_argument("--plot", type=Path, help="write the curves to this PNG")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
     parser.add_argument(
@@ -281,6 +287,8 @@ def main() -> int:
     points: list[Point] = []
     for setting in settings:
         for n in sizes:
+            if setting != "limit off" and args.production_up_to is not None and n > args.production_up_to:
+                continue
             seconds = steady if (args.steady_all or setting == settings[0]) else 0.0
             profile = args.profile if not points else None
             point = run_point(setting, n, seconds, args.timeout, profile)

@@ -24,8 +24,9 @@ registry.
   :class:`~mcm.drain.PodDeletions` on the pod informer, its pod counters ``drain_metrics`` or
   new ones on ``registry``); ``drainer`` replaces it (tests).
 - :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
-  ``workers`` workers per queue and blocks until ``stop``; then it shuts every queue down with
-  drain and joins the workers, so no reconcile is cut in half.
+  up to ``workers`` workers per queue (started as the work needs them) and blocks until
+  ``stop``; then it shuts every queue down with drain and joins the workers, so no reconcile is
+  cut in half.
 """
 
 from __future__ import annotations
@@ -303,34 +304,39 @@ class Controller:
     def run(self, workers: int, stop: threading.Event) -> None:
         """Run until ``stop`` is set; see the module docstring."""
         self.deps.stop = stop
-        threads: list[threading.Thread] = []
+        groups: list[list[threading.Thread]] = []
         try:
             if not self.start_informers(stop):
                 return
             self.metrics.register_collector(self.deps.listers.machines.list, lambda: self.frozen)
             log.info("starting_machine_controller", workers=workers)
-            threads = self._start_workers(workers, stop)
+            groups = self._start_workers(workers, stop)
             stop.wait()
         finally:
             self._shut_down()
-        for thread in threads:
-            thread.join(JOIN_TIMEOUT)
+        for threads in groups:
+            index = 0
+            while index < len(threads):  # the list grows while workers start on demand
+                threads[index].join(JOIN_TIMEOUT)
+                index += 1
 
-    def _start_workers(self, workers: int, stop: threading.Event) -> list[threading.Thread]:
-        threads: list[threading.Thread] = []
+    def _start_workers(self, workers: int, stop: threading.Event) -> list[list[threading.Thread]]:
+        groups: list[list[threading.Thread]] = []
         for name in QUEUE_NAMES:
             if name == "node" and self.target_factory is None:
                 continue
-            threads += start_workers(
-                self.queues[name],
-                name,
-                workers,
-                self.reconcilers[name],
-                DEFAULT_MAX_RETRIES,
-                stop,
-                clock=self.clock,
+            groups.append(
+                start_workers(
+                    self.queues[name],
+                    name,
+                    workers,
+                    self.reconcilers[name],
+                    DEFAULT_MAX_RETRIES,
+                    stop,
+                    clock=self.clock,
+                )
             )
-        return threads
+        return groups
 
     def _shut_down(self) -> None:
         self.drain_stop.set()

@@ -26,6 +26,7 @@ import traceback
 from collections.abc import Callable, MutableMapping
 from typing import Any, Literal, TextIO
 
+import orjson
 import structlog
 from structlog.typing import Processor
 
@@ -63,10 +64,17 @@ def kubernetes_keys(_logger: Any, method: str, event: MutableMapping[str, Any]) 
     return out
 
 
+def _compact_json(obj: Any, default: Any = None, **_: Any) -> str:
+    """One compact JSON line like a Kubernetes component's (orjson: several times faster than
+    ``json.dumps``); values JSON cannot hold go through ``default`` (structlog's ``repr``)."""
+    return orjson.dumps(obj, default=default, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def processors(fmt: LogFormat = "console") -> list[Processor]:
     """The processor chain for ``fmt``; no exception renderer in it shows local variables."""
     if fmt == "json":
-        return [structlog.contextvars.merge_contextvars, kubernetes_keys, structlog.processors.JSONRenderer()]
+        json_renderer = structlog.processors.JSONRenderer(serializer=_compact_json)
+        return [structlog.contextvars.merge_contextvars, kubernetes_keys, json_renderer]
     if fmt in ("console", "text"):
         renderer = structlog.dev.ConsoleRenderer(
             colors=False, exception_formatter=structlog.dev.plain_traceback

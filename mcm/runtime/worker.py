@@ -55,7 +55,7 @@ import threading
 import traceback
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 from mcm.runtime import errors
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -120,12 +120,17 @@ def process_next_work_item(
     forget_after_success: bool = True,
     *,
     name: str = "",
+    busy: Callable[[bool], None] | None = None,
 ) -> bool:
-    """Take one item from ``queue`` and reconcile it. ``False`` means the queue shut down."""
+    """Take one item from ``queue`` and reconcile it. ``False`` means the queue shut down.
+
+    ``busy(True)`` is called once an item is taken, ``busy(False)`` once it is done."""
     taken, shutdown = queue.get()
     if shutdown:
         return False
     item = cast(T, taken)  # not shut down: a real item (even if someone queued None)
+    if busy is not None:
+        busy(True)
     try:
         if isinstance(item, str):
             _reconcile(
@@ -141,6 +146,8 @@ def process_next_work_item(
             handle_error(TypeError(f"expected string in workqueue but got {item!r}"), worker=name)
     finally:
         queue.done(item)
+        if busy is not None:
+            busy(False)
     return True
 
 
@@ -204,9 +211,10 @@ def run_worker(
     forget_after_success: bool = True,
     *,
     name: str = "",
+    busy: Callable[[bool], None] | None = None,
 ) -> None:
     """Process items until the queue shuts down."""
-    while process_next_work_item(queue, reconcile, max_retries, forget_after_success, name=name):
+    while process_next_work_item(queue, reconcile, max_retries, forget_after_success, name=name, busy=busy):
         pass
 
 
@@ -221,24 +229,66 @@ def start_workers(  # noqa: PLR0917 - mirrors MCM's createWorker parameters
     forget_after_success: bool = True,
     clock: Clock = REAL_CLOCK,
 ) -> list[threading.Thread]:
-    """Start ``count`` daemon worker threads on ``queue``; join the returned threads to wait.
+    """Run up to ``count`` daemon worker threads on ``queue``; join the returned threads to wait.
 
-    Each runs :func:`run_worker` under ``wait.until(…, 1 s, stop)``.
+    Each runs :func:`run_worker` under ``wait.until(…, 1 s, stop)``. Threads start as the work
+    needs them: one at first, and one more whenever every started thread holds an item, until
+    ``count`` run. So an idle worker always waits in ``get`` (an item never waits for a busy
+    worker while fewer than ``count`` are busy), and a quiet queue costs one or two threads
+    instead of ``count``. The returned list grows as threads start; it is complete once the
+    queue has shut down.
     """
+    return _Workers(queue, name, count, reconcile, max_retries, stop, forget_after_success, clock).threads
 
-    def work() -> None:
-        run_worker(queue, reconcile, max_retries, forget_after_success, name=name)
 
-    threads = [
-        threading.Thread(
+class _Workers(Generic[T]):
+    """The worker threads of one queue, started on demand (see :func:`start_workers`)."""
+
+    def __init__(  # noqa: PLR0917 - the parameters of start_workers
+        self,
+        queue: RateLimitingQueue[T],
+        name: str,
+        count: int,
+        reconcile: Reconciler,
+        max_retries: int,
+        stop: threading.Event,
+        forget_after_success: bool,
+        clock: Clock,
+    ) -> None:
+        self._queue = queue
+        self._name = name
+        self._count = count
+        self._reconcile = reconcile
+        self._max_retries = max_retries
+        self._stop = stop
+        self._forget = forget_after_success
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._busy = 0
+        self.threads: list[threading.Thread] = []
+        if count > 0:
+            with self._lock:
+                self._start_one()
+
+    def _start_one(self) -> None:
+        """Start the next worker thread (the caller holds ``_lock``)."""
+        thread = threading.Thread(
             target=until,
-            args=(work, WORKER_RESTART_PERIOD, stop),
-            kwargs={"clock": clock},
-            name=f"worker-{name}-{index}",
+            args=(self._work, WORKER_RESTART_PERIOD, self._stop),
+            kwargs={"clock": self._clock},
+            name=f"worker-{self._name}-{len(self.threads)}",
             daemon=True,
         )
-        for index in range(count)
-    ]
-    for thread in threads:
+        self.threads.append(thread)
         thread.start()
-    return threads
+
+    def _work(self) -> None:
+        run_worker(
+            self._queue, self._reconcile, self._max_retries, self._forget, name=self._name, busy=self._note
+        )
+
+    def _note(self, busy: bool) -> None:
+        with self._lock:
+            self._busy += 1 if busy else -1
+            if busy and self._busy >= len(self.threads) < self._count and not self._stop.is_set():
+                self._start_one()

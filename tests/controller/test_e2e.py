@@ -268,6 +268,12 @@ class _ResettingPool:
             raise urllib3.exceptions.ProtocolError("Connection aborted.", reset)
         return self.inner.urlopen(method, url, **kwargs)
 
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        """The lean pool's entry point (plain requests when the connection has one)."""
+        if self.should_reset(method, url):
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return self.inner.request(method, url, *args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
@@ -298,6 +304,9 @@ def test_a_connection_reset_on_a_status_write_never_ends_the_process(
     transport = env.control.transport
     direct_pool = transport._direct_pool
     monkeypatch.setattr(transport, "_direct_pool", lambda: _ResettingPool(direct_pool(), should_reset))
+    lean = transport.connection.http11
+    if lean is not None:
+        monkeypatch.setattr(transport.connection, "http11", _ResettingPool(lean, should_reset))
     env.setup_class()
     env.start()
     env.machines.create(machine("machine-reset"), namespace=NS)

@@ -319,3 +319,37 @@ def test_a_programming_error_still_ends_the_process_under_really_crash(
     with pytest.raises(KeyError):
         process_next_work_item(q, transient([], KeyError("status")))
     assert len(fatal) == 1
+
+
+def test_workers_start_as_the_work_needs_them_up_to_count() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0, 0.0))
+    stop = threading.Event()
+    release = threading.Event()
+    running: set[str] = set()
+    lock = threading.Lock()
+
+    def reconcile(key: str) -> None:
+        with lock:
+            running.add(key)
+        release.wait(TIMEOUT)
+
+    threads = start_workers(q, "lazy", 3, reconcile, 3, stop)
+    assert len(threads) == 1  # a quiet queue costs one thread
+    try:
+        q.add("ns/a")
+        eventually(lambda: running == {"ns/a"})
+        eventually(lambda: len(threads) == 2)  # an idle worker waits in reserve
+        q.add("ns/b")
+        q.add("ns/c")
+        eventually(lambda: running == {"ns/a", "ns/b", "ns/c"})  # none waited for a busy worker
+        q.add("ns/d")
+        assert len(threads) == 3  # never more than count
+        assert "ns/d" not in running
+    finally:
+        release.set()
+    eventually(lambda: "ns/d" in running)
+    stop.set()
+    q.shut_down()
+    for thread in threads:
+        thread.join(TIMEOUT)
+        assert not thread.is_alive()

@@ -59,8 +59,10 @@ class ThreadSafeStore:
         """
         with self._lock:
             values = self._index_values(key, obj)
-            self._unindex(key)
             self._items[key] = obj
+            if self._indexed.get(key) == values:
+                return  # an update that changes no index value (most do not) leaves them be
+            self._unindex(key)
             self._index(key, values)
 
     update = add

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,7 +34,14 @@ from typing import Any
 
 import urllib3
 
-from mcm.runtime.client.identity import client_identity, client_ssl_context, decode_data
+from mcm.runtime.client.http11 import HTTP11Pool, tls_context
+from mcm.runtime.client.identity import (
+    ClientIdentity,
+    client_identity,
+    client_ssl_context,
+    decode_data,
+    load_client_identity,
+)
 
 __all__ = [
     "CONNECTION_POOL_SIZE",
@@ -104,9 +112,13 @@ class Connection:
         *,
         ca_file: str | None = None,
         api_client: Any = None,
+        http11: HTTP11Pool | None = None,
     ) -> None:
         self.host = host.rstrip("/")
         self.pool = pool
+        self.http11 = http11
+        """The lean keep-alive pool for plain requests, when the configuration allows one (no
+        proxy, credentials from headers); watches and everything else use ``pool``."""
         self._headers = headers
         self.ca_file = ca_file
         """The CA bundle file, when the configuration named one (diagnostics and tests)."""
@@ -140,6 +152,8 @@ class Connection:
 
     def close(self) -> None:
         """Close the pooled connections."""
+        if self.http11 is not None:
+            self.http11.close()
         if self.api_client is not None:
             self.api_client.close()
         else:
@@ -194,6 +208,39 @@ def _pool(proxy: str | None, tls: dict[str, Any]) -> urllib3.PoolManager:
     return urllib3.PoolManager(**options)
 
 
+def _http11_pool(
+    server: str, tls: Mapping[str, Any], identity: ClientIdentity | None = None
+) -> HTTP11Pool | None:
+    """The lean pool for ``server`` with the same TLS settings as the urllib3 pool (its context
+    built on first use, the client identity loaded from memory), or ``None`` for a scheme it does
+    not speak."""
+    url = urllib3.util.parse_url(server)
+    if url.scheme not in ("http", "https") or not url.host:
+        return None
+
+    def context() -> ssl.SSLContext:
+        built = tls_context(
+            verify=tls.get("cert_reqs") != "CERT_NONE",
+            ca_file=tls.get("ca_certs"),
+            ca_data=tls.get("ca_cert_data"),
+            cert_file=tls.get("cert_file"),
+            key_file=tls.get("key_file"),
+        )
+        if identity is not None:
+            load_client_identity(built, identity)
+        return built
+
+    return HTTP11Pool(
+        url.scheme,
+        url.host,
+        url.port,
+        ssl_context=context if url.scheme == "https" else None,
+        server_hostname=tls.get("server_hostname"),
+        socket_options=keepalive_socket_options(),
+        maxsize=CONNECTION_POOL_SIZE,
+    )
+
+
 def _user_headers(user: Mapping[str, Any], user_dir: str) -> Headers:
     token_file = _path(user.get("tokenFile"), user_dir)
     if token_file:
@@ -222,11 +269,18 @@ def kubeconfig_connection(
     ``cluster_dir``/``user_dir``: directories of the files that define them (relative paths)."""
     tls = _tls_args(cluster, user, (cluster_dir, user_dir))
     proxy = cluster.get("proxy-url") or None
+    server = str(cluster["server"])
+    identity = (
+        client_identity(dict(user), user_dir)
+        if user.get("client-certificate-data") or user.get("client-key-data")
+        else None
+    )
     return Connection(
-        str(cluster["server"]),
+        server,
         _pool(proxy, tls),
         _user_headers(user, user_dir),
         ca_file=tls.get("ca_certs"),
+        http11=None if proxy else _http11_pool(server, tls, identity),
     )
 
 
@@ -246,4 +300,5 @@ def in_cluster_connection(service_account_dir: str, environ: Mapping[str, str] =
         raise ValueError(f"the service account token file {token_path} is empty")
     server = f"[{host}]" if ":" in host else host
     tls = {"cert_reqs": "CERT_REQUIRED", "ca_certs": ca_path}
-    return Connection(f"https://{server}:{port}", _pool(None, tls), tokens.headers, ca_file=ca_path)
+    url = f"https://{server}:{port}"
+    return Connection(url, _pool(None, tls), tokens.headers, ca_file=ca_path, http11=_http11_pool(url, tls))

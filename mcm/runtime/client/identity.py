@@ -42,6 +42,7 @@ __all__ = [
     "client_identity",
     "client_ssl_context",
     "decode_data",
+    "load_client_identity",
     "take_tls_material",
     "use_identity",
 ]
@@ -161,6 +162,11 @@ def client_ssl_context(identity: ClientIdentity, *, verify: bool, system_roots: 
         context.load_default_certs()
     _load_cert_chain(context, identity)
     return context
+
+
+def load_client_identity(context: ssl.SSLContext, identity: ClientIdentity) -> None:
+    """Load ``identity`` into ``context`` from memory (another pool's context, e.g. the lean one)."""
+    _load_cert_chain(context, identity)
 
 
 def _load_cert_chain(context: ssl.SSLContext, identity: ClientIdentity) -> None:

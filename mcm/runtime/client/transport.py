@@ -47,6 +47,7 @@ from urllib3.util.retry import Retry
 from mcm.runtime.client import codec
 from mcm.runtime.client.connection import Connection
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
+from mcm.runtime.client.http11 import Response as LeanResponse
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -286,6 +287,7 @@ class Transport:
         may wait ``read_timeout`` (:data:`DEFAULT_WATCH_READ_TIMEOUT` when ``None``).
         """
         response = self._send("GET", path, query, None, None, cancel=cancel, preload=False)
+        assert isinstance(response, urllib3.BaseHTTPResponse)  # streams never take the lean path
         _set_read_timeout(response, DEFAULT_WATCH_READ_TIMEOUT if read_timeout is None else read_timeout)
         return response
 
@@ -299,7 +301,7 @@ class Transport:
         *,
         cancel: threading.Event | None,
         preload: bool = True,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> urllib3.BaseHTTPResponse | LeanResponse:
         url = self.url(path, query)
         payload = None if body is None else codec.dumps(body)
         headers = self._headers(content_type if payload is not None else None)
@@ -346,8 +348,13 @@ class Transport:
         payload: bytes | None,
         headers: dict[str, str],
         preload: bool,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> urllib3.BaseHTTPResponse | LeanResponse:
         try:
+            lean = self.connection.http11
+            if lean is not None and preload and self._base == self.connection.host:
+                return lean.request(
+                    method, self._base_path + url[len(self._base) :], headers, payload, timeout=self.timeout
+                )
             pool = self._direct_pool()
             if pool is None:
                 return self._pool.request(
@@ -387,7 +394,7 @@ class Transport:
             pool = self._host_pool = self._pool.connection_from_url(self._base)
         return pool
 
-    def _error(self, response: urllib3.BaseHTTPResponse) -> ApiError:
+    def _error(self, response: urllib3.BaseHTTPResponse | LeanResponse) -> ApiError:
         try:
             data = response.data
         except (urllib3.exceptions.HTTPError, OSError):

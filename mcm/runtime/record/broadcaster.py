@@ -23,7 +23,6 @@ Guarantees:
 from __future__ import annotations
 
 import collections
-import copy
 import random
 import threading
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from mcm.runtime.client.cluster import ClusterClient
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import handle_crash
+from mcm.runtime.record._clone import clone
 from mcm.runtime.record.correlator import CorrelatorOptions, EventCorrelator
 from mcm.runtime.record.recorder import BroadcasterStopped, EventRecorder
 from mcm.runtime.record.sink import DEFAULT_SLEEP_DURATION, EventSink, EventSinkImpl, SinkWriter
@@ -264,7 +264,7 @@ class EventBroadcaster:
             with self._mutex:
                 watchers = list(self._watchers)
             for watcher in watchers:
-                watcher.channel.offer(copy.deepcopy(event))  # a full watcher misses this one
+                watcher.channel.offer(clone(event))  # a full watcher misses this one
         with self._mutex:
             watchers, self._watchers = self._watchers, []
         for watcher in watchers:

@@ -19,7 +19,6 @@ comes from the injected clock; nothing here does I/O.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime as _dt
 import threading
@@ -30,6 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from mcm.runtime.client.ratelimit import TokenBucketRateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
+from mcm.runtime.record._clone import clone
 
 __all__ = [
     "COMBINED_PREFIX",
@@ -239,7 +239,7 @@ class EventCorrelator:
     def _combined(self, event: Event) -> Event:
         now = self._clock.now()
         stamp = format_time(now)
-        involved = copy.deepcopy(event.get("involvedObject") or {})
+        involved = clone(event.get("involvedObject") or {})
         metadata = event.get("metadata")
         namespace = _s(metadata, "namespace")
         combined: Event = {
@@ -253,7 +253,7 @@ class EventCorrelator:
             "lastTimestamp": stamp,
             "count": 1,
             "type": event.get("type"),
-            "source": copy.deepcopy(event.get("source") or {}),
+            "source": clone(event.get("source") or {}),
         }
         for reporting in ("reportingComponent", "reportingInstance"):
             if reporting in event:
@@ -261,7 +261,7 @@ class EventCorrelator:
         return combined
 
     def _observe(self, event: Event, key: str) -> tuple[Event, dict[str, Any] | None]:
-        observed = copy.deepcopy(event)
+        observed = clone(event)
         last = self._logs.get(key)
         patch: dict[str, Any] | None = None
         if last is not None and last.count > 0:

@@ -15,7 +15,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import random
 import threading
 from collections.abc import Callable
@@ -118,7 +117,7 @@ class SinkWriter:
 
     def record(self, event: Event) -> None:
         """Correlate ``event`` and write it, retrying as the module docstring says."""
-        result = self._correlator.correlate(copy.deepcopy(event))
+        result = self._correlator.correlate(event)  # correlate copies; ``event`` is unchanged
         if result.skip or result.event is None:
             return
         tries = 0
@@ -159,8 +158,10 @@ class SinkWriter:
             except ApiError as err:
                 if not is_not_found(err):
                     raise
-        fresh = copy.deepcopy(event)
-        fresh.get("metadata", {}).pop("resourceVersion", None)
+        fresh = dict(event)  # the correlator's own copy: only the metadata is changed here
+        metadata = fresh.get("metadata")
+        if isinstance(metadata, dict) and "resourceVersion" in metadata:
+            fresh["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
         return self._sink.create(fresh)
 
 
