@@ -78,8 +78,9 @@ def _stop_and_check_nothing_is_left(demo: subprocess.Popen[str], children: set[i
 def test_sigterm_during_the_demo_stops_both_emulators_and_the_controller(tmp_path: Path) -> None:
     demo, out = _start_demo(tmp_path, "--machines", "2")
     _wait_for("the controller to start", lambda: "running machine-controller" in out.read_text())
+    # the line is printed just before the controller is spawned
+    _wait_for("two emulators and the controller", lambda: len(_children(demo.pid)) == 3)
     children = _children(demo.pid)
-    assert len(children) == 3, out.read_text()  # two emulators and the controller
     _stop_and_check_nothing_is_left(demo, children)
 
 
