@@ -84,15 +84,22 @@ def _write_ready(path: Path, emulator: Emulator, kubeconfig: Path, admin_url: st
     tmp.replace(path)
 
 
-def serve(args: argparse.Namespace) -> int:
-    """Run until a termination signal arrives."""
+def _refusal(args: argparse.Namespace) -> str | None:
+    """Why the arguments cannot be served (printed as ``error: ...``), else ``None``."""
     if args.crds and not Path(args.crds).exists():
-        print(f"error: --crds {args.crds}: no such file or directory", file=sys.stderr)
-        return 2
+        return f"--crds {args.crds}: no such file or directory"
     try:
         check_listen(args.host, tls=args.tls, insecure=args.insecure, what="the emulator")
     except InsecureListenError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        return str(exc)
+    return None
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run until a termination signal arrives."""
+    refusal = _refusal(args)
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

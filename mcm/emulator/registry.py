@@ -164,6 +164,13 @@ def _core_types() -> list[ResourceType]:
             strategy=SERVICE,
         ),
         _builtin("", "v1", "endpoints", "Endpoints", True, short_names=("ep",), strategy=ENDPOINTS),
+        *_core_volume_and_event_types(),
+    ]
+
+
+def _core_volume_and_event_types() -> list[ResourceType]:
+    """The core group's volumes and Events."""
+    return [
         _builtin(
             "",
             "v1",

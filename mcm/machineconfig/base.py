@@ -8,6 +8,7 @@ the worker logs it once and re-adds the key rate-limited; it is never a crash.
 
 from __future__ import annotations
 
+import abc
 import threading
 
 from mcm.machineconfig.context import Context
@@ -19,7 +20,7 @@ CONFLICT_RETRY = 0.2
 """Seconds before a pass that lost a write race looks again (with fresh data)."""
 
 
-class SubController:
+class SubController(abc.ABC):
     """One queue (named ``name``), its workers and its event recorder (component ``name``)."""
 
     name = ""
@@ -37,8 +38,9 @@ class SubController:
         else:
             self.queue.add(key)
 
+    @abc.abstractmethod
     def sync(self, key: str) -> Result | None:
-        raise NotImplementedError
+        """Reconcile ``key`` (each sub-controller says how)."""
 
     def start(self, workers: int, stop: threading.Event) -> list[threading.Thread]:
         return start_workers(
