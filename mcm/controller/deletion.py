@@ -539,7 +539,16 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> S
 
 
 def delete_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
-    """``DeleteMachine``; the driver's lastKnownState is kept."""
+    """``DeleteMachine``; the driver's lastKnownState is kept. A machine that still has neither
+    a ``node`` label nor a provider ID looks for its VM's Node once more first: a VM whose
+    ``CreateMachine`` was still running when the status step found nothing has appeared since,
+    and without its Node the node step would leave that Node behind."""
+    filled = _node_of_a_late_vm(deps, machine, inputs)
+    if isinstance(filled, Result):
+        return StepOutcome(machine, filled)
+    if isinstance(filled, MachineError):
+        return _vm_delete_error(deps, machine, filled)
+    machine = filled
     request = DeleteMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
     try:
         response = deps.calls.call(
@@ -550,6 +559,12 @@ def delete_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     except MachineError as err:
         return _vm_delete_error(deps, machine, err)
     return _advance(deps, machine, c.DESC_VM_DELETED, last_known_state=response.last_known_state)
+
+
+def _node_of_a_late_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> Obj | Result | MachineError:
+    if _node_name(machine) or o.text(machine, "spec", "providerID"):
+        return machine
+    return fill_node_label(deps, machine, inputs)
 
 
 def _vm_delete_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome:

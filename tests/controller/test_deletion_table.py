@@ -654,3 +654,22 @@ def test_a_node_without_attached_volumes_skips_the_volume_attachment_wait() -> N
     assert result is None
     assert op(stored)[0] == c.DESC_VA_DETACHED.format(node="fakeNode-0")
     assert "va-1" in world.volume_attachments.objects
+
+
+def test_the_node_of_a_vm_that_appeared_after_the_status_step_is_found_before_deletion() -> None:
+    """Found by the chaos suite (30-minute run, mixed): a CreateMachine still running (its
+    answer lost to a leader change) when the deletion's status step found no VM; the VM and its
+    Node appeared before DeleteMachine, which deleted the VM, and the node step, with no node
+    label, left the Node for ever. The VM's Node is now looked for again before DeleteMachine."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_INITIATE_VM_DELETION, node=None, provider_id=None)
+    )
+    world.driver.remove_vm("fakeID-0")
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0")
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert stored is not None and stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert stored["spec"]["providerID"] == "fakeID-0"
+    assert op(stored)[0] == c.DESC_VM_DELETED
+    assert len(world.driver.calls_to("delete_machine")) == 1
