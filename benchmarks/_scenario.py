@@ -560,3 +560,14 @@ def warm_up(client: ClusterClient, observer: Observer, timeout: float, alive: Ca
                 return True
         time.sleep(0.05)
     return False
+
+
+def tear_down(process: Any, observer: Any, stop_sim: Callable[[], None] | None, pair: Any) -> None:
+    """Stop what a measured run started (each may be ``None`` when start-up failed part way)."""
+    if process is not None:
+        process.stop()
+    if observer is not None:
+        observer.stop()
+    if stop_sim is not None:
+        stop_sim()
+    pair.close()

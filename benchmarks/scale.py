@@ -46,6 +46,7 @@ from _scenario import (
     quiet,
     read_requests,
     start_node_simulator,
+    tear_down,
     warm_up,
 )
 
@@ -143,13 +144,7 @@ def run_point(setting: str, n: int, steady: float, timeout: float, profile: Path
             )
             point.requests = (sent - steady_requests) / n if steady_from != math.inf else sent / n
         finally:
-            if process is not None:
-                process.stop()
-            if observer is not None:
-                observer.stop()
-            if stop_sim is not None:
-                stop_sim()
-            pair.close()
+            tear_down(process, observer, stop_sim, pair)
     return point
 
 

@@ -52,6 +52,7 @@ from _scenario import (
     read_requests,
     stage_breakdown,
     start_node_simulator,
+    tear_down,
     warm_up,
 )
 
@@ -158,13 +159,7 @@ def run_scenario(
             result.cpu, result.system_cpu, result.rss = process.cpu, process.system_cpu, process.peak_rss_mib
             count_requests(result, read_requests(control_log), read_requests(target_log), since)
         finally:
-            if process is not None:
-                process.stop()
-            if observer is not None:
-                observer.stop()
-            if stop_sim is not None:
-                stop_sim()
-            pair.close()
+            tear_down(process, observer, stop_sim, pair)
     return result
 
 
