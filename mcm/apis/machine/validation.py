@@ -112,22 +112,24 @@ def type_errors(model: Model, path: str = "") -> list[FieldError]:
 
 
 def _iter_type_errors(model: Model, path: str) -> Iterator[FieldError]:
+    extra = model.extra
     for spec in model_fields(type(model)):
-        here = _child(path, spec.json)
-        raw = model.extra.get(spec.json)
-        if raw is not None:
-            yield FieldError(ErrorType.INVALID, here, f"expected {_expected(spec.codec.schema_type)}", raw)
-            continue
-        yield from _iter_value_type_errors(getattr(model, spec.attr), here)
-
-
-def _iter_value_type_errors(value: object, path: str) -> Iterator[FieldError]:
-    if isinstance(value, Model):
-        yield from _iter_type_errors(value, path)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, Model):
-                yield from _iter_type_errors(item, f"{path}[{index}]")
+        if extra:
+            raw = extra.get(spec.json)
+            if raw is not None:
+                here = _child(path, spec.json)
+                yield FieldError(
+                    ErrorType.INVALID, here, f"expected {_expected(spec.codec.schema_type)}", raw
+                )
+                continue
+        value = getattr(model, spec.attr)
+        if isinstance(value, Model):
+            yield from _iter_type_errors(value, _child(path, spec.json))
+        elif isinstance(value, list) and value:
+            here = _child(path, spec.json)
+            for index, item in enumerate(value):
+                if isinstance(item, Model):
+                    yield from _iter_type_errors(item, f"{here}[{index}]")
 
 
 def _expected(schema_type: str) -> str:

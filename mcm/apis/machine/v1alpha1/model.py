@@ -29,7 +29,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 __all__ = [
     "BOOL",
@@ -54,6 +54,9 @@ __all__ = [
     "nested_field",
     "object_of",
 ]
+
+
+_ModelT = TypeVar("_ModelT", bound="Model")
 
 
 class Mismatch(Exception):
@@ -254,6 +257,48 @@ def _fields_by_key(cls: type[Model]) -> dict[str, FieldSpec]:
     return table
 
 
+_DefaultPlan = tuple[tuple[str, Any, Callable[[], Any] | None], ...]
+_DEFAULT_PLANS: dict[type, _DefaultPlan | None] = {}
+
+
+def _default_plan(cls: type) -> _DefaultPlan | None:
+    """Each typed field's attribute with its default (or default factory); ``None`` when the
+    class has fields besides the typed ones, ``extra`` and ``_present``."""
+    if cls in _DEFAULT_PLANS:
+        return _DEFAULT_PLANS[cls]
+    entries: list[tuple[str, Any, Callable[[], Any] | None]] = []
+    plan: _DefaultPlan | None = None
+    for f in dataclasses.fields(cls):
+        if "json" in f.metadata:
+            factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
+            entries.append((f.name, None if factory else f.default, factory))
+        elif f.name not in ("extra", "_present"):
+            break
+    else:
+        plan = tuple(entries)
+    _DEFAULT_PLANS[cls] = plan
+    return plan
+
+
+def _without_defaults(cls: type[_ModelT], decoded: Mapping[str, Any]) -> _ModelT:
+    """A ``cls`` with the ``decoded`` attributes, the others at their defaults: the same object
+    as ``cls()`` with those attributes set, without building the by-value sub-objects that
+    ``decoded`` replaces (``extra`` and ``_present`` are left to the caller)."""
+    plan = _default_plan(cls)
+    if plan is None:
+        obj = cls()
+        for attr, value in decoded.items():
+            setattr(obj, attr, value)
+        return obj
+    obj = object.__new__(cls)
+    for attr, default, factory in plan:
+        if attr in decoded:
+            setattr(obj, attr, decoded[attr])
+        else:
+            setattr(obj, attr, factory() if factory is not None else default)
+    return obj
+
+
 @dataclass(slots=True, kw_only=True)
 class Model:
     """Base of every typed API object; see the module docstring for the guarantees.
@@ -269,23 +314,24 @@ class Model:
     def from_dict(cls, data: Mapping[str, Any] | None) -> Self:
         """Decode ``data``; ``None`` gives an empty object. Raises ``TypeError`` only when
         ``data`` is neither a mapping nor ``None``."""
-        obj = cls()
         if data is None:
-            return obj
+            return cls()
         if not isinstance(data, Mapping):
             raise TypeError(f"{cls.__name__}.from_dict expects a mapping, got {type(data).__name__}")
         by_key = _fields_by_key(cls)
+        extra: dict[str, Any] = {}
+        decoded: dict[str, Any] = {}
         for key, raw in data.items():
             spec = by_key.get(key)
             if spec is None or raw is None:
-                obj.extra[key] = copy.deepcopy(raw)
+                extra[key] = copy.deepcopy(raw)
                 continue
             try:
-                value = spec.codec.decode(raw)
+                decoded[spec.attr] = spec.codec.decode(raw)
             except Mismatch:
-                obj.extra[key] = copy.deepcopy(raw)
-                continue
-            setattr(obj, spec.attr, value)
+                extra[key] = copy.deepcopy(raw)
+        obj = _without_defaults(cls, decoded)
+        obj.extra = extra
         obj._present = True
         return obj
 
