@@ -242,7 +242,12 @@ class Controller:
             listers=listers,
             writers=writers,
             driver=driver,
-            calls=DriverCaller(self.clock, self.metrics, self.options.driver_call_timeout),
+            calls=DriverCaller(
+                self.clock,
+                self.metrics,
+                self.options.driver_call_timeout,
+                prompt=driver.returns_promptly,
+            ),
             options=self.options,
             clock=self.clock,
             metrics=self.metrics,

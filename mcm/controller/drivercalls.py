@@ -12,6 +12,9 @@ Guarantees of :meth:`DriverCaller.call`:
   at the moment the call is abandoned (never when it returned in time) and returns a function
   that is called once the driver really returns: the creation flow uses it to keep its Machine
   "in creation" (no second ``CreateMachine``) until then.
+- A driver whose :meth:`~mcm.driver.Driver.returns_promptly` says so (``prompt`` is asked
+  before each call) is called on the caller's thread instead: it cannot overrun the deadline,
+  and the two thread wake-ups of the hand-off were most of such a call's cost.
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
   (decisions.md §3): its text is kept but it never reaches the worker as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
@@ -56,12 +59,19 @@ class DriverCaller:
     """Runs driver methods with a deadline on a helper thread and records metrics."""
 
     def __init__(
-        self, clock: Clock, metrics: ControllerMetrics, deadline: float, *, max_threads: int = 64
+        self,
+        clock: Clock,
+        metrics: ControllerMetrics,
+        deadline: float,
+        *,
+        max_threads: int = 64,
+        prompt: Callable[[], bool] | None = None,
     ) -> None:
         self._clock = clock
         self._metrics = metrics
         self._deadline = deadline
         self._pool = _DaemonPool(max_threads, clock=clock)
+        self._prompt = prompt
 
     @property
     def pool_threads(self) -> int:
@@ -84,12 +94,25 @@ class DriverCaller:
         )
         started = self._clock.monotonic()
         try:
-            result = self._run(ctx, fn, on_abandon)
+            if self._prompt is not None and self._prompt():
+                result = self._run_here(ctx, fn)
+            else:
+                result = self._run(ctx, fn, on_abandon)
         except MachineError as err:
             self._observe(method, started, err, provider)
             raise
         self._observe(method, started, None, provider)
         return result
+
+    @staticmethod
+    def _run_here(ctx: CallContext, fn: Callable[[CallContext], R]) -> R:
+        """The call on this thread, its errors as :meth:`_run` reports them."""
+        try:
+            return fn(ctx)
+        except MachineError:
+            raise
+        except Exception as error:
+            raise MachineError(Code.Internal, f"{type(error).__name__}: {error}") from error
 
     def _run(
         self,

@@ -3,8 +3,9 @@
 - ``reconcile_node_key`` (queue ``node``): a Node of a non-deleting machine gets the node
   finalizer (merge patch of the sorted set, carrying the cached ``resourceVersion`` so a stale
   copy is refused instead of dropping another writer's finalizer). The finalizer of a Node
-  younger than :data:`NODE_FINALIZER_GRACE` is left to the machine's reconcile, which is enqueued: its node-template write carries the finalizer (``nodesync``), so a new
-  Node costs one write, not two; past the grace the node loop patches it in. A deleting Node triggers
+  younger than :data:`NODE_FINALIZER_GRACE` is left to the machine's reconcile, which is
+  enqueued: its node-template write carries the finalizer (``nodesync``), so a new Node costs
+  one write, not two; past the grace the node loop patches it in. A deleting Node triggers
   deletion of its Machine. The key :func:`deleted_node_key` (``deleted/<name>``; a Node name
   never holds a ``/``) says the informer saw the Node deleted: its Machine is deleted unless a
   Node of that name is back in the cache.
