@@ -29,7 +29,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 __all__ = [
     "BOOL",
@@ -54,9 +54,6 @@ __all__ = [
     "nested_field",
     "object_of",
 ]
-
-
-_ModelT = TypeVar("_ModelT", bound="Model")
 
 
 class Mismatch(Exception):
@@ -257,48 +254,6 @@ def _fields_by_key(cls: type[Model]) -> dict[str, FieldSpec]:
     return table
 
 
-_DefaultPlan = tuple[tuple[str, Any, Callable[[], Any] | None], ...]
-_DEFAULT_PLANS: dict[type, _DefaultPlan | None] = {}
-
-
-def _default_plan(cls: type) -> _DefaultPlan | None:
-    """Each typed field's attribute with its default (or default factory); ``None`` when the
-    class has fields besides the typed ones, ``extra`` and ``_present``."""
-    if cls in _DEFAULT_PLANS:
-        return _DEFAULT_PLANS[cls]
-    entries: list[tuple[str, Any, Callable[[], Any] | None]] = []
-    plan: _DefaultPlan | None = None
-    for f in dataclasses.fields(cls):
-        if "json" in f.metadata:
-            factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
-            entries.append((f.name, None if factory else f.default, factory))
-        elif f.name not in ("extra", "_present"):
-            break
-    else:
-        plan = tuple(entries)
-    _DEFAULT_PLANS[cls] = plan
-    return plan
-
-
-def _without_defaults(cls: type[_ModelT], decoded: Mapping[str, Any]) -> _ModelT:
-    """A ``cls`` with the ``decoded`` attributes, the others at their defaults: the same object
-    as ``cls()`` with those attributes set, without building the by-value sub-objects that
-    ``decoded`` replaces (``extra`` and ``_present`` are left to the caller)."""
-    plan = _default_plan(cls)
-    if plan is None:
-        obj = cls()
-        for attr, value in decoded.items():
-            setattr(obj, attr, value)
-        return obj
-    obj = object.__new__(cls)
-    for attr, default, factory in plan:
-        if attr in decoded:
-            setattr(obj, attr, decoded[attr])
-        else:
-            setattr(obj, attr, factory() if factory is not None else default)
-    return obj
-
-
 @dataclass(slots=True, kw_only=True)
 class Model:
     """Base of every typed API object; see the module docstring for the guarantees.
@@ -330,7 +285,7 @@ class Model:
                 decoded[spec.attr] = spec.codec.decode(raw)
             except Mismatch:
                 extra[key] = copy.deepcopy(raw)
-        obj = _without_defaults(cls, decoded)
+        obj = cls(**decoded)  # the generated __init__ builds only the sub-objects data lacks
         obj.extra = extra
         obj._present = True
         return obj
