@@ -161,6 +161,7 @@ def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(
     _running(env, "machine-five")
     pods = env.target.resource(PODS)
     pods.create(_pod("app-five", "machine-five"), namespace=NS)
+    _wait_for_cached_pods(env, 1)
     markers = {
         "get_machine_status": c.MARKER_GET_VM_STATUS,
         "drain": c.MARKER_INITIATE_DRAIN,
