@@ -12,13 +12,13 @@ from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller import ControllerOptions
 from mcm.controller.common import FlowInputs
-from mcm.controller.deletion import dispatch, trigger_deletion_flow
+from mcm.controller.deletion import dispatch, trigger_deletion_flow, update_node_termination_condition
 from mcm.driver import Code, GetMachineStatusResponse, MachineError
-from mcm.runtime.client.errors import InternalError
+from mcm.runtime.client.errors import Conflict, InternalError
 from mcm.runtime.worker import DONE, Result
 
-from .builders import mk_class, mk_machine, mk_node
-from .fakes import NS, World, make_world
+from .builders import condition, mk_class, mk_machine, mk_node
+from .fakes import NS, World, make_world, ts
 from .fixtures import StubDrainer
 
 MIN = 60.0
@@ -673,3 +673,91 @@ def test_the_node_of_a_vm_that_appeared_after_the_status_step_is_found_before_de
     assert stored["spec"]["providerID"] == "fakeID-0"
     assert op(stored)[0] == c.DESC_VM_DELETED
     assert len(world.driver.calls_to("delete_machine")) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "description", "retry"),
+    [
+        (Code.Unavailable, c.DESC_GET_VM_RETRYABLE, c.SHORT_RETRY),
+        (
+            Code.Internal,
+            c.DESC_GET_VM_FAILED.format(
+                err="machine codes error: code = [Internal] message = [cloud says no]"
+            ),
+            c.MEDIUM_RETRY,
+        ),
+    ],
+)
+def test_a_failed_get_machine_status_stops_the_deletion_at_its_step(
+    code: Code, description: str, retry: float
+) -> None:
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
+    world.driver.always("get_machine_status", MachineError(code, "cloud says no"))
+    result, stored = step(world, machine)
+    assert result == Result.after(retry)
+    assert op(stored) == (description, c.STATE_FAILED, c.OPERATION_DELETE)
+    assert drainer.drained == [] and "fakeID-0" in world.driver.vms
+
+
+def _terminating_condition(reason: str, ago: float, world: World) -> dict[str, Any]:
+    return {
+        **condition("Terminating", "True", world.clock, ago),
+        "reason": reason,
+        "message": f"{reason} earlier",
+    }
+
+
+@pytest.mark.parametrize(
+    ("phase", "existing_reason", "reason", "message", "transition_kept"),
+    [
+        (c.PHASE_TERMINATING, None, c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, False),
+        (c.PHASE_FAILED, None, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, False),
+        # a Terminating machine keeps the reason the node was given when its deletion began
+        (c.PHASE_TERMINATING, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_REASON, "Unhealthy earlier", True),
+        (
+            c.PHASE_RUNNING,
+            c.NODE_SCALED_DOWN_REASON,
+            c.NODE_SCALED_DOWN_REASON,
+            c.NODE_SCALED_DOWN_MESSAGE,
+            True,
+        ),
+        (c.PHASE_FAILED, c.NODE_SCALED_DOWN_REASON, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, False),
+    ],
+)
+def test_the_nodes_terminating_condition(
+    phase: str, existing_reason: str | None, reason: str, message: str, transition_kept: bool
+) -> None:
+    """Other conditions stay; the transition time moves only when the reason changes."""
+    world, _, _ = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    machine = mk_machine(world.clock, phase=phase, node="fakeNode-0")
+    ready = condition("Ready", "False", world.clock, 600)
+    before = [ready] + ([_terminating_condition(existing_reason, 300, world)] if existing_reason else [])
+    world.nodes.put(mk_node("fakeNode-0", conditions=before))
+    assert update_node_termination_condition(world.deps, machine) is None
+    conditions = world.nodes.get("fakeNode-0")["status"]["conditions"]
+    assert conditions[0] == ready
+    assert [cd["type"] for cd in conditions] == ["Ready", "Terminating"]
+    terminating_cond = conditions[1]
+    assert (terminating_cond["status"], terminating_cond["reason"], terminating_cond["message"]) == (
+        "True",
+        reason,
+        message,
+    )
+    assert terminating_cond["lastHeartbeatTime"] == ts(world.clock)
+    expected_transition = ts(world.clock, 300) if transition_kept else ts(world.clock)
+    assert terminating_cond["lastTransitionTime"] == expected_transition
+
+
+def test_a_conflicting_node_finalizer_removal_is_retried_without_a_status_write() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}))
+    world.nodes.fail("patch", Conflict({"message": "the object has been modified", "code": 409}), times=1)
+    writes_before = list(world.machines.writes)
+    result, stored = step(world, machine)
+    assert result == Result.after(c.CONFLICT_RETRY)
+    assert op(stored)[0] == c.DESC_VM_DELETED
+    assert world.machines.writes == writes_before
+    assert "fakeNode-0" in world.nodes.objects
+    result, stored = step(world, stored)  # the next pass removes it and deletes the Node
+    assert op(stored)[0] == c.DESC_NODE_DELETED.format(node="fakeNode-0")
+    assert "fakeNode-0" not in world.nodes.objects
