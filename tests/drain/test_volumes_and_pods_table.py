@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from mcm.drain import DrainOptions, VolumeAttachmentHub, is_misconfigured
 from mcm.drain.pods import blocking_pdb, select_pods
@@ -173,6 +174,21 @@ def test_a_pdb_without_spec_selects_nothing() -> None:
         group="policy",
     )
     assert blocking_pdb(pod("web-0", labels={"app": "web"}), pdbs) is None
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_the_first_matching_pdb_by_name_is_chosen_with_a_warning_when_several_match(count: int) -> None:
+    pdbs = [
+        {"metadata": {"name": f"budget-{i}", "namespace": "default"}, "spec": {"selector": {}}}
+        for i in reversed(range(count))
+    ]
+    with capture_logs() as logs:
+        chosen = blocking_pdb(
+            pod("web-0"), lister(pdbs, "poddisruptionbudget", namespaced=True, group="policy")
+        )
+    assert chosen is not None and chosen["metadata"]["name"] == "budget-0"
+    warned = [e for e in logs if e["event"] == "pod_matches_several_pdbs_first_chosen"]
+    assert [(e["log_level"], e["pdb"]) for e in warned] == ([("warning", "budget-0")] if count > 1 else [])
 
 
 def _pdb_status(**status: Any) -> Obj:
