@@ -12,7 +12,7 @@ from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller import ControllerOptions
 from mcm.controller.common import FlowInputs
-from mcm.controller.deletion import dispatch, trigger_deletion_flow, update_node_termination_condition
+from mcm.controller.deletion import dispatch, trigger_deletion_flow
 from mcm.driver import Code, GetMachineStatusResponse, MachineError
 from mcm.runtime.client.errors import Conflict, InternalError
 from mcm.runtime.worker import DONE, Result
@@ -699,53 +699,40 @@ def test_a_failed_get_machine_status_stops_the_deletion_at_its_step(
     assert drainer.drained == [] and "fakeID-0" in world.driver.vms
 
 
-def _terminating_condition(reason: str, ago: float, world: World) -> dict[str, Any]:
+def _terminating_condition(world: World, reason: str, status: str) -> dict[str, Any]:
     return {
-        **condition("Terminating", "True", world.clock, ago),
+        **condition("Terminating", status, world.clock, 300),
         "reason": reason,
         "message": f"{reason} earlier",
     }
 
 
 @pytest.mark.parametrize(
-    ("phase", "existing_reason", "reason", "message", "transition_kept"),
+    ("existing", "reason", "message", "transition_kept"),
     [
-        (c.PHASE_TERMINATING, None, c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, False),
-        (c.PHASE_FAILED, None, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, False),
-        # a Terminating machine keeps the reason the node was given when its deletion began
-        (c.PHASE_TERMINATING, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_REASON, "Unhealthy earlier", True),
-        (
-            c.PHASE_RUNNING,
-            c.NODE_SCALED_DOWN_REASON,
-            c.NODE_SCALED_DOWN_REASON,
-            c.NODE_SCALED_DOWN_MESSAGE,
-            True,
-        ),
-        (c.PHASE_FAILED, c.NODE_SCALED_DOWN_REASON, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, False),
+        (None, c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, False),
+        # a deletion resumed (or begun by an earlier controller) keeps the node's reason
+        (("Unhealthy", "True"), "Unhealthy", "Unhealthy earlier", True),
+        (("Unhealthy", "False"), "Unhealthy", "Unhealthy earlier", False),  # True again: a transition
     ],
 )
-def test_the_nodes_terminating_condition(
-    phase: str, existing_reason: str | None, reason: str, message: str, transition_kept: bool
+def test_the_drain_step_sets_the_nodes_terminating_condition(
+    existing: tuple[str, str] | None, reason: str, message: str, transition_kept: bool
 ) -> None:
-    """Other conditions stay; the transition time moves only when the reason changes."""
-    world, _, _ = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
-    machine = mk_machine(world.clock, phase=phase, node="fakeNode-0")
+    """Other conditions stay; the transition time moves only when the condition changes."""
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
     ready = condition("Ready", "False", world.clock, 600)
-    before = [ready] + ([_terminating_condition(existing_reason, 300, world)] if existing_reason else [])
+    before = [ready] + ([_terminating_condition(world, *existing)] if existing else [])
     world.nodes.put(mk_node("fakeNode-0", conditions=before))
-    assert update_node_termination_condition(world.deps, machine) is None
+    result, stored = step(world, machine)
+    assert result is None and op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
     conditions = world.nodes.get("fakeNode-0")["status"]["conditions"]
-    assert conditions[0] == ready
     assert [cd["type"] for cd in conditions] == ["Ready", "Terminating"]
-    terminating_cond = conditions[1]
-    assert (terminating_cond["status"], terminating_cond["reason"], terminating_cond["message"]) == (
-        "True",
-        reason,
-        message,
-    )
-    assert terminating_cond["lastHeartbeatTime"] == ts(world.clock)
-    expected_transition = ts(world.clock, 300) if transition_kept else ts(world.clock)
-    assert terminating_cond["lastTransitionTime"] == expected_transition
+    assert conditions[0] == ready
+    after = conditions[1]
+    assert (after["status"], after["reason"], after["message"]) == ("True", reason, message)
+    assert after["lastHeartbeatTime"] == ts(world.clock)
+    assert after["lastTransitionTime"] == (ts(world.clock, 300) if transition_kept else ts(world.clock))
 
 
 def test_a_conflicting_node_finalizer_removal_is_retried_without_a_status_write() -> None:
