@@ -3,15 +3,20 @@ unchecked: each test states what a user of the drain sees."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 import time
 from typing import Any, cast
 
-from mcm.drain import DrainListers, DrainResult, PodDeletions, drain_node
+import pytest
+
+from mcm.drain import DrainListers, DrainResult, PodDeletions, cordon_node, drain_node
 from mcm.drain.state import DETACH_TIMEOUT_TEXT, LEFT_DEADLINE, LEFT_NODE_GONE, TERMINATION_BUFFER
 from mcm.driver import FakeDriver
 from mcm.runtime.cache import Lister
+from mcm.runtime.client import ClusterClient
+from mcm.runtime.client.errors import Conflict
 from mcm.runtime.clock import FakeClock
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
@@ -166,3 +171,37 @@ def test_a_pod_the_informer_still_has_is_not_counted_gone_when_another_goes() ->
     result = results[0]
     assert result.evicted == ("default/bare-0",)
     assert [(p.key, p.reason) for p in result.left_behind] == [("default/bare-1", LEFT_DEADLINE)]
+
+
+class _ConflictingNodes:
+    """A Node whose updates conflict ``conflicts`` times before one is accepted."""
+
+    def __init__(self, conflicts: int) -> None:
+        self.conflicts = conflicts
+        self.updates = 0
+        self.node: Obj = {"metadata": {"name": NODE, "resourceVersion": "1"}, "spec": {}}
+
+    def resource(self, _resource: object) -> _ConflictingNodes:
+        return self
+
+    def get(self, _name: str) -> Obj:
+        return copy.deepcopy(self.node)
+
+    def update(self, body: Obj) -> Obj:
+        self.updates += 1
+        if self.updates <= self.conflicts:
+            raise Conflict({"message": "the object has been modified", "code": 409})
+        self.node = copy.deepcopy(body)
+        return body
+
+
+@pytest.mark.parametrize(("conflicts", "cordoned"), [(0, True), (2, True), (3, False)])
+def test_cordon_retries_conflicts_three_times(conflicts: int, cordoned: bool) -> None:
+    nodes = _ConflictingNodes(conflicts)
+    if cordoned:
+        cordon_node(cast(ClusterClient, nodes), NODE)
+        assert nodes.node["spec"]["unschedulable"] is True
+    else:
+        with pytest.raises(Conflict):
+            cordon_node(cast(ClusterClient, nodes), NODE)
+    assert nodes.updates == min(conflicts + 1, 3)
