@@ -746,6 +746,7 @@ def test_a_conflicting_node_finalizer_removal_is_retried_without_a_status_write(
     assert op(stored)[0] == c.DESC_VM_DELETED
     assert world.machines.writes == writes_before
     assert "fakeNode-0" in world.nodes.objects
+    assert stored is not None
     result, stored = step(world, stored)  # the next pass removes it and deletes the Node
     assert op(stored)[0] == c.DESC_NODE_DELETED.format(node="fakeNode-0")
     assert "fakeNode-0" not in world.nodes.objects

@@ -139,7 +139,7 @@ def _owned_without_controller() -> Obj:
     return p
 
 
-def _without_status() -> Obj:
+def _pod_without_status() -> Obj:
     p = pod("new")
     del p["status"]
     return p
@@ -151,7 +151,7 @@ def _without_status() -> Obj:
         # an owner that is no controller leaves the pod unreplicated, as in kubectl drain
         (_owned_without_controller(), True, ["orphan"], 1, False),
         (_owned_without_controller(), False, [], 0, True),
-        (_without_status(), True, ["new"], 0, False),  # a pod the kubelet has not reported on yet
+        (_pod_without_status(), True, ["new"], 0, False),  # a pod the kubelet has not reported on yet
     ],
 )
 def test_select_pods_edge_cases(
