@@ -355,7 +355,8 @@ class _Workers(Generic[T]):
         Sets ``ended`` (which ends the thread's ``until`` loop) when the thread retires, or
         when the queue has shut down and ``stop`` is set."""
         while True:
-            taken = self._queue.get_within(self._idle_wait())
+            wait = self._idle_wait()
+            taken = self._queue.get() if wait is None else self._queue.get_within(wait)
             if taken is not None:
                 item, shutdown = taken
                 if shutdown:
@@ -390,11 +391,12 @@ class _Workers(Generic[T]):
         elif self._spare_since is None:
             self._spare_since = self._clock.monotonic()
 
-    def _idle_wait(self) -> float:
-        """How long an idle thread waits for an item before asking whether it may end."""
+    def _idle_wait(self) -> float | None:
+        """How long an idle thread waits for an item before asking whether it may end; ``None``
+        (no limit) while the queue has fewer than two idle threads: none of them may end then."""
         with self._lock:
             if self._spare_since is None:
-                return self._idle_timeout
+                return None
             return self._spare_since + self._idle_timeout - self._clock.monotonic()
 
     def _retire(self) -> bool:
