@@ -4,10 +4,15 @@
    empty control → the target's config; ``inClusterConfig`` → in-cluster.
 2. One :class:`~mcm.runtime.client.ClusterClient` per cluster with ``--kube-api-qps``/``-burst``
    and upstream's user-agent suffixes (§2.3).
-3. Discovery: the control cluster must answer and serve ``machine.sapcloud.io/v1alpha1
-   machines``; the target must answer ``/version``. Otherwise a one-line error, exit 1.
-4. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts before the
-   election, so standbys serve it too.
+3. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts first, so
+   standbys and a process still waiting for its clusters serve it too.
+4. Discovery: the control cluster must answer ``/healthz`` and discovery, the target
+   ``/version``. A failed request is retried with back-off (1 s doubling to 30 s) until it
+   succeeds or a signal stops the process, each failure logged once; ``/healthz`` is ``ok``
+   meanwhile and ``/readyz`` says what it waits for. Upstream gives up after 10 s and exits
+   (a network blip at start-up becomes a CrashLoopBackOff); mcm never ends on one. A control
+   cluster that answers but does not serve ``machine.sapcloud.io/v1alpha1 machines`` is a
+   configuration error: one line, exit 1.
 5. Leader election on Lease ``machine-controller`` in ``--namespace`` of the control cluster,
    identity = hostname (plus ``_<pid>`` when another machine-controller on this host already
    campaigns for the same Lease). The controller runs only while leading.
@@ -31,8 +36,7 @@ import socket
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, Protocol
@@ -41,16 +45,15 @@ import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.app.logs import configure_logging, log_output
 from mcm.app.metrics import ProcessMetrics
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.server import HealthServer
+from mcm.app.startup import StartupError, check_control_cluster, check_target_cluster
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import NODES, SECRETS
 from mcm.runtime.leaderelection import (
     HealthzAdaptor,
@@ -78,12 +81,6 @@ log = structlog.get_logger("machine-controller")
 
 LEASE_NAME = "machine-controller"
 """The leader-election Lease (no flag changes it, as upstream)."""
-DISCOVERY_TIMEOUT = 10.0
-"""How long discovery waits for the control cluster's ``/healthz`` (upstream: 10 s)."""
-
-
-class StartupError(Exception):
-    """Start-up cannot continue; the message is the one line the user sees."""
 
 
 class RunnableController(Protocol):
@@ -142,66 +139,6 @@ def build_clients(options: Options) -> Clients:
     else:
         raise StartupError("--control-kubeconfig is required with --target-kubeconfig=none")
     return Clients(control, control.with_user_agent("machine-leader-election"), target)
-
-
-def _describe(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _retry_until(attempt: Callable[[], str | None], timeout: float) -> str | None:
-    """Call ``attempt`` (``None``: it succeeded, else why not) about once a second until it
-    succeeds or ``timeout`` seconds have passed; returns the last reason, or ``None``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        reason = attempt()
-        if reason is None or time.monotonic() >= deadline:
-            return reason
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-
-
-def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The control cluster answers ``/healthz`` and discovery within ``timeout`` (failed requests
-    are retried about once a second) and serves the Machine CRDs, else StartupError."""
-    discovery = control.with_user_agent("controller-discovery")
-    served: list[bool] = []
-
-    def answers() -> str | None:
-        try:
-            body = discovery.get_bytes("/healthz").strip()
-            if body != b"ok":
-                return f"/healthz answered {body[:80]!r}"
-            served.append(discovery.discovery().has_resource(API_VERSION, "machines"))
-        except NotFound:
-            served.append(False)
-        except (ApiError, ConnectionFailed) as exc:
-            return _describe(exc)
-        return None
-
-    reason = _retry_until(answers, timeout)
-    if reason is not None:
-        raise StartupError(f"control cluster {control.host} is not reachable: {reason}")
-    if not served[-1]:
-        raise StartupError(
-            f"unable to start machine controller: the control cluster {control.host} does not serve "
-            f"{API_VERSION} machines (are the Machine CRDs installed?)"
-        )
-
-
-def check_target_cluster(target: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The target cluster answers ``/version`` within ``timeout`` (retried as the control
-    cluster's ``/healthz`` is), else StartupError."""
-
-    def answers() -> str | None:
-        try:
-            target.discovery().server_version()
-        except (ApiError, ConnectionFailed) as exc:
-            return _describe(exc)
-        return None
-
-    reason = _retry_until(answers, timeout)
-    if reason is not None:
-        raise StartupError(f"target cluster {target.host} is not reachable: {reason}")
 
 
 # --- driver -------------------------------------------------------------------------------------
@@ -374,6 +311,8 @@ class _Process:
         self.stop = stop
         self.controller: RunnableController | None = None
         self.controller_done = threading.Event()
+        self.waiting_for: str | None = "the clusters"
+        """What start-up still waits for (``/readyz`` reports it); ``None`` once both answered."""
         self.exit_code = 0
         """1 once the lease was lost or the controller could not start; 0 for a requested stop."""
         self.healthz = HealthzAdaptor(timeout=20.0)
@@ -392,6 +331,8 @@ class _Process:
         return None if err is None else str(err)
 
     def _readyz(self) -> str | None:
+        if self.waiting_for is not None:
+            return f"waiting for {self.waiting_for}"
         if self.controller is None:
             return "not leading" if self.options.leader_elect else "controller not started"
         return None if self.controller.has_synced() else "caches not synced"
@@ -406,16 +347,32 @@ class _Process:
             self.controller_done.set()
 
     def run(self) -> int:
-        """Serve, campaign, lead; returns the exit code."""
+        """Serve, wait for the clusters, campaign, lead; returns the exit code. Raises
+        StartupError if the control cluster does not serve the Machine CRDs."""
         self.server.start()
         log.info("serving", address=self.server.address)
         try:
+            if not self._wait_for_clusters():
+                return self.exit_code
             if not self.options.leader_elect:
                 return self._run_without_election()
             return self._run_elected()
         finally:
             self.server.stop()
             self.broadcaster.shutdown()
+
+    def _wait_for_clusters(self) -> bool:
+        """Both clusters answer (retried until they do; ``/healthz`` is served meanwhile and
+        ``/readyz`` says why not ready); ``False`` if stopped first."""
+        self.waiting_for = "the control cluster"
+        if not check_control_cluster(self.clients.control, self.stop):
+            return False
+        if self.clients.target is not None:
+            self.waiting_for = "the target cluster"
+            if not check_target_cluster(self.clients.target, self.stop):
+                return False
+        self.waiting_for = None
+        return True
 
     def _run_without_election(self) -> int:
         thread = threading.Thread(target=self._guarded_controller, args=(self.stop,), daemon=True)
@@ -505,23 +462,30 @@ def start(options: Options, driver: Driver | None, stop: threading.Event) -> int
     """Steps 1-6 with an explicit ``stop`` event; raises :class:`StartupError`."""
     clients = build_clients(options)
     try:
-        check_control_cluster(clients.control)
-        if clients.target is not None:
-            check_target_cluster(clients.target)
         if driver is None:
             driver = load_driver(options, clients)
         try:
             process = _Process(options, driver, clients, stop)
         except OSError as exc:
             raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
-        result: list[int] = []
+        result: list[int | StartupError] = []
+
+        def serve() -> None:
+            try:
+                result.append(process.run())
+            except StartupError as exc:
+                result.append(exc)
+
         # The process runs in a thread so that this (main) thread keeps handling signals.
-        worker = threading.Thread(target=lambda: result.append(process.run()), name="machine-controller")
+        worker = threading.Thread(target=serve, name="machine-controller")
         worker.start()
         while worker.is_alive():
             worker.join(0.2)
         driver.close()
-        return result[0] if result else 1
+        outcome = result[0] if result else 1
+        if isinstance(outcome, StartupError):
+            raise outcome
+        return outcome
     finally:
         clients.close()
 
