@@ -21,6 +21,7 @@ from collections.abc import Callable
 import structlog
 
 from mcm.apis.machine.v1alpha1 import API_VERSION
+from mcm.app.process import StartupError
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -29,7 +30,6 @@ from mcm.runtime.wait import MAX_INT32, Backoff
 __all__ = [
     "STARTUP_RETRY_CAP",
     "STARTUP_RETRY_INITIAL",
-    "StartupError",
     "check_control_cluster",
     "check_target_cluster",
 ]
@@ -40,10 +40,6 @@ STARTUP_RETRY_INITIAL = 1.0
 """Seconds before the first retry of a start-up check of a cluster; doubled after each failure."""
 STARTUP_RETRY_CAP = 30.0
 """The longest wait between two start-up checks of a cluster (upstream gives up after 10 s)."""
-
-
-class StartupError(Exception):
-    """Start-up cannot continue; the message is the one line the user sees."""
 
 
 def _describe(exc: Exception) -> str:
