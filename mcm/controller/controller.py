@@ -67,7 +67,7 @@ from mcm.runtime.client.resources import (
 )
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.record import EventRecorder
-from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, start_workers
+from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, join_workers, start_workers
 from mcm.runtime.workqueue import (
     NOOP_PROVIDER,
     MetricsProvider,
@@ -315,10 +315,7 @@ class Controller:
         finally:
             self._shut_down()
         for threads in groups:
-            index = 0
-            while index < len(threads):  # the list grows while workers start on demand
-                threads[index].join(JOIN_TIMEOUT)
-                index += 1
+            join_workers(threads, JOIN_TIMEOUT)
 
     def _start_workers(self, workers: int, stop: threading.Event) -> list[list[threading.Thread]]:
         groups: list[list[threading.Thread]] = []
