@@ -35,6 +35,7 @@ from mcm.runtime.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
     LeaderElectionConfig,
+    LeaderElector,
     LeaseLock,
     new_leader_elector,
 )
@@ -122,6 +123,7 @@ class ControllerProcess(abc.ABC):
         self.leader_metrics = leader_metrics
         self.controller: RunnableController | None = None
         self.controller_done = threading.Event()
+        self.elector: LeaderElector | None = None
         self.exit_code = 0
         """1 once the Lease was lost or the controller could not start; 0 for a requested stop."""
         self.waiting_for: str | None = None
@@ -177,6 +179,13 @@ class ControllerProcess(abc.ABC):
         finally:
             self.controller_done.set()
 
+    def holds_lease(self) -> bool:
+        """Whether the controller may act as leader now: without election always; with it, only
+        while the elector surely holds the Lease (:meth:`LeaderElector.holds_lease`)."""
+        if not self.options.leader_elect:
+            return True
+        return self.elector is not None and self.elector.holds_lease()
+
     def _healthz(self) -> str | None:
         err = self.healthz.check()
         return None if err is None else str(err)
@@ -228,7 +237,8 @@ class ControllerProcess(abc.ABC):
                 lease=f"{self.options.namespace}/{self.lease_name}",
                 identity=identity,
             )
-            new_leader_elector(config, metrics=self.leader_metrics).run(self.stop)
+            self.elector = new_leader_elector(config, metrics=self.leader_metrics)
+            self.elector.run(self.stop)
         self._wait_for_workers()
         return self.exit_code
 

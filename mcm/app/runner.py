@@ -35,7 +35,7 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -208,9 +208,12 @@ def new_controller(
     clients: Clients,
     recorder: EventRecorder | None = None,
     metrics: ProcessMetrics | None = None,
+    *,
+    holds_lease: Callable[[], bool] | None = None,
 ) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor. Its metrics go
-    on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given)."""
+    on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given); ``holds_lease``
+    is asked before each VM-changing driver call."""
     metrics = metrics or ProcessMetrics.new()
     controller = Controller(
         clients.control,
@@ -221,6 +224,7 @@ def new_controller(
         registry=metrics.registry,
         drain_metrics=metrics.drain,
         workqueue_metrics=metrics.workqueue,
+        holds_lease=holds_lease,
     )
     return _Readiness(controller)
 
@@ -308,7 +312,12 @@ class _Process(ControllerProcess):
 
     def new_controller(self) -> RunnableController:
         return new_controller(
-            self.machine_options, self.driver, self.clients, self.recorder, metrics=self.metrics
+            self.machine_options,
+            self.driver,
+            self.clients,
+            self.recorder,
+            metrics=self.metrics,
+            holds_lease=self.holds_lease,
         )
 
     def lease_lock(self, identity: str) -> LeaseLock:

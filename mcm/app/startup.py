@@ -32,9 +32,11 @@ __all__ = [
     "STARTUP_RETRY_INITIAL",
     "check_control_cluster",
     "check_target_cluster",
+    "describe",
+    "retry_until_stopped",
 ]
 
-log = structlog.get_logger("machine-controller")
+log = structlog.get_logger("startup")
 
 STARTUP_RETRY_INITIAL = 1.0
 """Seconds before the first retry of a start-up check of a cluster; doubled after each failure."""
@@ -42,12 +44,13 @@ STARTUP_RETRY_CAP = 30.0
 """The longest wait between two start-up checks of a cluster (upstream gives up after 10 s)."""
 
 
-def _describe(exc: Exception) -> str:
+def describe(exc: Exception) -> str:
+    """The first line of an error, for one log field."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
 
-def _retry_until_stopped(
+def retry_until_stopped(
     attempt: Callable[[], str | None], what: str, stop: threading.Event, clock: Clock
 ) -> bool:
     """Call ``attempt`` (``None``: it succeeded, else why not) until it succeeds (``True``) or
@@ -87,10 +90,10 @@ def check_control_cluster(
         except NotFound:
             served.append(False)
         except (ApiError, ConnectionFailed) as exc:
-            return _describe(exc)
+            return describe(exc)
         return None
 
-    if not _retry_until_stopped(answers, f"control {control.host}", stop, clock):
+    if not retry_until_stopped(answers, f"control {control.host}", stop, clock):
         return False
     if not served[-1]:
         raise StartupError(
@@ -108,7 +111,7 @@ def check_target_cluster(target: ClusterClient, stop: threading.Event, *, clock:
         try:
             target.discovery().server_version()
         except (ApiError, ConnectionFailed) as exc:
-            return _describe(exc)
+            return describe(exc)
         return None
 
-    return _retry_until_stopped(answers, f"target {target.host}", stop, clock)
+    return retry_until_stopped(answers, f"target {target.host}", stop, clock)

@@ -121,11 +121,14 @@ class Controller:
         drain_metrics: DrainMetrics | None = None,
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
+        holds_lease: Callable[[], bool] | None = None,
     ) -> None:
         driver = driver if isinstance(driver, SafeDriver) else SafeDriver(driver)
         self.options = options or ControllerOptions()
         self.clock = clock
         self.frozen = False
+        self._holds_lease = holds_lease
+        """Asked before each VM-changing driver call (``None``: no leader election)."""
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry, self.options.cloud_provider)
         self.queues = _named_queues(clock, workqueue_metrics or NOOP_PROVIDER)
@@ -242,7 +245,9 @@ class Controller:
             listers=listers,
             writers=writers,
             driver=driver,
-            calls=DriverCaller(self.clock, self.metrics, self.options.driver_call_timeout),
+            calls=DriverCaller(
+                self.clock, self.metrics, self.options.driver_call_timeout, holds_lease=self._holds_lease
+            ),
             options=self.options,
             clock=self.clock,
             metrics=self.metrics,

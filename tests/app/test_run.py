@@ -10,7 +10,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,11 @@ TIMEOUT = 10.0
 class StandIn:
     """Runs until stopped; records what it was given."""
 
-    def __init__(self, options: Options, driver: Any, clients: Clients) -> None:
+    def __init__(
+        self, options: Options, driver: Any, clients: Clients, holds_lease: Callable[[], bool] | None = None
+    ) -> None:
         self.clients = clients
+        self.holds_lease = holds_lease
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.synced = False
@@ -61,9 +64,15 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[StandIn]:
     made: list[StandIn] = []
 
     def new_controller(
-        options: Options, driver: Any, clients: Clients, recorder: Any = None, metrics: Any = None
+        options: Options,
+        driver: Any,
+        clients: Clients,
+        recorder: Any = None,
+        metrics: Any = None,
+        *,
+        holds_lease: Callable[[], bool] | None = None,
     ) -> StandIn:
-        made.append(StandIn(options, driver, clients))
+        made.append(StandIn(options, driver, clients, holds_lease))
         return made[-1]
 
     monkeypatch.setattr(app_run, "new_controller", new_controller)
@@ -142,9 +151,12 @@ def test_leads_serves_endpoints_and_releases_the_lease_on_stop(
     assert _get(f"{base}/configz") == (200, "{}")
     assert stand_ins[0].clients.target is not None
     assert "machine-leader-election" in stand_ins[0].clients.leader_election.user_agent
+    holds_lease = stand_ins[0].holds_lease
+    assert holds_lease is not None and holds_lease()  # the fence of VM-changing driver calls
 
     assert running.finish() == 0
     assert stand_ins[0].stopped.is_set()
+    assert not holds_lease()
     released = _lease(pair)
     assert released is not None and not released["spec"].get("holderIdentity")
 
