@@ -487,6 +487,53 @@ def test_a_node_the_cache_has_not_seen_yet_is_still_deleted() -> None:
     assert ("delete", "fakeNode-0") in world.nodes.writes
 
 
+def test_a_node_finalizer_the_cache_had_not_seen_is_removed_from_the_delete_answer() -> None:
+    """Found by the chaos suite's 30-minute run: the node loop had just added the node
+    finalizer, the cached Node (its watch re-established after a blackhole) did not show it, so
+    the step deleted the Node without removing it; the Machine went, and the Node stayed
+    (deleting) until the unmanaged-node sweep released it minutes later. The DELETE's answer
+    is the live Node: a node finalizer on it is removed at once."""
+    import dataclasses
+    from typing import cast
+
+    from .fakes import FakeResource
+
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
+    live = world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER, "other/keep"]}))
+    stale_cache = FakeResource("nodes", namespaced=False)
+    stale_cache.put(mk_node("fakeNode-0", metadata={"finalizers": ["other/keep"]}))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=cast(Any, stale_cache))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_NODE_DELETED.format(node="fakeNode-0")
+    assert ("delete", "fakeNode-0") in world.nodes.writes
+    answer_version = str(int(live["metadata"]["resourceVersion"]) + 1)  # the DELETE's answer
+    assert world.nodes.patches == [
+        ("fakeNode-0", {"metadata": {"finalizers": ["other/keep"], "resourceVersion": answer_version}})
+    ]
+    assert world.nodes.objects["fakeNode-0"]["metadata"]["finalizers"] == ["other/keep"]
+
+
+def test_a_failed_removal_of_the_node_finalizer_after_the_delete_is_retried() -> None:
+    import dataclasses
+    from typing import cast
+
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    from .fakes import FakeResource
+
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}))
+    stale_cache = FakeResource("nodes", namespaced=False)
+    stale_cache.put(mk_node("fakeNode-0"))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=cast(Any, stale_cache))
+    world.nodes.fail("patch", ConnectionFailed("PATCH nodes/fakeNode-0: connection reset"), times=1)
+    _, stored = step(world, machine)
+    description, state, _ = op(stored)
+    assert description.startswith(c.DESC_NODE_FINALIZER_FAILED.split("{")[0])
+    assert state == c.STATE_FAILED
+
+
 def test_a_node_gone_from_cache_and_server_moves_on() -> None:
     world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
     result, stored = step(world, machine)
