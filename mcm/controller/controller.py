@@ -246,7 +246,11 @@ class Controller:
             writers=writers,
             driver=driver,
             calls=DriverCaller(
-                self.clock, self.metrics, self.options.driver_call_timeout, holds_lease=self._holds_lease
+                self.clock,
+                self.metrics,
+                self.options.driver_call_timeout,
+                prompt=driver.returns_promptly,
+                holds_lease=self._holds_lease,
             ),
             options=self.options,
             clock=self.clock,

@@ -12,6 +12,9 @@ Guarantees of :meth:`DriverCaller.call`:
   at the moment the call is abandoned (never when it returned in time) and returns a function
   that is called once the driver really returns: the creation flow uses it to keep its Machine
   "in creation" (no second ``CreateMachine``) until then.
+- A driver whose :meth:`~mcm.driver.Driver.returns_promptly` says so (``prompt`` is asked
+  before each call) is called on the caller's thread instead: it cannot overrun the deadline,
+  and the two thread wake-ups of the hand-off were most of such a call's cost.
 - A call that changes VMs (CreateMachine, InitializeMachine, DeleteMachine) is made only while
   ``holds_lease`` answers true (the leader elector's :meth:`holds_lease`: leading, renew
   deadline not passed); otherwise :class:`LeaseNotHeld` is raised and the driver is not called.
@@ -75,12 +78,14 @@ class DriverCaller:
         deadline: float,
         *,
         max_threads: int = 64,
+        prompt: Callable[[], bool] | None = None,
         holds_lease: Callable[[], bool] | None = None,
     ) -> None:
         self._clock = clock
         self._metrics = metrics
         self._deadline = deadline
         self._pool = _DaemonPool(max_threads, clock=clock)
+        self._prompt = prompt
         self._holds_lease = holds_lease
 
     @property
@@ -106,12 +111,25 @@ class DriverCaller:
         )
         started = self._clock.monotonic()
         try:
-            result = self._run(ctx, fn, on_abandon)
+            if self._prompt is not None and self._prompt():
+                result = self._run_here(ctx, fn)
+            else:
+                result = self._run(ctx, fn, on_abandon)
         except MachineError as err:
             self._observe(method, started, err, provider)
             raise
         self._observe(method, started, None, provider)
         return result
+
+    @staticmethod
+    def _run_here(ctx: CallContext, fn: Callable[[CallContext], R]) -> R:
+        """The call on this thread, its errors as :meth:`_run` reports them."""
+        try:
+            return fn(ctx)
+        except MachineError:
+            raise
+        except Exception as error:
+            raise MachineError(Code.Internal, f"{type(error).__name__}: {error}") from error
 
     def _run(
         self,

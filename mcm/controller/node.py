@@ -2,7 +2,10 @@
 
 - ``reconcile_node_key`` (queue ``node``): a Node of a non-deleting machine gets the node
   finalizer (merge patch of the sorted set, carrying the cached ``resourceVersion`` so a stale
-  copy is refused instead of dropping another writer's finalizer); a deleting Node triggers
+  copy is refused instead of dropping another writer's finalizer). The finalizer of a Node
+  younger than :data:`NODE_FINALIZER_GRACE` is left to the machine's reconcile, which is
+  enqueued: its node-template write carries the finalizer (``nodesync``), so a new Node costs
+  one write, not two; past the grace the node loop patches it in. A deleting Node triggers
   deletion of its Machine. The key :func:`deleted_node_key` (``deleted/<name>``; a Node name
   never holds a ``/``) says the informer saw the Node deleted: its Machine is deleted unless a
   Node of that name is back in the cache.
@@ -33,6 +36,7 @@ from mcm.runtime.worker import DONE, Result
 
 __all__ = [
     "DELETED_NODE_PREFIX",
+    "NODE_FINALIZER_GRACE",
     "MultipleMachines",
     "deleted_node_key",
     "is_not_managed",
@@ -47,6 +51,11 @@ log = structlog.get_logger(__name__)
 
 DELETED_NODE_PREFIX = "deleted/"
 """Node queue keys of Nodes the informer saw deleted."""
+
+
+NODE_FINALIZER_GRACE = 60.0
+"""Seconds after a Node's creation during which its finalizer is left to the machine's node
+template write (see the module docstring)."""
 
 
 class MultipleMachines(TransientError):
@@ -126,7 +135,27 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
         return _delete_machine_of_node(deps, key, machine)
     if o.deletion_timestamp(machine) or c.NODE_FINALIZER in o.finalizers(node):
         return DONE
+    wait = finalizer_left_to_machine(deps, node)
+    if wait is not None:
+        deps.enqueue_machine(f"{o.namespace_of(machine)}/{o.name_of(machine)}", 0.0)
+        return Result.after(wait)
     return add_node_finalizer(deps, node)
+
+
+def finalizer_left_to_machine(deps: Deps, node: Mapping[str, Any]) -> float | None:
+    """Seconds the node loop leaves a new Node's finalizer to its machine's reconcile (whose
+    node-template write carries it), or ``None`` when it writes it now: the controller is frozen
+    (machine reconciles wait), or the Node is older than :data:`NODE_FINALIZER_GRACE` (or its
+    creation time does not parse). A machine whose reconcile writes no Node within the grace
+    (no phase yet, an invalid spec) gets the finalizer from the node loop's next pass."""
+    if deps.frozen():
+        return None
+    created = o.parse_time(o.meta(node).get("creationTimestamp"))
+    if created is None:
+        return None
+    age = deps.clock.now().timestamp() - created.timestamp()
+    left = NODE_FINALIZER_GRACE - max(age, 0.0)
+    return left if left > 0 else None
 
 
 def add_node_finalizer(deps: Deps, node: Mapping[str, Any]) -> Result:

@@ -4,7 +4,10 @@
 upstream's ``syncMachineNodeTemplates`` does (keys recorded in the last-applied annotation and
 gone from the template are removed; managed keys edited by hand are reverted; keys never
 managed are left alone) and, in the same Node write, the ``node.gardener.cloud/machine-name``
-label (``syncMachineNameToNode``). Nothing to change → no write. mcm: a Node whose
+label (``syncMachineNameToNode``) and, for a Node that is not deleting and not marked
+not-managed, the node finalizer (so a new Node gets it with this write rather than a patch of
+its own from the node loop, which leaves it to this write while the Node is new). Nothing to
+change → no write. mcm: a Node whose
 ``spec.providerID`` is set and is not the machine's is not written (Warning Event), so the
 ``node`` label of a Machine cannot put labels or taints on another VM's Node.
 """
@@ -21,7 +24,7 @@ from mcm.apis.machine import constants as c
 from mcm.controller import objects as o
 from mcm.controller.common import machine_node, record_warning, record_write_failure
 from mcm.controller.context import Deps
-from mcm.controller.node import foreign_node_message, provider_ids_disagree
+from mcm.controller.node import foreign_node_message, is_not_managed, provider_ids_disagree
 from mcm.controller.status import write_object
 from mcm.runtime.worker import Result
 
@@ -132,7 +135,18 @@ def desired_node(machine: Mapping[str, Any], node: Mapping[str, Any]) -> Obj | N
     labels[c.LABEL_NODE_MACHINE_NAME] = o.name_of(machine)
     metadata["annotations"] = annotations
     metadata["labels"] = labels
+    if _takes_finalizer(machine, node):
+        metadata["finalizers"] = sorted({*o.finalizers(node), c.NODE_FINALIZER})
     return new
+
+
+def _takes_finalizer(machine: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    return (
+        c.NODE_FINALIZER not in o.finalizers(node)
+        and not o.deletion_timestamp(node)
+        and not o.deletion_timestamp(machine)
+        and not is_not_managed(node)
+    )
 
 
 def sync_node_templates(deps: Deps, machine: Mapping[str, Any]) -> Result | None:

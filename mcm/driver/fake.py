@@ -32,7 +32,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass, NodeAddress
 from mcm.driver.codes import Code
@@ -109,6 +109,47 @@ class FakeVM:
     addresses: tuple[NodeAddress, ...] = ()
 
 
+class _VMTable(dict[str, FakeVM]):
+    """VMs by provider ID that also know the provider IDs of each machine name, so a machine
+    without ``spec.providerID`` is found without a scan of every VM (which made each creation
+    cost O(VMs)). Kept up to date by every write, also a subclass's direct ``_vms[...] = vm``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_name: dict[str | None, set[str]] = {}
+
+    def named(self, name: str | None) -> set[str]:
+        """Provider IDs of the VMs of machine ``name``."""
+        return self._by_name.get(name, set())
+
+    def __setitem__(self, provider_id: str, vm: FakeVM) -> None:
+        self._forget(provider_id)
+        super().__setitem__(provider_id, vm)
+        self._by_name.setdefault(vm.machine_name, set()).add(provider_id)
+
+    def __delitem__(self, provider_id: str) -> None:
+        self._forget(provider_id)
+        super().__delitem__(provider_id)
+
+    def pop(self, provider_id: str, *default: Any) -> Any:
+        self._forget(provider_id)
+        return super().pop(provider_id, *default)
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_name.clear()
+
+    def _forget(self, provider_id: str) -> None:
+        old = self.get(provider_id)
+        if old is None:
+            return
+        named = self._by_name.get(old.machine_name)
+        if named is not None:
+            named.discard(provider_id)
+            if not named:
+                del self._by_name[old.machine_name]
+
+
 @dataclass
 class _Script:
     queue: deque[Outcome]
@@ -129,7 +170,7 @@ class FakeDriver(Driver):
         self.initialization = initialization
         self.last_known_state = last_known_state
         self._lock = threading.Lock()
-        self._vms: dict[str, FakeVM] = {}
+        self._vms: _VMTable = _VMTable()
         self._calls: list[DriverCall] = []
         self._scripts: dict[tuple[str, str | None], _Script] = {}
 
@@ -194,6 +235,18 @@ class FakeDriver(Driver):
         """Make a VM vanish (as if deleted out of band); True if it existed."""
         with self._lock:
             return self._vms.pop(provider_id, None) is not None
+
+    def returns_promptly(self) -> bool:
+        """The simulation and scripted responses and exceptions never block; a scripted callable
+        may (it may wait for the context's cancellation), and so may a subclass's methods: True
+        only for a ``FakeDriver`` itself with no callable outcome scripted."""
+        if type(self) is not FakeDriver:
+            return False
+        with self._lock:
+            return not any(
+                callable(script.standing) or any(callable(outcome) for outcome in script.queue)
+                for script in self._scripts.values()
+            )
 
     # --- the Driver methods --------------------------------------------------------------------
 
@@ -320,6 +373,11 @@ class FakeDriver(Driver):
         if machine.spec.provider_id:
             return self._vms.get(machine.spec.provider_id)
         name = machine.metadata.name
+        named = self._vms.named(name)
+        if len(named) == 1:
+            return self._vms[next(iter(named))]
+        if not named:
+            return None
         return next((vm for vm in self._vms.values() if vm.machine_name == name), None)
 
     def _existing(self, machine: Machine) -> FakeVM:

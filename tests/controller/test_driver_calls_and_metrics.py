@@ -179,3 +179,48 @@ def test_collector_exposes_items_frozen_info_condition_and_head_phase_mapping() 
         "mcm_machine_num_failed_join",
     ):
         assert name in names, name
+
+
+def test_a_prompt_driver_is_called_on_the_callers_thread_with_the_same_errors_and_metrics() -> None:
+    registry = CollectorRegistry()
+    caller = DriverCaller(FakeClock(START), ControllerMetrics(registry, "fake"), 30.0, prompt=lambda: True)
+    threads: list[threading.Thread] = []
+
+    def answer(ctx: CallContext) -> str:
+        threads.append(threading.current_thread())
+        return "vm"
+
+    def broken(ctx: CallContext) -> str:
+        raise KeyError("boom")
+
+    assert caller.call("create_machine", answer, provider="p") == "vm"
+    assert threads == [threading.current_thread()]
+    assert caller.pool_threads == 0
+    with pytest.raises(MachineError) as raised:
+        caller.call("delete_machine", broken, provider="p")
+    assert (raised.value.code, raised.value.message) == (Code.Internal, "KeyError: 'boom'")
+    failed = registry.get_sample_value(
+        "mcm_cloud_api_driver_requests_failed_total",
+        {"provider": "p", "operation": "DeleteMachine", "error_code": "Internal"},
+    )
+    assert failed == 1.0
+
+
+def test_only_an_unscripted_or_plainly_scripted_fake_driver_returns_promptly() -> None:
+    from mcm.driver import SafeDriver
+    from mcm.driver.fake import FakeDriver
+
+    fake = FakeDriver()
+    assert fake.returns_promptly() and SafeDriver(fake).returns_promptly()
+    fake.script("create_machine", MachineError(Code.Unavailable, "busy"))
+    assert fake.returns_promptly()
+    fake.script("create_machine", lambda ctx, request: request, machine="m1")
+    assert not fake.returns_promptly() and not SafeDriver(fake).returns_promptly()
+    fake.reset_scripts()
+    fake.always("delete_machine", lambda ctx, request: request)
+    assert not fake.returns_promptly()
+
+    class Slow(FakeDriver):
+        pass
+
+    assert not Slow().returns_promptly()

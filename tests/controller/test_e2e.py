@@ -64,6 +64,15 @@ def _node_exists(env: Env, name: str) -> bool:
     return True
 
 
+def _wait_for_cached_pods(env: Env, count: int) -> None:
+    """The drain lists pods from the controller's pod cache (as upstream's does from its
+    lister): a deletion sent before the cache has the pods may find none to evict."""
+    controller = env.controller
+    assert controller is not None and controller.target_factory is not None
+    lister = controller.target_factory.lister(PODS)
+    eventually(lambda: len(lister.list()) >= count, what=f"{count} pods in the controller's cache")
+
+
 def test_delete_drains_deletes_vm_node_and_finalizer(real_drain: Env) -> None:
     """Through the real drain: the pods are evicted, the VM, the Node and the Machine are gone."""
     env = real_drain
@@ -75,6 +84,7 @@ def test_delete_drains_deletes_vm_node_and_finalizer(real_drain: Env) -> None:
     pods.create(_pod("app-two", "machine-two"), namespace=NS)
     other = _pod("elsewhere", "another-node")
     pods.create(other, namespace=NS)
+    _wait_for_cached_pods(env, 2)
     env.machines.delete("machine-two", namespace=NS)
     eventually(lambda: env.get_machine("machine-two") is None, what="machine gone")
     assert [p["metadata"]["name"] for p in pods.list(namespace=NS)["items"]] == ["elsewhere"]
@@ -127,6 +137,7 @@ def test_delete_with_pods_goes_through_the_real_drain(tmp_path: Path) -> None:
         pods = environment.target.resource(PODS)
         for index in range(3):
             pods.create(_pod(f"app-{index}", "machine-four"), namespace=NS)
+        _wait_for_cached_pods(environment, 3)
         environment.machines.delete("machine-four", namespace=NS)
         eventually(lambda: environment.get_machine("machine-four") is None, what="machine gone")
         assert pods.list(namespace=NS)["items"] == []
@@ -150,6 +161,7 @@ def test_restart_in_the_middle_of_a_deletion_step_resumes_at_that_step(
     _running(env, "machine-five")
     pods = env.target.resource(PODS)
     pods.create(_pod("app-five", "machine-five"), namespace=NS)
+    _wait_for_cached_pods(env, 1)
     markers = {
         "get_machine_status": c.MARKER_GET_VM_STATUS,
         "drain": c.MARKER_INITIATE_DRAIN,

@@ -9,12 +9,13 @@ from mcm.apis.machine import constants as c
 from mcm.controller import node
 from mcm.controller.handlers import EventHandlers
 from mcm.controller.node import reconcile_node_key
+from mcm.controller.nodesync import sync_node_templates
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 from mcm.runtime.client.errors import ConnectionFailed
 from mcm.runtime.worker import DONE, Result
 
 from .builders import HEALTHY, mk_class, mk_machine, mk_node
-from .fakes import NS, World, make_world
+from .fakes import NS, World, make_world, ts
 
 
 def handlers(world: World) -> tuple[EventHandlers, list[tuple[str, str, float]]]:
@@ -133,6 +134,50 @@ def test_node_loop_adds_the_node_finalizer() -> None:
     world.machines.put(mk_machine(world.clock, node="node-0"))
     assert reconcile_node_key(world.deps, "node-0") == DONE
     assert world.nodes.get("node-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
+
+
+def _new_node(world: World, name: str, age: float) -> dict[str, Any]:
+    return mk_node(name, metadata={"creationTimestamp": ts(world.clock, age)})
+
+
+def test_node_loop_leaves_a_new_nodes_finalizer_to_the_machines_node_write() -> None:
+    """The finalizer of a Node younger than the grace rides on the machine's node-template
+    write: the node loop writes nothing, enqueues the machine and looks again after the grace."""
+    world = make_world()
+    world.nodes.put(_new_node(world, "node-0", 10.0))
+    machine = mk_machine(world.clock, node="node-0", phase=c.PHASE_PENDING)
+    world.machines.put(machine)
+    assert reconcile_node_key(world.deps, "node-0") == Result.after(node.NODE_FINALIZER_GRACE - 10.0)
+    assert world.nodes.writes == []
+    assert ("machine", f"{NS}/machine-0") in world.enqueued
+    assert sync_node_templates(world.deps, machine) is None
+    assert world.nodes.writes == [("update", "node-0")]
+    assert world.nodes.get("node-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
+    assert reconcile_node_key(world.deps, "node-0") == DONE
+    assert world.nodes.writes == [("update", "node-0")]
+
+
+def test_node_loop_adds_the_finalizer_once_the_grace_is_over() -> None:
+    world = make_world()
+    world.nodes.put(_new_node(world, "node-0", 0.0))
+    world.machines.put(mk_machine(world.clock, node="node-0", phase=c.PHASE_PENDING))
+    assert reconcile_node_key(world.deps, "node-0") == Result.after(node.NODE_FINALIZER_GRACE)
+    world.clock.step(node.NODE_FINALIZER_GRACE)
+    assert reconcile_node_key(world.deps, "node-0") == DONE
+    assert world.nodes.get("node-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
+    assert world.nodes.writes == [("patch", "node-0")]
+
+
+def test_node_template_write_adds_no_finalizer_to_a_deleting_or_unmanaged_node() -> None:
+    world = make_world()
+    deleting = {"deletionTimestamp": ts(world.clock), "finalizers": ["other"]}
+    world.nodes.put(mk_node("node-0", metadata=deleting))
+    world.nodes.put(mk_node("node-1", metadata={"annotations": {c.ANNOTATION_NOT_MANAGED_BY_MCM: "1"}}))
+    for name in ("node-0", "node-1"):
+        machine = mk_machine(world.clock, f"machine-{name}", node=name, phase=c.PHASE_RUNNING)
+        assert sync_node_templates(world.deps, machine) is None
+    assert world.nodes.get("node-0")["metadata"]["finalizers"] == ["other"]
+    assert "finalizers" not in world.nodes.get("node-1")["metadata"]
 
 
 def test_node_loop_skips_nodes_without_machine() -> None:

@@ -74,6 +74,24 @@ def test_status_by_provider_id_or_name_and_not_found_message() -> None:
     assert (raised.value.code, raised.value.message) == (Code.NotFound, NOT_FOUND_MESSAGE)
 
 
+def test_a_machine_without_provider_id_finds_its_vm_by_name_through_every_change() -> None:
+    """The name index follows added, replaced, renamed and removed VMs; with two VMs of one
+    name the first in the table wins, as the scan it replaces decided."""
+    fake = FakeDriver()
+    fake.add_vm("p:///a", "m1")
+    fake.add_vm("p:///b", "m1")
+    assert status(fake, "m1").provider_id == "p:///a"
+    fake.add_vm("p:///a", "renamed")
+    assert status(fake, "m1").provider_id == "p:///b"
+    assert status(fake, "renamed").provider_id == "p:///a"
+    assert fake.remove_vm("p:///b")
+    with pytest.raises(MachineError):
+        status(fake, "m1")
+    delete(fake, "renamed")
+    assert fake.vms == {}
+    assert create(fake, "renamed").provider_id == "fake:///renamed"
+
+
 def test_delete_removes_the_vm_and_tolerates_a_missing_one() -> None:
     fake = FakeDriver()
     create(fake, "m1")

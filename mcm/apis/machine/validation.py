@@ -112,22 +112,24 @@ def type_errors(model: Model, path: str = "") -> list[FieldError]:
 
 
 def _iter_type_errors(model: Model, path: str) -> Iterator[FieldError]:
+    extra = model.extra
     for spec in model_fields(type(model)):
-        here = _child(path, spec.json)
-        raw = model.extra.get(spec.json)
-        if raw is not None:
-            yield FieldError(ErrorType.INVALID, here, f"expected {_expected(spec.codec.schema_type)}", raw)
-            continue
-        yield from _iter_value_type_errors(getattr(model, spec.attr), here)
-
-
-def _iter_value_type_errors(value: object, path: str) -> Iterator[FieldError]:
-    if isinstance(value, Model):
-        yield from _iter_type_errors(value, path)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, Model):
-                yield from _iter_type_errors(item, f"{path}[{index}]")
+        if extra:
+            raw = extra.get(spec.json)
+            if raw is not None:
+                here = _child(path, spec.json)
+                yield FieldError(
+                    ErrorType.INVALID, here, f"expected {_expected(spec.codec.schema_type)}", raw
+                )
+                continue
+        value = getattr(model, spec.attr)
+        if isinstance(value, Model):
+            yield from _iter_type_errors(value, _child(path, spec.json))
+        elif isinstance(value, list) and value:
+            here = _child(path, spec.json)
+            for index, item in enumerate(value):
+                if isinstance(item, Model):
+                    yield from _iter_type_errors(item, f"{here}[{index}]")
 
 
 def _expected(schema_type: str) -> str:
@@ -244,6 +246,22 @@ class ClassResolution:
         return not self.errors and self.machine_class is not None
 
 
+def _class_reference(machine: object) -> tuple[str | None, str] | None:
+    """``spec.class`` kind and name (``""`` when absent) as the typed Machine reads them (a
+    value that is not a string counts as absent), without decoding the whole Machine; ``None``
+    when ``machine`` is neither a Machine nor a mapping."""
+    if isinstance(machine, Machine):
+        return machine.spec.class_.kind, machine.spec.class_.name or ""
+    if not isinstance(machine, Mapping):
+        return None
+    spec = machine.get("spec")
+    reference = spec.get("class") if isinstance(spec, Mapping) else None
+    if not isinstance(reference, Mapping):
+        return None, ""
+    kind, name = reference.get("kind"), reference.get("name")
+    return (kind if isinstance(kind, str) else None), (name if isinstance(name, str) else "")
+
+
 def resolve_machine_class(
     machine: Machine | Mapping[str, Any],
     namespace: str,
@@ -260,12 +278,12 @@ def resolve_machine_class(
     finalizer (Short, ``class_needs_finalizer``); its node template must be valid (Short).
     Paths of class and Secret errors are relative to the MachineClass (``secretRef.name``).
     """
-    machine_errors: list[FieldError] = []
-    typed = _as_model(Machine, machine, machine_errors)
-    if typed is None:
+    reference = _class_reference(machine)
+    if reference is None:
+        machine_errors: list[FieldError] = []
+        _as_model(Machine, machine, machine_errors)
         return ClassResolution(None, None, c.LONG_RETRY, tuple(machine_errors))
-    kind = typed.spec.class_.kind
-    name = typed.spec.class_.name or ""
+    kind, name = reference
     if kind != c.MACHINE_CLASS_KIND:
         detail = f'supported values: "{c.MACHINE_CLASS_KIND}"'
         return _failed(FieldError(ErrorType.NOT_SUPPORTED, "spec.class.kind", detail, kind), c.LONG_RETRY)

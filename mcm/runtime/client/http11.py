@@ -107,12 +107,14 @@ def tls_context(
 class _Connection:
     """One socket with its buffered reader."""
 
-    __slots__ = ("reader", "reused", "sock")
+    __slots__ = ("poller", "reader", "reused", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.reader = sock.makefile("rb")
         self.reused = False
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN)
 
     def close(self) -> None:
         try:
@@ -123,9 +125,7 @@ class _Connection:
     def dropped(self) -> bool:
         """Whether the idle connection has something to read (EOF, most likely): unusable."""
         try:
-            poller = select.poll()
-            poller.register(self.sock, select.POLLIN)
-            return bool(poller.poll(0))
+            return bool(self.poller.poll(0))
         except (OSError, ValueError):
             return True
 

@@ -269,23 +269,24 @@ class Model:
     def from_dict(cls, data: Mapping[str, Any] | None) -> Self:
         """Decode ``data``; ``None`` gives an empty object. Raises ``TypeError`` only when
         ``data`` is neither a mapping nor ``None``."""
-        obj = cls()
         if data is None:
-            return obj
+            return cls()
         if not isinstance(data, Mapping):
             raise TypeError(f"{cls.__name__}.from_dict expects a mapping, got {type(data).__name__}")
         by_key = _fields_by_key(cls)
+        extra: dict[str, Any] = {}
+        decoded: dict[str, Any] = {}
         for key, raw in data.items():
             spec = by_key.get(key)
             if spec is None or raw is None:
-                obj.extra[key] = copy.deepcopy(raw)
+                extra[key] = copy.deepcopy(raw)
                 continue
             try:
-                value = spec.codec.decode(raw)
+                decoded[spec.attr] = spec.codec.decode(raw)
             except Mismatch:
-                obj.extra[key] = copy.deepcopy(raw)
-                continue
-            setattr(obj, spec.attr, value)
+                extra[key] = copy.deepcopy(raw)
+        obj = cls(**decoded)  # the generated __init__ builds only the sub-objects data lacks
+        obj.extra = extra
         obj._present = True
         return obj
 
