@@ -33,6 +33,7 @@ import argparse
 import heapq
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -63,7 +64,13 @@ from mcm.testing.machineconfig import controller_config, node_manifest  # noqa: 
 CRDS = REPO / "charts" / "machine-config-controller" / "crds"
 ROLE = {"node-role.kubernetes.io/worker": ""}
 CONTROLLER_AGENT = "machine-config-controller"
+MINIMAL_AGENT = "mcc-benchmark-yardstick"
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+STEP_PARTS = {
+    "react": "slot freed -> next desiredConfig patch",
+    "daemon_start": "desiredConfig patch -> daemon working",
+    "daemon_apply": "daemon working -> done (apply time included)",
+}
 _PATH = re.compile(r"^/(?:api/v1|apis/[^/]+/[^/]+)(?:/namespaces/[^/]+)?/([^/?]+)(?:/[^/?]+)?(?:/([^/?]+))?")
 Obj = dict[str, Any]
 
@@ -279,6 +286,50 @@ def create_updated_nodes(client: ClusterClient, count: int, target: str) -> None
         list(executor.map(create, range(count)))
 
 
+def _node_patches(request_log: Path, since: float, until: float) -> list[tuple[float, str, str]]:
+    """``(start time, node, user agent)`` of every node PATCH in the window, by start time (the
+    log is written in order of completion)."""
+    patches = []
+    with request_log.open(encoding="utf-8") as lines:
+        for line in lines:
+            if not line.endswith("\n"):
+                break
+            entry = json.loads(line)
+            if entry["method"] == "PATCH" and since <= entry["time"] <= until and "/nodes/" in entry["path"]:
+                node = entry["path"].split("/nodes/", 1)[1].split("/", 1)[0]
+                patches.append((entry["time"], node, entry["user_agent"]))
+    return sorted(patches)
+
+
+def step_latencies(request_log: Path, since: float, until: float, agent: str, limit: int) -> dict[str, float]:
+    """Where a rollout step goes beyond the apply time, in mean seconds, from the request log:
+    ``react``: a slot freed (a daemon's ``done`` patch) → the controller's next ``desiredConfig``
+    patch (the controller's share; for the N-th done, the patch of the N+limit-th node);
+    ``daemon_start``: that patch → the daemon's ``working`` patch; ``daemon_apply``: ``working`` →
+    ``done`` (the apply time plus cordon, drain and the daemon's timer: the harness's share)."""
+    targeted: dict[str, float] = {}
+    daemon: dict[str, list[float]] = {}
+    for at, node, user_agent in _node_patches(request_log, since, until):
+        if agent in user_agent:
+            targeted.setdefault(node, at)
+        elif "machine-config-daemon" in user_agent and node in targeted:
+            daemon.setdefault(node, []).append(at)
+    start, apply, done = [], [], []
+    for node, at in targeted.items():
+        steps = daemon.get(node, [])
+        if len(steps) >= 2:  # working, done (then the uncordon)
+            start.append(steps[0] - at)
+            apply.append(steps[1] - steps[0])
+            done.append(steps[1])
+    patched, done = sorted(targeted.values()), sorted(done)
+    react = [patched[i + limit] - done[i] for i in range(len(done)) if i + limit < len(patched)]
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else math.nan
+
+    return {"react": mean(react), "daemon_start": mean(start), "daemon_apply": mean(apply)}
+
+
 def controller_writes(request_log: Path, since: float, until: float) -> Counter[str]:
     # The log is line-buffered JSON; a partly written last line is skipped.
     """The controller's writes in the window, by ``METHOD resource`` (from the request log)."""
@@ -377,11 +428,13 @@ def run(args: argparse.Namespace, report: Report, workdir: Path) -> None:
         controller.terminate()
         controller.wait(15)
         monitor.max_seen = len(monitor.down)  # the watch runs on: the yardstick pays for it too
-        minimal_started = time.monotonic()
-        minimal = MinimalController(client, "yardstick-config", limit)
+        minimal_started, minimal_wall0 = time.monotonic(), time.time()
+        yardstick_client = load_config(str(kubeconfig), qps=-1, burst=0, user_agent_suffix=MINIMAL_AGENT)
+        minimal = MinimalController(yardstick_client, "yardstick-config", limit)
         wait("the yardstick rollout", minimal.finished.is_set, args.timeout, interval=0.1)
         minimal_elapsed = time.monotonic() - minimal_started
         minimal.close()
+        yardstick_client.close()
         monitor.close()
         ideal = report.yardstick("ideal: 10 waves x apply time", 10 * apply, "s")
         same_run = report.yardstick("minimal controller, same run", minimal_elapsed, "s")
@@ -395,6 +448,11 @@ def run(args: argparse.Namespace, report: Report, workdir: Path) -> None:
         for kind, number in writes.most_common():
             report.figure(f"  of which {kind}", number / count, "per node")
         report.figure("Event backlog written after the rollout in", drain, "s")
+        ours = step_latencies(request_log, wall0, minimal_wall0, CONTROLLER_AGENT, limit)
+        theirs = step_latencies(request_log, minimal_wall0, time.time(), MINIMAL_AGENT, limit)
+        for key, what in STEP_PARTS.items():
+            yardstick = report.yardstick(f"minimal controller: {what}", 1000 * theirs[key], "ms")
+            report.figure(f"per step: {what}", 1000 * ours[key], "ms", yardstick=yardstick)
         report.figure("most nodes unavailable at once (watch)", most_down, "", target=at_most(limit))
         report.figure("  the same for the minimal controller", monitor.max_seen, "")
         report.figure("maxUnavailable", limit, "", target=equals(limit))
