@@ -90,6 +90,32 @@ def _only_counts_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     }
 
 
+def _count_fields(counts: PoolCounts) -> dict[str, int]:
+    """The status fields of the counts (:func:`~mcm.machineconfig.status.pool_status`'s names)."""
+    return dict(
+        zip(COUNT_FIELDS, (counts.total, counts.updated, counts.ready, counts.unavailable), strict=True)
+    )
+
+
+def _counts_of(status: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(status.get(key) for key in COUNT_FIELDS)
+
+
+def _condition_inputs(
+    pool: Object, counts: PoolCounts, target: str, problem: PoolSpecError | None
+) -> tuple[Any, ...]:
+    """Everything but the counts that :func:`~mcm.machineconfig.status.pool_status` reads (the
+    pool's version covers its spec, generation and old status)."""
+    spec_problem_key = None if problem is None else (problem.reason, str(problem))
+    return (
+        api.meta(pool).get("resourceVersion"),
+        target,
+        spec_problem_key,
+        counts.all_updated,
+        counts.degraded_reasons,
+    )
+
+
 def _pool_changed(old: Object, new: Object) -> bool:
     """Spec, labels or the rendered target changed (not just the counts this controller writes)."""
     old_meta, new_meta = api.meta(old), api.meta(new)
@@ -117,6 +143,8 @@ class UpdateController(SubController):
         self._degraded_seen: set[str] = set()
         self._status_written: dict[str, float] = {}
         """pool → monotonic time of this process's last status write."""
+        self._status_inputs: dict[str, tuple[Any, ...]] = {}
+        """pool → :func:`_condition_inputs` of the last status computation."""
         self._index_cache: tuple[tuple[tuple[str, str], ...], PoolIndex] | None = None
         self._conflicts_seen: set[str] = set()
         self.ledger = NodeLedger(self.nodes.get, self.nodes.lister.indexer.list_keys)
@@ -285,15 +313,24 @@ class UpdateController(SubController):
         :data:`STATUS_INTERVAL` has passed since the last write (returns the seconds left)."""
         name = api.name_of(pool)
         old = api.status_of(pool)
-        new_status = pool_status(pool, counts, target, problem, self.ctx.clock)
+        paused = api.spec_of(pool).get("paused") is True
         if self.ctx.metrics is not None:
-            self.ctx.metrics.set_pool(name, counts.as_metrics(), api.spec_of(pool).get("paused") is True)
+            self.ctx.metrics.set_pool(name, counts.as_metrics(), paused)
         self._track_rollout(name, target, counts)
-        if new_status == old:
-            return None
         wait = STATUS_INTERVAL - self.ctx.clock.since(self._status_written.get(name, -STATUS_INTERVAL))
+        inputs = _condition_inputs(pool, counts, target, problem)
+        if wait > 0 and self._status_inputs.get(name) == inputs:
+            # Same pool version and the same inputs to the conditions as the last computation,
+            # which wrote nothing: the new status can differ from the old in the counts alone.
+            return None if _counts_of(old) == _counts_of(_count_fields(counts)) else wait
+        new_status = pool_status(pool, counts, target, problem, self.ctx.clock)
+        if new_status == old:
+            self._status_inputs[name] = inputs
+            return None
         if wait > 0 and _only_counts_changed(old, new_status):
+            self._status_inputs[name] = inputs
             return wait
+        self._status_inputs.pop(name, None)  # a failed write must not be taken for "nothing new"
         body = {**pool, "status": new_status}
         written = self.pools.record(self.ctx.client.resource(api.MACHINE_POOLS).update_status(body))
         self._status_written[name] = self.ctx.clock.monotonic()
@@ -316,6 +353,7 @@ class UpdateController(SubController):
 
     def _forget_pool(self, pool: str) -> None:
         self._rollouts.pop(pool, None)
+        self._status_inputs.pop(pool, None)
         self.ledger.forget_pool(pool)
         if self.ctx.metrics is not None:
             self.ctx.metrics.forget_pool(pool)
