@@ -79,11 +79,38 @@ class _Book:
     members: dict[str, NodeEntry] = field(default_factory=dict)
     phases: dict[str, set[str]] = field(default_factory=dict)
     ready: int = 0
+    heap: list[tuple[tuple[int, str, str, str], int, NodeEntry]] = field(default_factory=list)
+    """The outdated entries in pick order (a heap); an entry that left the pool or its phase since
+    stays until a pick reaches it or the heap is rebuilt."""
+    pushed: int = 0
 
     def add(self, entry: NodeEntry) -> None:
         self.members[entry.name] = entry
         self.phases.setdefault(entry.phase, set()).add(entry.name)
         self.ready += entry.ready
+        if entry.phase == OUTDATED:
+            self._push(entry)
+
+    def _push(self, entry: NodeEntry) -> None:
+        if len(self.heap) > 2 * len(self.named(OUTDATED)) + 64:  # mostly stale: start over
+            self.heap = [(e.order, i, e) for i, e in enumerate(self.members[n] for n in self.named(OUTDATED))]
+            heapq.heapify(self.heap)
+            self.pushed = len(self.heap)
+            if any(e is entry for _, _, e in self.heap):
+                return
+        self.pushed += 1
+        heapq.heappush(self.heap, (entry.order, self.pushed, entry))
+
+    def outdated_first(self, count: int) -> list[NodeEntry]:
+        """The first ``count`` outdated entries in pick order (stale ones dropped on the way)."""
+        picked: list[tuple[tuple[int, str, str, str], int, NodeEntry]] = []
+        while self.heap and len(picked) < count:
+            item = heapq.heappop(self.heap)
+            if self.members.get(item[2].name) is item[2] and item[2].phase == OUTDATED:
+                picked.append(item)
+        for item in picked:  # still outdated until a write says otherwise
+            heapq.heappush(self.heap, item)
+        return [item[2] for item in picked]
 
     def remove(self, entry: NodeEntry) -> None:
         if self.members.pop(entry.name, None) is None:
@@ -198,8 +225,7 @@ class NodeLedger:
                 key=lambda e: e.order,
             )
             room = max(0, limit - len(unavailable))
-            outdated = (book.members[n] for n in book.named(OUTDATED))
-            fresh = heapq.nsmallest(room, outdated, key=lambda e: e.order) if room else []
+            fresh = book.outdated_first(room) if room else []
             return [e.node for e in retarget + fresh]
 
     # -- internals (lock held) -------------------------------------------------------------------
