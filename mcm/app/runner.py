@@ -26,7 +26,6 @@ import fcntl
 import hashlib
 import importlib
 import os
-import signal
 import socket
 import sys
 import tempfile
@@ -34,8 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from types import FrameType
-from typing import IO, Any, Protocol
+from typing import IO
 
 import structlog
 import yaml
@@ -45,7 +43,7 @@ from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.app.logs import configure_logging, log_output
 from mcm.app.metrics import ProcessMetrics
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
-from mcm.app.server import HealthServer
+from mcm.app.process import ControllerProcess, RunnableController, StartupError, run_in_thread, signals_set
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
 from mcm.runtime import errors as runtime_errors
@@ -53,11 +51,7 @@ from mcm.runtime.client import ClusterClient, ConfigError, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import NODES, SECRETS
 from mcm.runtime.leaderelection import (
-    HealthzAdaptor,
-    LeaderCallbacks,
-    LeaderElectionConfig,
     LeaseLock,
-    new_leader_elector,
 )
 from mcm.runtime.record import EventBroadcaster, EventRecorder
 
@@ -80,18 +74,6 @@ LEASE_NAME = "machine-controller"
 """The leader-election Lease (no flag changes it, as upstream)."""
 DISCOVERY_TIMEOUT = 10.0
 """How long discovery waits for the control cluster's ``/healthz`` (upstream: 10 s)."""
-
-
-class StartupError(Exception):
-    """Start-up cannot continue; the message is the one line the user sees."""
-
-
-class RunnableController(Protocol):
-    """What :func:`run` needs of the controller."""
-
-    def run(self, workers: int, stop: threading.Event) -> None: ...
-
-    def has_synced(self) -> bool: ...
 
 
 @dataclass
@@ -364,141 +346,41 @@ def leader_identity(clients: Clients, namespace: str) -> Iterator[str]:
 # --- the run sequence ---------------------------------------------------------------------------
 
 
-class _Process:
-    """One controller process: server, election, controller, shutdown."""
+class _Process(ControllerProcess):
+    """The machine controller's process: its controller, Lease and identity."""
+
+    lease_name = LEASE_NAME
 
     def __init__(self, options: Options, driver: Driver, clients: Clients, stop: threading.Event) -> None:
-        self.options = options
         self.driver = driver
         self.clients = clients
-        self.stop = stop
-        self.controller: RunnableController | None = None
-        self.controller_done = threading.Event()
-        self.exit_code = 0
-        """1 once the lease was lost or the controller could not start; 0 for a requested stop."""
-        self.healthz = HealthzAdaptor(timeout=20.0)
         self.metrics = ProcessMetrics.new()
-        self.broadcaster, self.recorder = event_recorder(clients.control)
-        self.server = HealthServer(
-            options.address,
-            options.port,
-            healthz=self._healthz,
-            readyz=self._readyz,
+        broadcaster, self.recorder = event_recorder(clients.control)
+        super().__init__(
+            options,
+            stop,
+            broadcaster=broadcaster,
             registry=self.metrics.registry,
+            leader_metrics=self.metrics.leader,
+        )
+        self.machine_options = options
+
+    def new_controller(self) -> RunnableController:
+        return new_controller(
+            self.machine_options, self.driver, self.clients, self.recorder, metrics=self.metrics
         )
 
-    def _healthz(self) -> str | None:
-        err = self.healthz.check()
-        return None if err is None else str(err)
+    def lease_lock(self, identity: str) -> LeaseLock:
+        return LeaseLock(
+            self.clients.leader_election,
+            self.options.namespace,
+            LEASE_NAME,
+            identity,
+            event_recorder=self.recorder,
+        )
 
-    def _readyz(self) -> str | None:
-        if self.controller is None:
-            return "not leading" if self.options.leader_elect else "controller not started"
-        return None if self.controller.has_synced() else "caches not synced"
-
-    def run_controller(self, stop: threading.Event) -> None:
-        try:
-            self.controller = new_controller(
-                self.options, self.driver, self.clients, self.recorder, metrics=self.metrics
-            )
-            self.controller.run(self.options.concurrent_syncs, stop)
-        finally:
-            self.controller_done.set()
-
-    def run(self) -> int:
-        """Serve, campaign, lead; returns the exit code."""
-        self.server.start()
-        log.info("serving", address=self.server.address)
-        try:
-            if not self.options.leader_elect:
-                return self._run_without_election()
-            return self._run_elected()
-        finally:
-            self.server.stop()
-            self.broadcaster.shutdown()
-
-    def _run_without_election(self) -> int:
-        thread = threading.Thread(target=self._guarded_controller, args=(self.stop,), daemon=True)
-        thread.start()
-        self.stop.wait()
-        self._wait_for_workers()
-        return self.exit_code
-
-    def _guarded_controller(self, stop: threading.Event) -> None:
-        try:
-            self.run_controller(stop)
-        except StartupError as exc:
-            self._fail("controller_failed_to_start", error=str(exc))
-
-    def _fail(self, event: str, **context: Any) -> None:
-        if not self.stop.is_set():
-            log.error(event, **context)
-            self.exit_code = 1
-            self.stop.set()
-
-    def _run_elected(self) -> int:
-        with leader_identity(self.clients, self.options.namespace) as identity:
-            lock = LeaseLock(
-                self.clients.leader_election,
-                self.options.namespace,
-                LEASE_NAME,
-                identity,
-                event_recorder=self.recorder,
-            )
-            config = LeaderElectionConfig(
-                lock,
-                LeaderCallbacks(
-                    on_started_leading=self._started_leading,
-                    on_stopped_leading=self._stopped_leading,
-                    on_new_leader=lambda leader: log.info("new_leader_elected", leader=leader),
-                ),
-                lease_duration=self.options.leader_elect_lease_duration,
-                renew_deadline=self.options.leader_elect_renew_deadline,
-                retry_period=self.options.leader_elect_retry_period,
-                release_on_cancel=True,
-                name=LEASE_NAME,
-                watchdog=self.healthz,
-            )
-            log.info(
-                "campaigning_for_leadership",
-                lease=f"{self.options.namespace}/{LEASE_NAME}",
-                identity=identity,
-            )
-            new_leader_elector(config, metrics=self.metrics.leader).run(self.stop)
-        self._wait_for_workers()
-        return self.exit_code
-
-    def _started_leading(self, lead_stop: threading.Event) -> None:
-        log.info("became_leader")
-        self._guarded_controller(lead_stop)
-
-    def _stopped_leading(self) -> None:
-        self._fail("leader_election_lost")
-
-    def _wait_for_workers(self) -> None:
-        if self.controller is None:
-            return
-        if not self.controller_done.wait(self.options.shutdown_grace_period):
-            log.warning("workers_not_stopped_within_grace_period", grace=self.options.shutdown_grace_period)
-
-
-@contextlib.contextmanager
-def _signals_set(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM/SIGINT set ``stop`` (only from the main thread; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        log.info("shutting_down", signal=signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    def leader_identity(self) -> contextlib.AbstractContextManager[str]:
+        return leader_identity(self.clients, self.options.namespace)
 
 
 def start(options: Options, driver: Driver | None, stop: threading.Event) -> int:
@@ -514,14 +396,9 @@ def start(options: Options, driver: Driver | None, stop: threading.Event) -> int
             process = _Process(options, driver, clients, stop)
         except OSError as exc:
             raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
-        result: list[int] = []
-        # The process runs in a thread so that this (main) thread keeps handling signals.
-        worker = threading.Thread(target=lambda: result.append(process.run()), name="machine-controller")
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.2)
+        exit_code = run_in_thread(process, name="machine-controller")
         driver.close()
-        return result[0] if result else 1
+        return exit_code
     finally:
         clients.close()
 
@@ -541,7 +418,7 @@ def run(
     """
     runtime_errors.configure_crash(really_crash=really_crash)
     stop = stop or threading.Event()
-    with _signals_set(stop):
+    with signals_set(stop):
         try:
             return start(options, driver, stop)
         except StartupError as exc:

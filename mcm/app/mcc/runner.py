@@ -14,11 +14,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +31,7 @@ from prometheus_client import CollectorRegistry
 from mcm.app.logs import configure_logging
 from mcm.app.mcc.options import MccOptions
 from mcm.app.metrics import DefaultRegistry
-from mcm.app.runner import _signals_set
-from mcm.app.server import HealthServer
+from mcm.app.process import ControllerProcess, StartupError, run_in_thread, signals_set
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
@@ -39,12 +40,8 @@ from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import IN_CLUSTER_CONFIG, ClusterClient, ConfigError, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.leaderelection import (
-    HealthzAdaptor,
-    LeaderCallbacks,
-    LeaderElectionConfig,
     LeaseLock,
     PrometheusLeaderMetrics,
-    new_leader_elector,
 )
 from mcm.runtime.record import EventBroadcaster
 from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
@@ -55,10 +52,6 @@ log = structlog.get_logger("machine-config-controller")
 
 COMPONENT = "machine-config-controller"
 DISCOVERY_TIMEOUT = 10.0
-
-
-class StartupError(Exception):
-    """Start-up cannot continue; the message is the one line the user sees."""
 
 
 @dataclass(frozen=True)
@@ -126,114 +119,52 @@ def check_cluster(client: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> 
         )
 
 
-class _Process:
-    """Server, election, controller, shutdown."""
+class _Process(ControllerProcess):
+    """The machine-config-controller's process: its controller, Lease and identity."""
+
+    lease_name = api.LEASE_NAME
 
     def __init__(self, options: MccOptions, client: ClusterClient, stop: threading.Event) -> None:
-        self.options, self.client, self.stop = options, client, stop
+        self.client = client
+        self.mcc_options = options
         self.process_metrics = MccMetrics.new()
-        self.metrics, self.queue_metrics = self.process_metrics.pools, self.process_metrics.queues
-        self.broadcaster = EventBroadcaster()
-        self.broadcaster.start_recording_to_sink(client)
-        self.broadcaster.start_structured_logging()
-        self.healthz = HealthzAdaptor(timeout=20.0)
-        self.controller: MachineConfigController | None = None
-        self.controller_done = threading.Event()
-        self.exit_code = 0
-        self.server = HealthServer(
-            options.address,
-            options.port,
-            healthz=self._healthz,
-            readyz=self._readyz,
+        broadcaster = EventBroadcaster()
+        broadcaster.start_recording_to_sink(client)
+        broadcaster.start_structured_logging()
+        super().__init__(
+            options,
+            stop,
+            broadcaster=broadcaster,
             registry=self.process_metrics.registry,
+            leader_metrics=self.process_metrics.leader,
         )
 
-    def _healthz(self) -> str | None:
-        err = self.healthz.check()
-        return None if err is None else str(err)
+    def new_controller(self) -> MachineConfigController:
+        settings = Options(
+            render_delay=self.mcc_options.render_delay,
+            workers=self.mcc_options.concurrent_syncs,
+            resync=self.mcc_options.resync_period,
+        )
+        return MachineConfigController(
+            self.client,
+            settings,
+            metrics=self.process_metrics.pools,
+            queue_metrics=self.process_metrics.queues,
+            broadcaster=self.broadcaster,
+        )
 
-    def _readyz(self) -> str | None:
-        if self.controller is None:
-            return "not leading" if self.options.leader_elect else "controller not started"
-        return None if self.controller.has_synced() else "caches not synced"
-
-    def run(self) -> int:
-        self.server.start()
-        log.info("serving", address=self.server.address)
-        try:
-            if self.options.leader_elect:
-                self._run_elected()
-            else:
-                thread = threading.Thread(target=self._run_controller, args=(self.stop,), daemon=True)
-                thread.start()
-                self.stop.wait()
-            if self.controller is not None and not self.controller_done.wait(
-                self.options.shutdown_grace_period
-            ):
-                log.warning("workers_did_not_stop_in_time", grace=self.options.shutdown_grace_period)
-            return self.exit_code
-        finally:
-            self.server.stop()
-            self.broadcaster.shutdown()
-
-    def _run_controller(self, stop: threading.Event) -> None:
-        try:
-            settings = Options(
-                render_delay=self.options.render_delay,
-                workers=self.options.concurrent_syncs,
-                resync=self.options.resync_period,
-            )
-            self.controller = MachineConfigController(
-                self.client,
-                settings,
-                metrics=self.metrics,
-                queue_metrics=self.queue_metrics,
-                broadcaster=self.broadcaster,
-            )
-            log.info("starting_machine_config_controller", workers=settings.workers)
-            self.controller.run(settings.workers, stop)
-        finally:
-            self.controller_done.set()
-
-    def _run_elected(self) -> None:
-        identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-        lock = LeaseLock(
+    def lease_lock(self, identity: str) -> LeaseLock:
+        return LeaseLock(
             self.client.with_user_agent("machine-config-controller-leader-election"),
             self.options.namespace,
             api.LEASE_NAME,
             identity,
             event_recorder=self.broadcaster.new_recorder(COMPONENT),
         )
-        config = LeaderElectionConfig(
-            lock,
-            LeaderCallbacks(
-                on_started_leading=self._started_leading,
-                on_stopped_leading=self._stopped_leading,
-                on_new_leader=lambda leader: log.info("new_leader_elected", leader=leader),
-            ),
-            lease_duration=self.options.leader_elect_lease_duration,
-            renew_deadline=self.options.leader_elect_renew_deadline,
-            retry_period=self.options.leader_elect_retry_period,
-            release_on_cancel=True,
-            name=api.LEASE_NAME,
-            watchdog=self.healthz,
-        )
-        log.info(
-            "campaigning_for_leadership",
-            lease=f"{self.options.namespace}/{api.LEASE_NAME}",
-            identity=identity,
-        )
-        new_leader_elector(config, metrics=self.process_metrics.leader).run(self.stop)
 
-    def _started_leading(self, lead_stop: threading.Event) -> None:
-        log.info("became_leader")
-        self._run_controller(lead_stop)
-
-    def _stopped_leading(self) -> None:
-        if not self.stop.is_set():
-            log.error("leaderelection_lost")
-            self.exit_code = 1
-            self.stop.set()
+    @contextlib.contextmanager
+    def leader_identity(self) -> Iterator[str]:
+        yield f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 def run(options: MccOptions, *, stop: threading.Event | None = None, really_crash: bool = True) -> int:
@@ -241,7 +172,7 @@ def run(options: MccOptions, *, stop: threading.Event | None = None, really_cras
     line ``error: <reason>`` on stderr and return 1."""
     runtime_errors.configure_crash(really_crash=really_crash)
     stop = stop or threading.Event()
-    with _signals_set(stop):
+    with signals_set(stop):
         try:
             client = build_client(options)
             try:
@@ -250,12 +181,7 @@ def run(options: MccOptions, *, stop: threading.Event | None = None, really_cras
                     process = _Process(options, client, stop)
                 except OSError as exc:
                     raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
-                result: list[int] = []
-                worker = threading.Thread(target=lambda: result.append(process.run()), name=COMPONENT)
-                worker.start()
-                while worker.is_alive():
-                    worker.join(0.2)
-                return result[0] if result else 1
+                return run_in_thread(process, name=COMPONENT)
             finally:
                 client.close()
         except StartupError as exc:
