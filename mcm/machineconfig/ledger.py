@@ -66,6 +66,7 @@ class NodeEntry:
     contested: str
     """Why it belongs to no pool although several select it ("" otherwise)."""
     ready: bool
+    desired: str
     phase: str
     """Towards the target of its pool ("" without a pool)."""
     order: tuple[int, str, str, str]
@@ -221,7 +222,7 @@ class NodeLedger:
             book = self._books.get(pool) or _Book()
             unavailable = [book.members[n] for phase in UNAVAILABLE_PHASES for n in book.named(phase)]
             retarget = sorted(
-                (e for e in unavailable if e.ready and desired_config(e.node) != book.target),
+                (e for e in unavailable if e.ready and e.desired != book.target),
                 key=lambda e: e.order,
             )
             room = max(0, limit - len(unavailable))
@@ -267,6 +268,7 @@ class NodeLedger:
             pool=pool,
             contested=why,
             ready=is_ready(node),
+            desired=desired_config(node),
             phase=node_phase(node, book.target if book is not None else "") if pool else "",
             order=candidate_order(node),
         )
