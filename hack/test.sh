@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
 # Install everything mcm needs into .venv and run the whole check: ruff, mypy, import layers, tests.
 # Works on a fresh machine with only python3 and pip. Extra arguments go to pytest (and skip the
-# benchmark smoke runs and the chaos suite's short profile, which otherwise runs next to pytest).
+# benchmark smoke runs and the chaos suite's short profile).
 # With `go` on PATH it first builds (or finds cached) the real control plane for tests/realapi
 # (hack/envtest.sh); without it that tier is skipped, and under CI=true that fails the run.
+#
+# Ruff runs first; mypy with the import layers, the benchmark smoke runs and the chaos short profile
+# then run in the background next to pytest (they mostly wait, as do most tests, and the machine
+# has two cores): their output is shown after pytest's, in full only when one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The run starts hundreds of Python processes (the command under test, demos, benchmarks, chaos
+# replicas, pytest workers): let them share compiled bytecode (the gitignored __pycache__
+# directories) even where the caller's environment turns that off.
+unset PYTHONDONTWRITEBYTECODE
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev]'
+# Install only when pyproject.toml (or the interpreter) changed since the last install here.
+install_stamp=.venv/.mcm-installed
+wanted="$(sha256sum pyproject.toml | cut -c1-16) $(.venv/bin/python -V 2>&1)"
+if [ "$(cat "$install_stamp" 2>/dev/null)" != "$wanted" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  echo "$wanted" > "$install_stamp"
+else
+  echo "== .venv matches pyproject.toml (delete $install_stamp to reinstall)"
+fi
 export PATH="$PWD/.venv/bin:$PATH"
 
 # Run a command silently; print its output only when it fails.
@@ -26,16 +43,57 @@ quiet_unless_failing() {
   echo "$* : ok"
 }
 
-echo "== ruff"
-ruff check .
-ruff format --check .
-echo "== mypy"
-mypy
-echo "== import layers"
-lint-imports
-if [ "$#" -eq 0 ]; then
-  # Smoke runs prove the benchmarks still run; their output is shown only when one fails.
-  echo "== benchmark smoke runs (output shown only on failure)"
+# Background tasks: each in a process group of its own (so an early exit stops all of it), its
+# output in $bg_dir/<name>.txt.
+bg_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcm-test.XXXXXX")
+bg_names=()
+bg_pids=()
+stop_background() {
+  local pid
+  for pid in "${bg_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+in_background() {  # NAME COMMAND...
+  local name=$1
+  shift
+  set -m
+  "$@" > "$bg_dir/$name.txt" 2>&1 &
+  bg_pids+=("$!")
+  set +m
+  bg_names+=("$name")
+}
+# Wait for every background task; show each one's summary, or its whole output when it failed.
+await_background() {
+  local i status failed=0
+  for i in "${!bg_names[@]}"; do
+    status=0
+    wait "${bg_pids[$i]}" || status=$?
+    echo "== ${bg_names[$i]}"
+    if [ "$status" -ne 0 ]; then
+      cat "$bg_dir/${bg_names[$i]}.txt"
+      echo "FAILED: ${bg_names[$i]} (exit status $status; its files are in $bg_dir)" >&2
+      failed=1
+    else
+      summary "${bg_names[$i]}"
+    fi
+  done
+  bg_pids=()
+  return "$failed"
+}
+summary() {
+  case "$1" in
+    chaos) grep -v '^chaos:  ' "$bg_dir/chaos.txt" | tail -n 25 ;;
+    *) cat "$bg_dir/$1.txt" ;;
+  esac
+}
+
+static_checks() {
+  quiet_unless_failing mypy
+  quiet_unless_failing lint-imports
+}
+
+# Smoke runs prove the benchmarks still run, one after the other.
+benchmark_smoke_runs() {
   quiet_unless_failing python benchmarks/emulator.py --smoke
   quiet_unless_failing python benchmarks/informer.py --objects 1000
   quiet_unless_failing python benchmarks/workqueue.py --smoke
@@ -49,6 +107,16 @@ if [ "$#" -eq 0 ]; then
   else
     echo "vs_upstream smoke: skipped (upstream's machine controller is not built: hack/upstream-mcm.sh)"
   fi
+}
+
+echo "== ruff"
+ruff check .
+ruff format --check .
+echo "== mypy and import layers (in the background)"
+in_background "mypy and import layers" static_checks
+if [ "$#" -eq 0 ]; then
+  echo "== benchmark smoke runs (in the background)"
+  in_background "benchmark smoke runs" benchmark_smoke_runs
 fi
 echo "== real control plane (hack/envtest.sh)"
 if command -v go >/dev/null 2>&1; then
@@ -66,29 +134,27 @@ elif [ "${CI:-}" = true ] && [ -z "${MCM_ENVTEST_ASSETS:-}" ]; then
 else
   echo "realapi tier: no 'go' on PATH; tests/realapi will be skipped"
 fi
+pytest_status=0
 if [ "$#" -eq 0 ]; then
   # The chaos short profile mostly waits for the controller to converge, so it runs next to
   # pytest instead of holding one of its workers (docs/reliability.md, "The chaos suite").
-  chaos_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcm-chaos-ci.XXXXXX")
-  echo "== chaos short profile (in the background; files in $chaos_dir)"
-  python -m mcm.testing.chaos --short --dir "$chaos_dir" > "$chaos_dir/report.txt" 2>&1 &
-  chaos_pid=$!
-  trap 'kill "$chaos_pid" 2>/dev/null || true' EXIT
+  echo "== chaos short profile (in the background; files in $bg_dir)"
+  in_background chaos python -m mcm.testing.chaos --short --dir "$bg_dir/chaos-files"
   echo "== pytest (the chaos profile's pytest entry point is deselected: it runs above)"
   # loadgroup: the real-API tests share one worker and so one real control plane.
-  pytest -n 2 --dist loadgroup -m "not chaos"
-  echo "== chaos short profile"
-  chaos_status=0
-  wait "$chaos_pid" || chaos_status=$?
-  trap - EXIT
-  if [ "$chaos_status" -ne 0 ]; then
-    cat "$chaos_dir/report.txt"
-    exit "$chaos_status"
-  fi
-  grep -v '^chaos:  ' "$chaos_dir/report.txt" | tail -n 25
-  rm -rf "$chaos_dir"
+  pytest -n 2 --dist loadgroup -m "not chaos" || pytest_status=$?
 else
   echo "== pytest"
   # loadgroup: the real-API tests share one worker and so one real control plane.
-  pytest -n 2 --dist loadgroup "$@"
+  pytest -n 2 --dist loadgroup "$@" || pytest_status=$?
 fi
+background_status=0
+await_background || background_status=$?
+trap - EXIT
+if [ "$pytest_status" -ne 0 ]; then
+  exit "$pytest_status"
+fi
+if [ "$background_status" -ne 0 ]; then
+  exit "$background_status"
+fi
+rm -rf "$bg_dir"

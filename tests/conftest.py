@@ -45,6 +45,18 @@ REALAPI_MARKS = (pytest.mark.realapi, pytest.mark.xdist_group(REALAPI_GROUP))
 on the real control plane."""
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``, stop the run if pytest-xdist did not group a marked test (it
+    tags the node id with ``@<group>``): the real-API tier would silently spread over every worker,
+    each starting control planes of its own."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid:
+            raise pytest.UsageError(f"pytest-xdist did not group {item.nodeid} (pytest/xdist versions?)")
+
+
 def realapi_unavailable(reason: str) -> NoReturn:
     """Skip the real-API tier with one line, or fail it when ``CI=true`` (CI must run it)."""
     if os.environ.get("CI") == "true":

@@ -37,7 +37,7 @@ from mcm.runtime.cache import (
     wait_for_cache_sync,
 )
 from mcm.runtime.client import ClusterClient, Object, Resource
-from mcm.runtime.client.errors import Invalid, NotFound
+from mcm.runtime.client.errors import AlreadyExists, Invalid, NotFound
 from mcm.runtime.errors import TransientError, handle_error
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventBroadcaster
 from mcm.runtime.worker import start_workers
@@ -168,7 +168,7 @@ class Controller:
         try:
             deployment = self.deployments.namespaced(namespace).get(name)
         except NotFound:
-            deployment = deployments.create(new_deployment(foo), namespace=namespace)
+            deployment = self.create_deployment(foo, name)
         if not is_controlled_by(deployment, foo):
             message = MESSAGE_RESOURCE_EXISTS % json.dumps(name)
             self.recorder.event(foo, EVENT_TYPE_WARNING, ERR_RESOURCE_EXISTS, message)
@@ -178,6 +178,21 @@ class Controller:
             log.debug("scaling_deployment", foo=foo["metadata"]["name"], replicas=replicas)
             deployment = deployments.update(new_deployment(foo), namespace=namespace)
         return deployment
+
+    def create_deployment(self, foo: Object, name: str) -> Object:
+        """Create the Foo's Deployment; one that already exists is read from the API server.
+
+        The lister lags behind this controller's own create (until the watch delivers it), so
+        a sync right after the one that created the Deployment finds it missing in the cache;
+        upstream's sample-controller then fails the sync with AlreadyExists and retries. Here
+        the live object is used, and the ownership check that follows still applies to it.
+        """
+        namespace = foo["metadata"]["namespace"]
+        deployments = self.client.resource(DEPLOYMENTS)
+        try:
+            return deployments.create(new_deployment(foo), namespace=namespace)
+        except AlreadyExists:
+            return deployments.get(name, namespace=namespace)
 
     def update_foo_status(self, foo: Object, deployment: Object) -> None:
         """Copy the Deployment's ``availableReplicas`` into the Foo's status.

@@ -4,9 +4,10 @@ a bounded shutdown.
 
 Guarantees:
 
-- ``/healthz``, ``/readyz`` and ``/metrics`` are served before the election, so a standby answers
-  them too; ``/readyz`` fails until this process leads (or, without election, until the
-  controller runs) and its caches have synced.
+- ``/healthz``, ``/readyz`` and ``/metrics`` are served first, before the clusters are known
+  to answer and before the election, so a standby and a process still waiting for its clusters
+  (:meth:`ControllerProcess.wait_for_clusters`) answer them too; ``/readyz`` fails until this
+  process leads (or, without election, until the controller runs) and its caches have synced.
 - The controller runs only while leading. Losing the Lease, or a controller that cannot start
   (:class:`StartupError`), sets the stop event and makes the exit code 1; a requested stop
   (SIGTERM/SIGINT, or the caller's event) leaves it 0.
@@ -34,6 +35,7 @@ from mcm.runtime.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
     LeaderElectionConfig,
+    LeaderElector,
     LeaseLock,
     new_leader_elector,
 )
@@ -121,8 +123,11 @@ class ControllerProcess(abc.ABC):
         self.leader_metrics = leader_metrics
         self.controller: RunnableController | None = None
         self.controller_done = threading.Event()
+        self.elector: LeaderElector | None = None
         self.exit_code = 0
         """1 once the Lease was lost or the controller could not start; 0 for a requested stop."""
+        self.waiting_for: str | None = None
+        """What start-up still waits for (``/readyz`` reports it), set by :meth:`wait_for_clusters`."""
         self.healthz = HealthzAdaptor(timeout=HEALTHZ_TIMEOUT)
         self.server = HealthServer(
             options.address, options.port, healthz=self._healthz, readyz=self._readyz, registry=registry
@@ -142,13 +147,22 @@ class ControllerProcess(abc.ABC):
     def leader_identity(self) -> contextlib.AbstractContextManager[str]:
         """The identity written into the Lease, held while campaigning."""
 
+    def wait_for_clusters(self) -> bool:
+        """Wait until the clusters answer (``waiting_for`` says which, for ``/readyz``);
+        ``False`` if ``stop`` came first. Raises :class:`StartupError` for a cluster that
+        answers but cannot be used. By default there is nothing to wait for."""
+        return True
+
     # --- the run ------------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Serve, campaign, lead; returns the exit code."""
+        """Serve, wait for the clusters, campaign, lead; returns the exit code. A
+        :class:`StartupError` from :meth:`wait_for_clusters` is raised."""
         self.server.start()
         log.info("serving", address=self.server.address)
         try:
+            if not self.wait_for_clusters():
+                return self.exit_code
             if not self.options.leader_elect:
                 return self._run_without_election()
             return self._run_elected()
@@ -165,11 +179,20 @@ class ControllerProcess(abc.ABC):
         finally:
             self.controller_done.set()
 
+    def holds_lease(self) -> bool:
+        """Whether the controller may act as leader now: without election always; with it, only
+        while the elector surely holds the Lease (:meth:`LeaderElector.holds_lease`)."""
+        if not self.options.leader_elect:
+            return True
+        return self.elector is not None and self.elector.holds_lease()
+
     def _healthz(self) -> str | None:
         err = self.healthz.check()
         return None if err is None else str(err)
 
     def _readyz(self) -> str | None:
+        if self.waiting_for is not None:
+            return f"waiting for {self.waiting_for}"
         if self.controller is None:
             return "not leading" if self.options.leader_elect else "controller not started"
         return None if self.controller.has_synced() else "caches not synced"
@@ -214,7 +237,8 @@ class ControllerProcess(abc.ABC):
                 lease=f"{self.options.namespace}/{self.lease_name}",
                 identity=identity,
             )
-            new_leader_elector(config, metrics=self.leader_metrics).run(self.stop)
+            self.elector = new_leader_elector(config, metrics=self.leader_metrics)
+            self.elector.run(self.stop)
         self._wait_for_workers()
         return self.exit_code
 
@@ -234,13 +258,23 @@ class ControllerProcess(abc.ABC):
 
 def run_in_thread(process: ControllerProcess, name: str) -> int:
     """Run ``process`` in a thread of its own so that the calling (main) thread keeps handling
-    signals; returns its exit code (1 if it ended without one)."""
-    result: list[int] = []
-    worker = threading.Thread(target=lambda: result.append(process.run()), name=name)
+    signals; returns its exit code (1 if it ended without one) or raises its StartupError."""
+    result: list[int | StartupError] = []
+
+    def serve() -> None:
+        try:
+            result.append(process.run())
+        except StartupError as exc:
+            result.append(exc)
+
+    worker = threading.Thread(target=serve, name=name)
     worker.start()
     while worker.is_alive():
         worker.join(0.2)
-    return result[0] if result else 1
+    outcome = result[0] if result else 1
+    if isinstance(outcome, StartupError):
+        raise outcome
+    return outcome
 
 
 @contextlib.contextmanager

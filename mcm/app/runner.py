@@ -4,10 +4,15 @@
    empty control → the target's config; ``inClusterConfig`` → in-cluster.
 2. One :class:`~mcm.runtime.client.ClusterClient` per cluster with ``--kube-api-qps``/``-burst``
    and upstream's user-agent suffixes (§2.3).
-3. Discovery: the control cluster must answer and serve ``machine.sapcloud.io/v1alpha1
-   machines``; the target must answer ``/version``. Otherwise a one-line error, exit 1.
-4. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts before the
-   election, so standbys serve it too.
+3. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts first, so
+   standbys and a process still waiting for its clusters serve it too.
+4. Discovery: the control cluster must answer ``/healthz`` and discovery, the target
+   ``/version``. A failed request is retried with back-off (1 s doubling to 30 s) until it
+   succeeds or a signal stops the process, each failure logged once; ``/healthz`` is ``ok``
+   meanwhile and ``/readyz`` says what it waits for. Upstream gives up after 10 s and exits
+   (a network blip at start-up becomes a CrashLoopBackOff); mcm never ends on one. A control
+   cluster that answers but does not serve ``machine.sapcloud.io/v1alpha1 machines`` is a
+   configuration error: one line, exit 1.
 5. Leader election on Lease ``machine-controller`` in ``--namespace`` of the control cluster,
    identity = hostname (plus ``_<pid>`` when another machine-controller on this host already
    campaigns for the same Lease). The controller runs only while leading.
@@ -30,7 +35,6 @@ import socket
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO
@@ -39,16 +43,15 @@ import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.app.logs import configure_logging, log_output
 from mcm.app.metrics import ProcessMetrics
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
 from mcm.app.process import ControllerProcess, RunnableController, StartupError, run_in_thread, signals_set
+from mcm.app.startup import check_control_cluster, check_target_cluster
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
-from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import NODES, SECRETS
 from mcm.runtime.leaderelection import (
     LeaseLock,
@@ -72,8 +75,6 @@ log = structlog.get_logger("machine-controller")
 
 LEASE_NAME = "machine-controller"
 """The leader-election Lease (no flag changes it, as upstream)."""
-DISCOVERY_TIMEOUT = 10.0
-"""How long discovery waits for the control cluster's ``/healthz`` (upstream: 10 s)."""
 
 
 @dataclass
@@ -124,66 +125,6 @@ def build_clients(options: Options) -> Clients:
     else:
         raise StartupError("--control-kubeconfig is required with --target-kubeconfig=none")
     return Clients(control, control.with_user_agent("machine-leader-election"), target)
-
-
-def _describe(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _retry_until(attempt: Callable[[], str | None], timeout: float) -> str | None:
-    """Call ``attempt`` (``None``: it succeeded, else why not) about once a second until it
-    succeeds or ``timeout`` seconds have passed; returns the last reason, or ``None``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        reason = attempt()
-        if reason is None or time.monotonic() >= deadline:
-            return reason
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-
-
-def check_control_cluster(control: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The control cluster answers ``/healthz`` and discovery within ``timeout`` (failed requests
-    are retried about once a second) and serves the Machine CRDs, else StartupError."""
-    discovery = control.with_user_agent("controller-discovery")
-    served: list[bool] = []
-
-    def answers() -> str | None:
-        try:
-            body = discovery.get_bytes("/healthz").strip()
-            if body != b"ok":
-                return f"/healthz answered {body[:80]!r}"
-            served.append(discovery.discovery().has_resource(API_VERSION, "machines"))
-        except NotFound:
-            served.append(False)
-        except (ApiError, ConnectionFailed) as exc:
-            return _describe(exc)
-        return None
-
-    reason = _retry_until(answers, timeout)
-    if reason is not None:
-        raise StartupError(f"control cluster {control.host} is not reachable: {reason}")
-    if not served[-1]:
-        raise StartupError(
-            f"unable to start machine controller: the control cluster {control.host} does not serve "
-            f"{API_VERSION} machines (are the Machine CRDs installed?)"
-        )
-
-
-def check_target_cluster(target: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The target cluster answers ``/version`` within ``timeout`` (retried as the control
-    cluster's ``/healthz`` is), else StartupError."""
-
-    def answers() -> str | None:
-        try:
-            target.discovery().server_version()
-        except (ApiError, ConnectionFailed) as exc:
-            return _describe(exc)
-        return None
-
-    reason = _retry_until(answers, timeout)
-    if reason is not None:
-        raise StartupError(f"target cluster {target.host} is not reachable: {reason}")
 
 
 # --- driver -------------------------------------------------------------------------------------
@@ -267,9 +208,12 @@ def new_controller(
     clients: Clients,
     recorder: EventRecorder | None = None,
     metrics: ProcessMetrics | None = None,
+    *,
+    holds_lease: Callable[[], bool] | None = None,
 ) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor. Its metrics go
-    on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given)."""
+    on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given); ``holds_lease``
+    is asked before each VM-changing driver call."""
     metrics = metrics or ProcessMetrics.new()
     controller = Controller(
         clients.control,
@@ -280,6 +224,7 @@ def new_controller(
         registry=metrics.registry,
         drain_metrics=metrics.drain,
         workqueue_metrics=metrics.workqueue,
+        holds_lease=holds_lease,
     )
     return _Readiness(controller)
 
@@ -367,7 +312,12 @@ class _Process(ControllerProcess):
 
     def new_controller(self) -> RunnableController:
         return new_controller(
-            self.machine_options, self.driver, self.clients, self.recorder, metrics=self.metrics
+            self.machine_options,
+            self.driver,
+            self.clients,
+            self.recorder,
+            metrics=self.metrics,
+            holds_lease=self.holds_lease,
         )
 
     def lease_lock(self, identity: str) -> LeaseLock:
@@ -382,14 +332,23 @@ class _Process(ControllerProcess):
     def leader_identity(self) -> contextlib.AbstractContextManager[str]:
         return leader_identity(self.clients, self.options.namespace)
 
+    def wait_for_clusters(self) -> bool:
+        """The control cluster answers and serves the Machine CRDs, then the target answers."""
+        self.waiting_for = "the control cluster"
+        if not check_control_cluster(self.clients.control, self.stop):
+            return False
+        if self.clients.target is not None:
+            self.waiting_for = "the target cluster"
+            if not check_target_cluster(self.clients.target, self.stop):
+                return False
+        self.waiting_for = None
+        return True
+
 
 def start(options: Options, driver: Driver | None, stop: threading.Event) -> int:
     """Steps 1-6 with an explicit ``stop`` event; raises :class:`StartupError`."""
     clients = build_clients(options)
     try:
-        check_control_cluster(clients.control)
-        if clients.target is not None:
-            check_target_cluster(clients.target)
         if driver is None:
             driver = load_driver(options, clients)
         try:

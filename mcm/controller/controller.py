@@ -67,7 +67,7 @@ from mcm.runtime.client.resources import (
 )
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.record import EventRecorder
-from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, start_workers
+from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, join_workers, start_workers
 from mcm.runtime.workqueue import (
     NOOP_PROVIDER,
     MetricsProvider,
@@ -121,11 +121,14 @@ class Controller:
         drain_metrics: DrainMetrics | None = None,
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
+        holds_lease: Callable[[], bool] | None = None,
     ) -> None:
         driver = driver if isinstance(driver, SafeDriver) else SafeDriver(driver)
         self.options = options or ControllerOptions()
         self.clock = clock
         self.frozen = False
+        self._holds_lease = holds_lease
+        """Asked before each VM-changing driver call (``None``: no leader election)."""
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry, self.options.cloud_provider)
         self.queues = _named_queues(clock, workqueue_metrics or NOOP_PROVIDER)
@@ -242,7 +245,9 @@ class Controller:
             listers=listers,
             writers=writers,
             driver=driver,
-            calls=DriverCaller(self.clock, self.metrics, self.options.driver_call_timeout),
+            calls=DriverCaller(
+                self.clock, self.metrics, self.options.driver_call_timeout, holds_lease=self._holds_lease
+            ),
             options=self.options,
             clock=self.clock,
             metrics=self.metrics,
@@ -315,10 +320,7 @@ class Controller:
         finally:
             self._shut_down()
         for threads in groups:
-            index = 0
-            while index < len(threads):  # the list grows while workers start on demand
-                threads[index].join(JOIN_TIMEOUT)
-                index += 1
+            join_workers(threads, JOIN_TIMEOUT)
 
     def _start_workers(self, workers: int, stop: threading.Event) -> list[list[threading.Thread]]:
         groups: list[list[threading.Thread]] = []

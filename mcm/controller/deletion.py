@@ -604,19 +604,33 @@ def delete_node_object(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutc
     if foreign_node(deps, machine, node_name, "not deleted") is not None:
         description = c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(**_mismatch(machine, node))
         return _advance(deps, machine, description)
-    if c.NODE_FINALIZER in o.finalizers(node):
-        finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
-        version = o.meta(node).get("resourceVersion")
-        try:
-            writer.patch(node_name, {"metadata": {"finalizers": finalizers, "resourceVersion": version}})
-        except RequestError as err:
-            if is_conflict(err):
-                log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
-                return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
-            if not is_not_found(err):
-                description = c.DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
-                return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    failed = _remove_node_finalizer(deps, machine, node)
+    if failed is not None:
+        return failed
     return _delete_node(deps, machine, node_name)
+
+
+def _remove_node_finalizer(deps: Deps, machine: Obj, node: Mapping[str, Any]) -> StepOutcome | None:
+    """Patch the node finalizer out of ``node`` (with its resourceVersion) if it carries it;
+    the step's outcome if that failed, else ``None``."""
+    if c.NODE_FINALIZER not in o.finalizers(node):
+        return None
+    assert deps.writers.nodes is not None
+    node_name = o.name_of(node)
+    finalizers = sorted(set(o.finalizers(node)) - {c.NODE_FINALIZER})
+    version = o.meta(node).get("resourceVersion")
+    try:
+        deps.writers.nodes.patch(
+            node_name, {"metadata": {"finalizers": finalizers, "resourceVersion": version}}
+        )
+    except RequestError as err:
+        if is_conflict(err):
+            log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
+            return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
+        if not is_not_found(err):
+            description = c.DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
+            return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    return None
 
 
 def _current_node(deps: Deps, node_name: str) -> Mapping[str, Any]:
@@ -634,14 +648,21 @@ def _current_node(deps: Deps, node_name: str) -> Mapping[str, Any]:
 
 
 def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:
+    """DELETE the Node. If the answer shows it still held by the node finalizer (the cached
+    copy the step read was older than the finalizer), the finalizer is removed from the answer,
+    or the Node would stay for ever once the Machine is gone."""
     assert deps.writers.nodes is not None
     try:
-        deps.writers.nodes.delete(node_name)
+        answer = deps.writers.nodes.delete(node_name)
     except RequestError as err:
         if is_not_found(err):
             return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = c.DESC_NODE_DELETE_FAILED.format(node=node_name, err=err.message)
         return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+    if isinstance(answer, Mapping) and o.name_of(answer) == node_name:
+        failed = _remove_node_finalizer(deps, machine, answer)
+        if failed is not None:
+            return failed
     return _advance(deps, machine, c.DESC_NODE_DELETED.format(node=node_name))
 
 

@@ -12,6 +12,11 @@ Guarantees of :meth:`DriverCaller.call`:
   at the moment the call is abandoned (never when it returned in time) and returns a function
   that is called once the driver really returns: the creation flow uses it to keep its Machine
   "in creation" (no second ``CreateMachine``) until then.
+- A call that changes VMs (CreateMachine, InitializeMachine, DeleteMachine) is made only while
+  ``holds_lease`` answers true (the leader elector's :meth:`holds_lease`: leading, renew
+  deadline not passed); otherwise :class:`LeaseNotHeld` is raised and the driver is not called.
+  A leader paused past its deadline, whose successor may already have deleted the Machine,
+  thus creates no VM for it in the moment before its watchdog notices.
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
   (decisions.md §3): its text is kept but it never reaches the worker as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
@@ -32,12 +37,19 @@ import structlog
 from mcm.controller.metrics import ControllerMetrics
 from mcm.driver import CallContext, Code, MachineError, code_name
 from mcm.runtime.clock import Clock
+from mcm.runtime.errors import TransientError
 
-__all__ = ["IDLE_TIMEOUT", "DriverCaller"]
+__all__ = ["IDLE_TIMEOUT", "DriverCaller", "LeaseNotHeld"]
 
 log = structlog.get_logger(__name__)
 
 R = TypeVar("R")
+
+
+class LeaseNotHeld(TransientError):
+    """A VM-changing driver call was refused: this process no longer surely holds the Lease.
+    The key is retried with back-off (and the workers stop once leadership ends)."""
+
 
 IDLE_TIMEOUT = 30.0
 """Seconds a driver-call thread waits for work before it ends."""
@@ -50,18 +62,26 @@ _OPERATIONS = {
     "list_machines": "ListMachines",
     "get_volume_ids": "GetVolumeIDs",
 }
+_CHANGES_VMS = frozenset({"create_machine", "initialize_machine", "delete_machine"})
 
 
 class DriverCaller:
     """Runs driver methods with a deadline on a helper thread and records metrics."""
 
     def __init__(
-        self, clock: Clock, metrics: ControllerMetrics, deadline: float, *, max_threads: int = 64
+        self,
+        clock: Clock,
+        metrics: ControllerMetrics,
+        deadline: float,
+        *,
+        max_threads: int = 64,
+        holds_lease: Callable[[], bool] | None = None,
     ) -> None:
         self._clock = clock
         self._metrics = metrics
         self._deadline = deadline
         self._pool = _DaemonPool(max_threads, clock=clock)
+        self._holds_lease = holds_lease
 
     @property
     def pool_threads(self) -> int:
@@ -78,6 +98,8 @@ class DriverCaller:
     ) -> R:
         """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name,
         ``provider`` the MachineClass's ``provider`` (the metrics' label)."""
+        if method in _CHANGES_VMS and self._holds_lease is not None and not self._holds_lease():
+            raise LeaseNotHeld(f"{_OPERATIONS[method]} not called: the leader Lease is not surely held")
         provider = provider or ""
         ctx = CallContext.with_timeout(
             self._deadline, self._clock, cloud_api=self._metrics.cloud_api(provider)

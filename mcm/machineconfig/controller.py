@@ -26,6 +26,7 @@ from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import NODES
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.record import EventBroadcaster
+from mcm.runtime.worker import join_workers
 from mcm.runtime.workqueue.metrics import MetricsProvider
 
 __all__ = ["MachineConfigController"]
@@ -74,21 +75,21 @@ class MachineConfigController:
 
     def run(self, workers: int, stop: threading.Event) -> None:
         """Start informers and workers; block until ``stop``; then stop and join the workers."""
-        threads: list[threading.Thread] = []
+        groups: list[list[threading.Thread]] = []
         self.ctx.informers.start(stop)
         try:
             log.info("waiting_for_caches")
             if not wait_for_cache_sync(stop, *self._synced):
                 return
             for controller in self.controllers:
-                threads.extend(controller.start(workers, stop))
+                groups.append(controller.start(workers, stop))
             log.info("machine_config_controller_started", workers=workers)
             stop.wait()
         finally:
             for controller in self.controllers:
                 controller.queue.shut_down()
-            for thread in threads:
-                thread.join()
+            for threads in groups:  # each grows and shrinks as its workers start and end
+                join_workers(threads)
             self.ctx.informers.shutdown()
             if self.owns_broadcaster:
                 self.ctx.broadcaster.shutdown()

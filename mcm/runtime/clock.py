@@ -13,8 +13,8 @@ Guarantees:
   until another thread steps the clock, so multi-threaded code can be driven step by step.
 - :meth:`FakeClock.wait` blocks on the clock's condition variable, with no real-time slicing: a
   step past the deadline and ``event.set()`` both notify it. To see the latter, the first wait on
-  an event gives that event instance a ``set`` that also notifies the fake clocks waiting on it
-  (the class and every other event are untouched).
+  an event gives that event instance's condition variable a ``notify_all`` that also notifies
+  the fake clocks waiting on it (the classes and every other event are untouched).
 - :meth:`FakeClock.block_until_waiters` lets a test wait (in real time, bounded) until code under
   test is parked on the clock, which replaces "sleep a bit and hope" synchronisation.
 """
@@ -380,21 +380,28 @@ _HOOKED_CLOCKS = "_mcm_fake_clocks"
 
 
 def _wake_on_set(event: threading.Event, clock: FakeClock) -> None:
-    """Make ``event.set()`` (on this instance) also notify ``clock``'s waiters."""
-    attributes = vars(event)
+    """Make ``event.set()`` (on this instance) also notify ``clock``'s waiters.
+
+    The hook sits on the event's own condition variable: ``Event.set`` raises the flag and then
+    looks up ``notify_all`` on it. A ``set`` that ran before the hook raised the flag before the
+    waiter checks it; one that runs after goes through the hook, even when its caller took the
+    bound ``event.set`` before the first wait (a thread started before the wait on its answer).
+    """
+    condition: threading.Condition = vars(event)["_cond"]
+    attributes = vars(condition)
     with _HOOK_LOCK:
         clocks: weakref.WeakSet[FakeClock] | None = attributes.get(_HOOKED_CLOCKS)
         if clocks is None:
             clocks = weakref.WeakSet()
             attributes[_HOOKED_CLOCKS] = clocks
-            attributes["set"] = _set_and_wake(event.set, clocks)
+            attributes["notify_all"] = _notify_and_wake(condition.notify_all, clocks)
         clocks.add(clock)
 
 
-def _set_and_wake(original: Callable[[], None], clocks: weakref.WeakSet[FakeClock]) -> Callable[[], None]:
-    def set_and_wake() -> None:
+def _notify_and_wake(original: Callable[[], None], clocks: weakref.WeakSet[FakeClock]) -> Callable[[], None]:
+    def notify_and_wake() -> None:
         original()
         for clock in list(clocks):
             clock._event_set()
 
-    return set_and_wake
+    return notify_and_wake

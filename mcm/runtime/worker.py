@@ -51,6 +51,7 @@ the queue shuts down; they then poll ``stop`` once a second until it is set.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import traceback
 from collections.abc import Callable, Hashable
@@ -66,9 +67,11 @@ from mcm.runtime.workqueue.rate_limiting_queue import RateLimitingQueue
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DONE",
+    "WORKER_IDLE_TIMEOUT",
     "WORKER_RESTART_PERIOD",
     "Reconciler",
     "Result",
+    "join_workers",
     "process_next_work_item",
     "run_worker",
     "start_workers",
@@ -112,6 +115,9 @@ off) only: errors are retried until they stop."""
 WORKER_RESTART_PERIOD = 1.0
 """Seconds before a worker loop that returned is started again (``wait.Until(worker, 1s)``)."""
 
+WORKER_IDLE_TIMEOUT = 30.0
+"""Seconds a queue keeps more than one idle worker thread before the extra ones end."""
+
 
 def process_next_work_item(
     queue: RateLimitingQueue[T],
@@ -128,7 +134,29 @@ def process_next_work_item(
     taken, shutdown = queue.get()
     if shutdown:
         return False
-    item = cast(T, taken)  # not shut down: a real item (even if someone queued None)
+    _process(
+        queue,
+        cast(T, taken),  # not shut down: a real item (even if someone queued None)
+        reconcile,
+        max_retries,
+        forget_after_success,
+        name=name,
+        busy=busy,
+    )
+    return True
+
+
+def _process(
+    queue: RateLimitingQueue[T],
+    item: T,
+    reconcile: Reconciler,
+    max_retries: int,
+    forget_after_success: bool,
+    *,
+    name: str,
+    busy: Callable[[bool], None] | None,
+) -> None:
+    """Reconcile one item taken from ``queue``; ``done`` is called for it whatever happens."""
     if busy is not None:
         busy(True)
     try:
@@ -148,7 +176,6 @@ def process_next_work_item(
         queue.done(item)
         if busy is not None:
             busy(False)
-    return True
 
 
 def _reconcile(
@@ -228,21 +255,53 @@ def start_workers(  # noqa: PLR0917 - mirrors MCM's createWorker parameters
     *,
     forget_after_success: bool = True,
     clock: Clock = REAL_CLOCK,
+    idle_timeout: float = WORKER_IDLE_TIMEOUT,
 ) -> list[threading.Thread]:
     """Run up to ``count`` daemon worker threads on ``queue``; join the returned threads to wait.
 
-    Each runs :func:`run_worker` under ``wait.until(…, 1 s, stop)``. Threads start as the work
-    needs them: one at first, and one more whenever every started thread holds an item, until
-    ``count`` run. So an idle worker always waits in ``get`` (an item never waits for a busy
-    worker while fewer than ``count`` are busy), and a quiet queue costs one or two threads
-    instead of ``count``. The returned list grows as threads start; it is complete once the
-    queue has shut down.
+    Each runs :func:`run_worker`'s loop under ``wait.until(…, 1 s, stop)``. Threads start as
+    the work needs them: one at first, and one more whenever every started thread holds an
+    item, until ``count`` run. So an idle worker always waits in ``get`` (an item never waits
+    for a busy worker while fewer than ``count`` are busy), and a quiet queue costs one or two
+    threads instead of ``count``. They end as the work goes away: once the queue has had two
+    or more idle workers for ``idle_timeout`` seconds (on ``clock``, which must be the
+    queue's), idle workers end until one is left idle, as an idle goroutine would be gone. So
+    after a burst the thread count returns to where it was.
+
+    The returned list holds the threads in service (and, after shut-down, those still
+    ending): it grows as threads start and loses those that ended idle. A thread is never
+    removed from it once ``stop`` is set, so joining its members then waits for every worker.
     """
-    return _Workers(queue, name, count, reconcile, max_retries, stop, forget_after_success, clock).threads
+    workers = _Workers(
+        queue,
+        name,
+        count,
+        reconcile,
+        max_retries,
+        stop,
+        forget_after_success,
+        clock,
+        idle_timeout=idle_timeout,
+    )
+    return workers.threads
+
+
+def join_workers(threads: list[threading.Thread], timeout: float | None = None) -> None:
+    """Join every thread of a :func:`start_workers` list (once ``stop`` is set), each at most
+    ``timeout`` seconds, including threads that started while joining."""
+    joined: set[threading.Thread] = set()
+    while pending := [t for t in list(threads) if t not in joined]:
+        for thread in pending:
+            thread.join(timeout)
+            joined.add(thread)
 
 
 class _Workers(Generic[T]):
-    """The worker threads of one queue, started on demand (see :func:`start_workers`)."""
+    """The worker threads of one queue, started and ended on demand (see :func:`start_workers`).
+
+    ``_busy`` counts threads holding an item; ``_spare_since`` is when the queue last came to
+    have two or more idle threads (``None`` while it has fewer). All three change under ``_lock``.
+    """
 
     def __init__(  # noqa: PLR0917 - the parameters of start_workers
         self,
@@ -254,6 +313,8 @@ class _Workers(Generic[T]):
         stop: threading.Event,
         forget_after_success: bool,
         clock: Clock,
+        *,
+        idle_timeout: float,
     ) -> None:
         self._queue = queue
         self._name = name
@@ -263,8 +324,11 @@ class _Workers(Generic[T]):
         self._stop = stop
         self._forget = forget_after_success
         self._clock = clock
+        self._idle_timeout = idle_timeout
         self._lock = threading.Lock()
         self._busy = 0
+        self._spare_since: float | None = None
+        self._started = 0
         self.threads: list[threading.Thread] = []
         if count > 0:
             with self._lock:
@@ -272,23 +336,78 @@ class _Workers(Generic[T]):
 
     def _start_one(self) -> None:
         """Start the next worker thread (the caller holds ``_lock``)."""
+        ended = threading.Event()
         thread = threading.Thread(
             target=until,
-            args=(self._work, WORKER_RESTART_PERIOD, self._stop),
+            args=(functools.partial(self._work, ended), WORKER_RESTART_PERIOD, ended),
             kwargs={"clock": self._clock},
-            name=f"worker-{self._name}-{len(self.threads)}",
+            name=f"worker-{self._name}-{self._started}",
             daemon=True,
         )
+        self._started += 1
         self.threads.append(thread)
+        self._count_spares()
         thread.start()
 
-    def _work(self) -> None:
-        run_worker(
-            self._queue, self._reconcile, self._max_retries, self._forget, name=self._name, busy=self._note
-        )
+    def _work(self, ended: threading.Event) -> None:
+        """Serve the queue until it shuts down or this thread is a spare idle one.
+
+        Sets ``ended`` (which ends the thread's ``until`` loop) when the thread retires, or
+        when the queue has shut down and ``stop`` is set."""
+        while True:
+            wait = self._idle_wait()
+            taken = self._queue.get() if wait is None else self._queue.get_within(wait)
+            if taken is not None:
+                item, shutdown = taken
+                if shutdown:
+                    break
+                _process(
+                    self._queue,
+                    cast(T, item),
+                    self._reconcile,
+                    self._max_retries,
+                    self._forget,
+                    name=self._name,
+                    busy=self._note,
+                )
+            if self._retire():
+                ended.set()
+                return
+        if self._stop.is_set():
+            ended.set()
 
     def _note(self, busy: bool) -> None:
         with self._lock:
             self._busy += 1 if busy else -1
             if busy and self._busy >= len(self.threads) < self._count and not self._stop.is_set():
                 self._start_one()
+            else:
+                self._count_spares()
+
+    def _count_spares(self) -> None:
+        """Start or stop the spare clock (the caller holds ``_lock``)."""
+        if len(self.threads) - self._busy < 2:
+            self._spare_since = None
+        elif self._spare_since is None:
+            self._spare_since = self._clock.monotonic()
+
+    def _idle_wait(self) -> float | None:
+        """How long an idle thread waits for an item before asking whether it may end; ``None``
+        (no limit) while the queue has fewer than two idle threads: none of them may end then."""
+        with self._lock:
+            if self._spare_since is None:
+                return None
+            return self._spare_since + self._idle_timeout - self._clock.monotonic()
+
+    def _retire(self) -> bool:
+        """End the calling (idle) thread if the queue has had a spare one for ``idle_timeout``."""
+        if self._spare_since is None:  # the common case, read without the lock: asked again later
+            return False
+        with self._lock:
+            if self._stop.is_set() or self._spare_since is None:
+                return False
+            if self._clock.since(self._spare_since) < self._idle_timeout:
+                return False
+            self.threads.remove(threading.current_thread())
+            self._count_spares()
+            return True

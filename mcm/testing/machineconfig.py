@@ -51,7 +51,7 @@ from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import TransientError
 from mcm.runtime.labels import Selector, everything
 from mcm.runtime.record import EventBroadcaster, EventRecorder
-from mcm.runtime.worker import DONE, Result, start_workers
+from mcm.runtime.worker import DONE, Result, join_workers, start_workers
 from mcm.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 __all__ = [
@@ -225,8 +225,7 @@ class DaemonFleet:
     def stop(self) -> None:
         self.stop_event.set()
         self.queue.shut_down()
-        for thread in self._threads:
-            thread.join(10)
+        join_workers(self._threads, 10)
         self.factory.shutdown(10)
         if self.broadcaster is not None:
             self.broadcaster.shutdown()

@@ -10,13 +10,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from mcm.app import runner as app_run
+from mcm.app import startup
 from mcm.app.options import Options
 from mcm.app.runner import LEASE_NAME, Clients, StartupError, build_clients, check_control_cluster
 from mcm.driver import FakeDriver
@@ -24,13 +26,19 @@ from mcm.emulator import ClusterPair, Emulator
 from mcm.runtime.client import load_config
 from mcm.runtime.client.errors import Conflict
 from mcm.runtime.client.resources import LEASES
+from mcm.runtime.clock import FakeClock
+
+TIMEOUT = 10.0
 
 
 class StandIn:
     """Runs until stopped; records what it was given."""
 
-    def __init__(self, options: Options, driver: Any, clients: Clients) -> None:
+    def __init__(
+        self, options: Options, driver: Any, clients: Clients, holds_lease: Callable[[], bool] | None = None
+    ) -> None:
         self.clients = clients
+        self.holds_lease = holds_lease
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.synced = False
@@ -56,9 +64,15 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[StandIn]:
     made: list[StandIn] = []
 
     def new_controller(
-        options: Options, driver: Any, clients: Clients, recorder: Any = None, metrics: Any = None
+        options: Options,
+        driver: Any,
+        clients: Clients,
+        recorder: Any = None,
+        metrics: Any = None,
+        *,
+        holds_lease: Callable[[], bool] | None = None,
     ) -> StandIn:
-        made.append(StandIn(options, driver, clients))
+        made.append(StandIn(options, driver, clients, holds_lease))
         return made[-1]
 
     monkeypatch.setattr(app_run, "new_controller", new_controller)
@@ -103,7 +117,8 @@ class Running:
         self.thread = threading.Thread(
             target=lambda: self.code.append(
                 app_run.run(options, FakeDriver(), stop=self.stop, really_crash=False)
-            )
+            ),
+            daemon=True,  # a failed test must not keep pytest from exiting
         )
         self.thread.start()
 
@@ -136,9 +151,12 @@ def test_leads_serves_endpoints_and_releases_the_lease_on_stop(
     assert _get(f"{base}/configz") == (200, "{}")
     assert stand_ins[0].clients.target is not None
     assert "machine-leader-election" in stand_ins[0].clients.leader_election.user_agent
+    holds_lease = stand_ins[0].holds_lease
+    assert holds_lease is not None and holds_lease()  # the fence of VM-changing driver calls
 
     assert running.finish() == 0
     assert stand_ins[0].stopped.is_set()
+    assert not holds_lease()
     released = _lease(pair)
     assert released is not None and not released["spec"].get("holderIdentity")
 
@@ -213,9 +231,17 @@ def test_replicas_reaching_the_cluster_at_different_addresses_get_distinct_ident
     second_clients.close()
 
 
-def test_the_target_cluster_check_retries_until_the_discovery_timeout(pair: ClusterPair) -> None:
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start-up checks against a live emulator retry after 10 ms instead of 1 s."""
+    monkeypatch.setattr(startup, "STARTUP_RETRY_INITIAL", 0.01)
+
+
+def test_the_target_cluster_check_retries_until_the_cluster_answers(
+    pair: ClusterPair, quick_retries: None
+) -> None:
     """Found by the chaos suite: one refused connection to the target at start-up ended the
-    process (exit 1), although the control cluster gets the discovery timeout to answer."""
+    process (exit 1)."""
     clients = build_clients(_options(pair))
     assert clients.target is not None
     target = pair.target
@@ -232,21 +258,17 @@ def test_the_target_cluster_check_retries_until_the_discovery_timeout(pair: Clus
     target.pause("error")
     helper = threading.Thread(target=resume_after_two_refusals)
     helper.start()
-    app_run.check_target_cluster(clients.target, timeout=8.0)
+    assert app_run.check_target_cluster(clients.target, threading.Event())
     helper.join()
     assert refused() == 2
-    target.pause("error")
-    with pytest.raises(StartupError, match=r"target cluster .* is not reachable"):
-        app_run.check_target_cluster(clients.target, timeout=0.5)
-    target.resume()
     clients.close()
 
 
 def test_a_failed_discovery_request_is_retried_like_healthz(
-    pair: ClusterPair, monkeypatch: pytest.MonkeyPatch
+    pair: ClusterPair, monkeypatch: pytest.MonkeyPatch, quick_retries: None
 ) -> None:
     """Found by the chaos suite: /healthz answered, then the discovery GET was reset, and the
-    process ended (exit 1) instead of asking again within the discovery timeout."""
+    process ended (exit 1) instead of asking again."""
     from mcm.runtime.client.discovery import DiscoveryClient
     from mcm.runtime.client.errors import ConnectionFailed
 
@@ -260,9 +282,79 @@ def test_a_failed_discovery_request_is_retried_like_healthz(
 
     monkeypatch.setattr(DiscoveryClient, "has_resource", flaky)
     client = load_config(str(pair.control_kubeconfig))
-    check_control_cluster(client, timeout=5.0)
+    assert check_control_cluster(client, threading.Event())
     assert failures == []
     client.close()
+
+
+class RecordingClock(FakeClock):
+    """A fake clock that remembers how long each ``wait`` was asked to last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, event: threading.Event, seconds: float | None) -> bool:
+        self.waits.append(seconds)
+        return super().wait(event, seconds)
+
+
+def test_an_unreachable_control_cluster_is_retried_with_capped_back_off_until_stopped(
+    tmp_path: Path,
+) -> None:
+    """Found by the chaos suite: a restarted controller exited 1 when a proxy fault outlasted
+    the 10 s discovery timeout. Now the check retries (1 s doubling to 30 s), logging each
+    failure once, for as long as it takes; only a stop ends it."""
+    with Emulator() as gone:
+        gone.write_kubeconfig(tmp_path / "gone")
+    client = load_config(str(tmp_path / "gone"), max_retries=0)
+    clock = RecordingClock()
+    stop = threading.Event()
+    outcome: list[bool] = []
+    with structlog.testing.capture_logs() as logs:
+        thread = threading.Thread(
+            target=lambda: outcome.append(check_control_cluster(client, stop, clock=clock))
+        )
+        thread.start()
+        for attempt, delay in enumerate([1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0], start=1):
+            clock.block_until_waiters()
+            assert clock.waits == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0][:attempt]
+            clock.step(delay)
+        clock.block_until_waiters()
+        assert thread.is_alive()
+        stop.set()
+        thread.join(TIMEOUT)
+    assert outcome == [False]
+    failures = [entry for entry in logs if entry["event"] == "cluster_not_reachable"]
+    assert [entry["attempt"] for entry in failures] == list(range(1, 10))
+    assert all(entry["log_level"] == "warning" and entry["reason"] for entry in failures)
+    client.close()
+
+
+def test_the_process_serves_healthz_while_it_waits_for_the_control_cluster_then_leads(
+    pair: ClusterPair, stand_ins: list[StandIn], quick_retries: None
+) -> None:
+    """A network blip at start-up never ends the process: /healthz is ok, /readyz says what it
+    waits for, and once the control cluster answers the process campaigns and leads."""
+    options = _options(pair)
+    base = f"http://127.0.0.1:{options.port}"
+    pair.control.pause("error")  # every request fails; /healthz answers 500
+    running = Running(options)
+    try:
+        assert pair.control.wait_for(
+            lambda: pair.control.stats.count("nonresource", "/healthz", code=500) >= 3, 15
+        )
+        assert running.thread.is_alive()
+        assert _get(f"{base}/healthz") == (200, "ok")
+        assert _get(f"{base}/readyz") == (500, "waiting for the control cluster")
+        assert not stand_ins
+        pair.control.resume()
+        assert pair.control.wait_for(lambda: bool(stand_ins) and stand_ins[0].started.is_set(), 15)
+        assert _get(f"{base}/readyz") == (200, "ok")
+    finally:
+        pair.control.resume()
+        code = running.finish()
+    assert code == 0
 
 
 def test_empty_control_kubeconfig_reuses_the_target_cluster(pair: ClusterPair) -> None:
@@ -271,17 +363,13 @@ def test_empty_control_kubeconfig_reuses_the_target_cluster(pair: ClusterPair) -
     clients.close()
 
 
-def test_missing_crds_and_unreachable_cluster_are_one_line_errors(tmp_path: Path) -> None:
+def test_missing_crds_are_a_one_line_error(tmp_path: Path) -> None:
     with Emulator() as bare:
         bare.write_kubeconfig(tmp_path / "bare")
         client = load_config(str(tmp_path / "bare"))
         with pytest.raises(StartupError, match=r"does not serve machine\.sapcloud\.io/v1alpha1 machines"):
-            check_control_cluster(client)
+            check_control_cluster(client, threading.Event())
         client.close()
-    client = load_config(str(tmp_path / "bare"), max_retries=0)
-    with pytest.raises(StartupError, match="not reachable"):
-        check_control_cluster(client, timeout=0.5)
-    client.close()
 
 
 def test_bad_kubeconfig_is_a_startup_error(tmp_path: Path) -> None:

@@ -49,9 +49,9 @@ class Cluster:
     def crds(self) -> client.ApiextensionsV1Api:
         return client.ApiextensionsV1Api(self.api)
 
-    def wait(self, predicate: Callable[[], bool], what: str) -> None:
-        """Poll ``predicate`` until true (bounded by the target's timeout)."""
-        deadline = time.monotonic() + self.timeout
+    def wait(self, predicate: Callable[[], bool], what: str, timeout: float | None = None) -> None:
+        """Poll ``predicate`` until true (bounded by ``timeout``, by default the target's)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not predicate():
             if time.monotonic() > deadline:
                 pytest.fail(f"timed out waiting for {what}")

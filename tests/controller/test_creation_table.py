@@ -435,3 +435,23 @@ def test_without_a_target_cluster_a_vm_with_any_node_name_becomes_available() ->
     world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "some-other-node"))
     assert create(world, machine) == Result.after(c.LONG_RETRY)
     assert phase(stored(world)) == c.PHASE_AVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("init_state", "expected"),
+    [("", "created-state"), ("init-state", "init-state")],
+)
+def test_a_failed_initialize_machine_keeps_the_latest_last_known_state(
+    init_state: str, expected: str
+) -> None:
+    """What CreateMachine returned is kept, unless InitializeMachine's error brings a newer state."""
+    world = make_world()
+    world, machine = setup(mk_machine(world.clock))
+    world.driver.script(
+        "create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0", last_known_state="created-state")
+    )
+    world.driver.script(
+        "initialize_machine", MachineError(Code.Unavailable, "still booting", last_known_state=init_state)
+    )
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert stored(world)["status"]["lastKnownState"] == expected

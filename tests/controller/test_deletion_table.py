@@ -14,11 +14,12 @@ from mcm.controller import ControllerOptions
 from mcm.controller.common import FlowInputs
 from mcm.controller.deletion import dispatch, trigger_deletion_flow
 from mcm.driver import Code, GetMachineStatusResponse, MachineError
-from mcm.runtime.client.errors import InternalError
+from mcm.runtime.cache.listers import new_not_found
+from mcm.runtime.client.errors import Conflict, InternalError
 from mcm.runtime.worker import DONE, Result
 
-from .builders import mk_class, mk_machine, mk_node
-from .fakes import NS, World, make_world
+from .builders import condition, mk_class, mk_machine, mk_node
+from .fakes import NS, World, make_world, ts
 from .fixtures import StubDrainer
 
 MIN = 60.0
@@ -486,6 +487,53 @@ def test_a_node_the_cache_has_not_seen_yet_is_still_deleted() -> None:
     assert ("delete", "fakeNode-0") in world.nodes.writes
 
 
+def test_a_node_finalizer_the_cache_had_not_seen_is_removed_from_the_delete_answer() -> None:
+    """Found by the chaos suite's 30-minute run: the node loop had just added the node
+    finalizer, the cached Node (its watch re-established after a blackhole) did not show it, so
+    the step deleted the Node without removing it; the Machine went, and the Node stayed
+    (deleting) until the unmanaged-node sweep released it minutes later. The DELETE's answer
+    is the live Node: a node finalizer on it is removed at once."""
+    import dataclasses
+    from typing import cast
+
+    from .fakes import FakeResource
+
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
+    live = world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER, "other/keep"]}))
+    stale_cache = FakeResource("nodes", namespaced=False)
+    stale_cache.put(mk_node("fakeNode-0", metadata={"finalizers": ["other/keep"]}))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=cast(Any, stale_cache))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_NODE_DELETED.format(node="fakeNode-0")
+    assert ("delete", "fakeNode-0") in world.nodes.writes
+    answer_version = str(int(live["metadata"]["resourceVersion"]) + 1)  # the DELETE's answer
+    assert world.nodes.patches == [
+        ("fakeNode-0", {"metadata": {"finalizers": ["other/keep"], "resourceVersion": answer_version}})
+    ]
+    assert world.nodes.objects["fakeNode-0"]["metadata"]["finalizers"] == ["other/keep"]
+
+
+def test_a_failed_removal_of_the_node_finalizer_after_the_delete_is_retried() -> None:
+    import dataclasses
+    from typing import cast
+
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    from .fakes import FakeResource
+
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}))
+    stale_cache = FakeResource("nodes", namespaced=False)
+    stale_cache.put(mk_node("fakeNode-0"))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=cast(Any, stale_cache))
+    world.nodes.fail("patch", ConnectionFailed("PATCH nodes/fakeNode-0: connection reset"), times=1)
+    _, stored = step(world, machine)
+    description, state, _ = op(stored)
+    assert description.startswith(c.DESC_NODE_FINALIZER_FAILED.split("{")[0])
+    assert state == c.STATE_FAILED
+
+
 def test_a_node_gone_from_cache_and_server_moves_on() -> None:
     world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_NODE_DELETION))
     result, stored = step(world, machine)
@@ -673,3 +721,146 @@ def test_the_node_of_a_vm_that_appeared_after_the_status_step_is_found_before_de
     assert stored["spec"]["providerID"] == "fakeID-0"
     assert op(stored)[0] == c.DESC_VM_DELETED
     assert len(world.driver.calls_to("delete_machine")) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "description", "retry"),
+    [
+        (Code.Unavailable, c.DESC_GET_VM_RETRYABLE, c.SHORT_RETRY),
+        (
+            Code.Internal,
+            c.DESC_GET_VM_FAILED.format(
+                err="machine codes error: code = [Internal] message = [cloud says no]"
+            ),
+            c.MEDIUM_RETRY,
+        ),
+    ],
+)
+def test_a_failed_get_machine_status_stops_the_deletion_at_its_step(
+    code: Code, description: str, retry: float
+) -> None:
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
+    world.driver.always("get_machine_status", MachineError(code, "cloud says no"))
+    result, stored = step(world, machine)
+    assert result == Result.after(retry)
+    assert op(stored) == (description, c.STATE_FAILED, c.OPERATION_DELETE)
+    assert drainer.drained == [] and "fakeID-0" in world.driver.vms
+
+
+def _terminating_condition(world: World, reason: str, status: str) -> dict[str, Any]:
+    return {
+        **condition("Terminating", status, world.clock, 300),
+        "reason": reason,
+        "message": f"{reason} earlier",
+    }
+
+
+@pytest.mark.parametrize(
+    ("existing", "reason", "message", "transition_kept"),
+    [
+        (None, c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, False),
+        # a deletion resumed (or begun by an earlier controller) keeps the node's reason
+        (("Unhealthy", "True"), "Unhealthy", "Unhealthy earlier", True),
+        (("Unhealthy", "False"), "Unhealthy", "Unhealthy earlier", False),  # True again: a transition
+    ],
+)
+def test_the_drain_step_sets_the_nodes_terminating_condition(
+    existing: tuple[str, str] | None, reason: str, message: str, transition_kept: bool
+) -> None:
+    """Other conditions stay; the transition time moves only when the condition changes."""
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    ready = condition("Ready", "False", world.clock, 600)
+    before = [ready] + ([_terminating_condition(world, *existing)] if existing else [])
+    world.nodes.put(mk_node("fakeNode-0", conditions=before))
+    result, stored = step(world, machine)
+    assert result is None and op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
+    conditions = world.nodes.get("fakeNode-0")["status"]["conditions"]
+    assert [cd["type"] for cd in conditions] == ["Ready", "Terminating"]
+    assert conditions[0] == ready
+    after = conditions[1]
+    assert (after["status"], after["reason"], after["message"]) == ("True", reason, message)
+    assert after["lastHeartbeatTime"] == ts(world.clock)
+    assert after["lastTransitionTime"] == (ts(world.clock, 300) if transition_kept else ts(world.clock))
+
+
+def test_a_conflicting_node_finalizer_removal_is_retried_without_a_status_write() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}))
+    world.nodes.fail("patch", Conflict({"message": "the object has been modified", "code": 409}), times=1)
+    writes_before = list(world.machines.writes)
+    result, stored = step(world, machine)
+    assert result == Result.after(c.CONFLICT_RETRY)
+    assert op(stored)[0] == c.DESC_VM_DELETED
+    assert world.machines.writes == writes_before
+    assert "fakeNode-0" in world.nodes.objects
+    assert stored is not None
+    result, stored = step(world, stored)  # the next pass removes it and deletes the Node
+    assert op(stored)[0] == c.DESC_NODE_DELETED.format(node="fakeNode-0")
+    assert "fakeNode-0" not in world.nodes.objects
+
+
+def test_a_late_vms_node_label_that_cannot_be_written_holds_the_vm_deletion() -> None:
+    """The Node of a VM that appeared late was found, but writing its label conflicted: the VM is
+    not deleted in this pass (deleting it now would leave its Node behind)."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_INITIATE_VM_DELETION, node=None, provider_id=None)
+    )
+    world.driver.remove_vm("fakeID-0")
+    world.driver.add_vm("fakeID-0", "machine-0", node_name="fakeNode-0")
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-0"}))
+    world.machines.fail("update", Conflict({"message": "the object has been modified", "code": 409}), times=1)
+    result, stored = step(world, machine)
+    assert result is not None and result.requeue_after is not None
+    assert op(stored)[0] == c.MARKER_INITIATE_VM_DELETION
+    assert world.driver.calls_to("delete_machine") == [] and "fakeID-0" in world.driver.vms
+
+
+_GONE = new_not_found("", "nodes", "fakeNode-0")
+_DOWN = InternalError({"message": "etcd down", "code": 500})
+
+
+@pytest.mark.parametrize(
+    ("verb", "error", "description", "state"),
+    [
+        # the Node went away between the cache read and the call: the step moves on
+        ("patch", _GONE, c.DESC_NODE_DELETED.format(node="fakeNode-0"), c.STATE_PROCESSING),
+        ("delete", _GONE, c.DESC_NODE_NOT_FOUND.format(node="fakeNode-0"), c.STATE_PROCESSING),
+        # any other error stops the step; the Node is not deleted without its finalizer removed
+        (
+            "patch",
+            _DOWN,
+            c.DESC_NODE_FINALIZER_FAILED.format(node="fakeNode-0", err="etcd down"),
+            c.STATE_FAILED,
+        ),
+        (
+            "delete",
+            _DOWN,
+            c.DESC_NODE_DELETE_FAILED.format(node="fakeNode-0", err="etcd down"),
+            c.STATE_FAILED,
+        ),
+    ],
+)
+def test_node_deletion_errors(verb: str, error: Exception, description: str, state: str) -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}))
+    world.nodes.fail(verb, error, times=1)
+    result, stored = step(world, machine)
+    assert op(stored)[:2] == (description, state)
+    if state == c.STATE_FAILED:
+        assert result == Result.after(c.SHORT_RETRY)
+        assert "fakeNode-0" in world.nodes.objects
+        assert [v for v, _ in world.nodes.writes if v == "delete"] == []
+    else:
+        assert result is None
+
+
+def test_a_deletion_pass_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass chains at most MAX_STEPS_PER_PASS steps, then comes back soon for the rest."""
+    from mcm.controller import deletion
+
+    monkeypatch.setattr(deletion, "MAX_STEPS_PER_PASS", 2)
+    world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
+    world.nodes.put(mk_node("fakeNode-0"))
+    result = deletion.run_deletion_steps(world.deps, machine, inputs())
+    assert result == Result.after(c.SHORT_RETRY)
+    assert op(world.machines.objects["machine-0"])[0] == c.DESC_DRAIN_SUCCESSFUL

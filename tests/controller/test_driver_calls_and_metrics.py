@@ -8,10 +8,11 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.drivercalls import DriverCaller, LeaseNotHeld
 from mcm.controller.metrics import ControllerMetrics
 from mcm.driver import CallContext, Code, MachineError
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.errors import TransientError
 
 from .builders import HEALTHY, mk_machine
 from .fakes import START
@@ -116,6 +117,26 @@ def test_a_driver_raising_anything_else_is_internal_and_measured() -> None:
         {"provider": "fake", "operation": "DeleteMachine"},
     )
     assert count == 1.0
+
+
+def test_no_vm_changing_call_is_made_while_the_lease_is_not_surely_held() -> None:
+    """A leader paused past its renew deadline must not create (or delete) a VM before its
+    watchdog notices: its successor may already have deleted the Machine."""
+    held = [False]
+    calls: list[str] = []
+    caller = DriverCaller(
+        FakeClock(START), ControllerMetrics(CollectorRegistry(), "fake"), 30.0, holds_lease=lambda: held[0]
+    )
+    for method in ("create_machine", "initialize_machine", "delete_machine"):
+        with pytest.raises(LeaseNotHeld, match="not surely held"):
+            caller.call(method, lambda ctx, m=method: calls.append(m))
+    assert calls == []
+    assert caller.call("get_machine_status", lambda ctx: "read") == "read"  # reads are harmless
+    assert caller.call("list_machines", lambda ctx: "read") == "read"
+    held[0] = True
+    caller.call("create_machine", lambda ctx: calls.append("create_machine"))
+    assert calls == ["create_machine"]
+    assert isinstance(LeaseNotHeld("x"), TransientError)  # a retry, never a crash
 
 
 def test_collector_exposes_items_frozen_info_condition_and_head_phase_mapping() -> None:

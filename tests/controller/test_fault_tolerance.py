@@ -16,7 +16,7 @@ from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller.classes import reconcile_machine_class_key, reconcile_secret_key
 from mcm.controller.creation import trigger_creation_flow
 from mcm.controller.deletion import dispatch, trigger_deletion_flow
-from mcm.controller.drivercalls import DriverCaller
+from mcm.controller.drivercalls import DriverCaller, LeaseNotHeld
 from mcm.controller.machine import MachineReconciler
 from mcm.controller.node import reconcile_node_key
 from mcm.driver import (
@@ -488,3 +488,31 @@ def test_node_templates_are_synced_while_a_timeout_is_pending(phase: str) -> Non
     assert labels["pool"] == "blue"
     assert labels[c.LABEL_NODE_MACHINE_NAME] == "machine-0"
     assert result.requeue_after is not None and result.requeue_after <= 61
+
+
+# --- a leader paused past its renew deadline -----------------------------------------------------
+
+
+def test_a_leader_that_no_longer_surely_holds_the_lease_creates_no_vm_and_writes_nothing() -> None:
+    """Found by the chaos suite's leader failover: a leader SIGSTOPped past its renew deadline
+    woke and called CreateMachine for Machines its successor had already deleted."""
+    world, machine = creation_world()
+    held = [False]
+    world.deps.calls = DriverCaller(world.clock, world.deps.metrics, 300.0, holds_lease=lambda: held[0])
+    before = world.machines.get("machine-0")
+    with pytest.raises(LeaseNotHeld):  # to the worker: logged once, the key retried with back-off
+        create(world, machine)
+    assert world.driver.calls_to("create_machine") == []
+    assert world.machines.get("machine-0") == before  # no failure recorded on the Machine
+    held[0] = True
+    create(world, world.machines.get("machine-0"))
+    assert len(world.driver.calls_to("create_machine")) == 1
+
+
+def test_a_leader_that_no_longer_surely_holds_the_lease_deletes_no_vm() -> None:
+    world, machine = deletion_world(c.MARKER_INITIATE_VM_DELETION)
+    world.deps.calls = DriverCaller(world.clock, world.deps.metrics, 300.0, holds_lease=lambda: False)
+    with pytest.raises(LeaseNotHeld):
+        dispatch(machine)(world.deps, machine, inputs())
+    assert world.driver.calls_to("delete_machine") == []
+    assert "fakeID-0" in world.driver.vms

@@ -377,3 +377,79 @@ def test_a_machine_without_creation_timestamp_still_joins() -> None:
     assert phase == c.PHASE_RUNNING
     description = world.machines.get(TARGET)["status"]["lastOperation"]["description"]
     assert description == c.DESC_JOINED_IN.format(machine=TARGET, duration="0s")
+
+
+# --- issue 23 "tests that notice" --------------------------------------------------------------
+
+CRITICAL = c.TAINT_CRITICAL_COMPONENTS_NOT_READY
+
+
+@pytest.mark.parametrize(
+    ("taints", "phase"),
+    [
+        ([{"key": CRITICAL, "effect": "NoSchedule"}], c.PHASE_PENDING),
+        (["junk", {"key": CRITICAL, "effect": "NoSchedule"}], c.PHASE_PENDING),  # malformed entries skipped
+        ([{"key": CRITICAL, "effect": "NoExecute"}], c.PHASE_RUNNING),  # only the NoSchedule taint holds it
+        ([{"key": "example.com/other", "effect": "NoSchedule"}], c.PHASE_RUNNING),
+        ("junk", c.PHASE_RUNNING),
+    ],
+)
+def test_only_the_critical_components_no_schedule_taint_holds_a_healthy_pending_machine(
+    taints: Any, phase: str
+) -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", HEALTHY, spec={"taints": taints}))
+    _, after = run(world, pending_after_create(world))
+    assert after == phase
+
+
+def test_a_running_machine_that_never_had_conditions_is_not_unknown_when_its_node_is_missing() -> None:
+    """HEAD: only a machine with at least one stored condition goes Unknown on a missing Node."""
+    world = make_world()
+    _, phase = run(world, mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0"))
+    assert phase == c.PHASE_RUNNING
+    assert world.machines.writes == []
+
+
+def test_going_unknown_records_a_warning_event() -> None:
+    from mcm.runtime.record import EventRecorder
+
+    world = make_world()
+    events: list[dict[str, Any]] = []
+
+    def submit(event: dict[str, Any]) -> bool:
+        events.append(event)
+        return True
+
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
+    _, phase = run(
+        world, mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=HEALTHY)
+    )
+    assert phase == c.PHASE_UNKNOWN
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [
+        ("Warning", "MachineUnknown", c.DESC_NODE_MISSING.format(machine=TARGET))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("timeout", "elapsed", "recheck"),
+    [
+        (30.0, 0.0, 30.0),  # a short creation timeout: checked again exactly when it runs out
+        (20 * MIN, 20 * MIN - 0.5, 0.5),
+        (20 * MIN, 0.0, health.TIMEOUT_RECHECK),  # never later than once a minute
+    ],
+)
+def test_the_creation_timeout_is_checked_again_when_it_runs_out(
+    timeout: float, elapsed: float, recheck: float
+) -> None:
+    from mcm.controller import ControllerOptions
+
+    from .fakes import NS
+
+    world = make_world(ControllerOptions(namespace=NS, machine_creation_timeout=timeout))
+    whole = float(int(elapsed))  # timestamps have whole seconds
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_PENDING, node="node-0", created_ago=whole)
+    world.clock.step(elapsed - whole)
+    result, phase = run(world, machine)
+    assert phase == c.PHASE_PENDING
+    assert result is not None and result.requeue_after == pytest.approx(recheck + 0.001)

@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from examples.sample_controller.__main__ import ARTIFACTS, run_controller
-from examples.sample_controller.controller import DEPLOYMENTS, FOOS, Controller
+from examples.sample_controller.controller import DEPLOYMENTS, FOOS, Controller, ResourceExistsError
 from mcm.emulator import Emulator
 from mcm.runtime.cache import DeletedFinalStateUnknown, SharedInformerFactory
 from mcm.runtime.client import ClusterClient, load_config
@@ -295,6 +295,33 @@ def test_the_status_write_does_not_conflict_with_a_stale_cache_copy(
         controller.update_foo_status(cached, deployment)  # the controller's own write ...
         controller.update_foo_status(cached, {"status": {"availableReplicas": 2}})  # ... then the stale copy
         assert client.resource(FOOS).get("f", namespace=NS)["status"] == {"availableReplicas": 2}
+    finally:
+        controller.workqueue.shut_down()
+        controller.broadcaster.shutdown()
+        client.close()
+
+
+def test_a_deployment_the_cache_has_not_seen_yet_is_read_not_created_twice(
+    emulator: Emulator, kubeconfig: str
+) -> None:
+    """The lister lags behind the controller's own create: the next sync finds the Deployment
+    missing in the cache; upstream's create then fails with AlreadyExists (a failed sync and a
+    logged error). The live Deployment is used instead, ownership check included."""
+    emulator.install_crds(ARTIFACTS / "crd.yaml")
+    client = load_config(kubeconfig)
+    controller = Controller(client, SharedInformerFactory(client))  # informers never started
+    try:
+        foos = client.resource(FOOS)
+        for name, deployment in (("f", "web"), ("g", "taken")):
+            body = {"apiVersion": FOOS.api_version, "kind": "Foo", "metadata": {"name": name}}
+            foos.create({**body, "spec": {"deploymentName": deployment, "replicas": 1}}, namespace=NS)
+        foo = foos.get("f", namespace=NS)
+        first = controller.ensure_deployment(foo, "web")  # created; the cache stays empty
+        again = controller.ensure_deployment(foo, "web")
+        assert again["metadata"]["uid"] == first["metadata"]["uid"]
+        client.resource(DEPLOYMENTS).create(deployment_body("taken"), namespace=NS)
+        with pytest.raises(ResourceExistsError):  # the live object is not the Foo's
+            controller.ensure_deployment(foos.get("g", namespace=NS), "taken")
     finally:
         controller.workqueue.shut_down()
         controller.broadcaster.shutdown()

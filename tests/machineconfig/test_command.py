@@ -121,6 +121,28 @@ def test_without_leader_election_it_runs_at_once_and_takes_no_lease(
     assert running.finish() == 0
 
 
+def test_an_api_server_that_does_not_answer_yet_is_waited_for_not_an_exit(
+    mcc_emulator: Emulator, tmp_path: Path
+) -> None:
+    """A network blip at start-up must not end the process (it would crash-loop in a cluster):
+    the endpoints are served, /readyz says what start-up waits for, SIGTERM exits 0."""
+    kubeconfig = mcc_emulator.write_kubeconfig(tmp_path / "kc")
+    dead = f"https://127.0.0.1:{_free_port()}"
+    text = kubeconfig.read_text()
+    server = next(line.split("server:", 1)[1].strip() for line in text.splitlines() if "server:" in line)
+    kubeconfig.write_text(text.replace(server, dead))
+    options = _options(kubeconfig)
+    running = Running(options)
+    base = f"http://127.0.0.1:{options.port}"
+    try:
+        eventually(lambda: _get(f"{base}/readyz") == (500, "waiting for the API server"), what="waiting")
+        assert _get(f"{base}/healthz") == (200, "ok")
+        assert running.thread.is_alive()
+    finally:
+        code = running.finish()
+    assert code == 0
+
+
 def test_missing_crds_and_bad_kubeconfig_are_one_line_startup_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -203,8 +203,27 @@ def test_event_set_wakes_every_fake_waiter_on_every_clock() -> None:
     for t in threads:
         t.join(5)
     assert results == [True, True, True]
-    assert threading.Event.set is not event.set  # only this instance is hooked
-    assert "set" not in vars(threading.Event())
+    assert "notify_all" in vars(vars(event)["_cond"])  # only this instance is hooked
+    assert "notify_all" not in vars(vars(threading.Event())["_cond"])
+
+
+def test_a_set_bound_before_the_first_wait_wakes_the_waiter() -> None:
+    # Regression: the hook replaced the instance's ``set``, so a thread that had looked up
+    # ``event.set`` before the first wait (the API-server probe, started before the wait on its
+    # answer) raised the flag without notifying the clock: the waiter hung until the next step.
+    clock = FakeClock()
+    event = threading.Event()
+    bound_early = event.set
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(clock.wait(event, 100)), daemon=True)
+    waiter.start()
+    try:
+        clock.block_until_waiters(1)
+        bound_early()
+        waiter.join(5)
+        assert result == [True]
+    finally:
+        clock.step(100)
 
 
 def test_wait_on_an_already_set_event_returns_at_once() -> None:

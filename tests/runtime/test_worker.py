@@ -12,7 +12,7 @@ from mcm.driver import Code, MachineError
 from mcm.runtime import errors
 from mcm.runtime.client import errors as client_errors
 from mcm.runtime.clock import FakeClock
-from mcm.runtime.worker import DONE, Result, process_next_work_item, start_workers
+from mcm.runtime.worker import DONE, Result, join_workers, process_next_work_item, start_workers
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 TIMEOUT = 10.0
@@ -353,3 +353,95 @@ def test_workers_start_as_the_work_needs_them_up_to_count() -> None:
     for thread in threads:
         thread.join(TIMEOUT)
         assert not thread.is_alive()
+
+
+class Blocking:
+    """A reconcile that holds each key until released, recording which keys run."""
+
+    def __init__(self) -> None:
+        self.running: set[str] = set()
+        self.done: list[str] = []
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, key: str) -> None:
+        with self.lock:
+            self.running.add(key)
+        self.release.wait(TIMEOUT)
+        with self.lock:
+            self.running.discard(key)
+            self.done.append(key)
+
+
+def test_idle_workers_end_after_the_idle_timeout_down_to_one() -> None:
+    clock = FakeClock()
+    q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0, 0.0), clock=clock)
+    stop = threading.Event()
+    reconcile = Blocking()
+    threads = start_workers(q, "shed", 4, reconcile, 3, stop, clock=clock, idle_timeout=30.0)
+    for key in ("ns/a", "ns/b", "ns/c"):
+        q.add(key)
+    eventually(lambda: reconcile.running == {"ns/a", "ns/b", "ns/c"})
+    eventually(lambda: len(threads) == 4)  # a burst: three busy, one idle in reserve
+    started = list(threads)
+    reconcile.release.set()
+    eventually(lambda: len(reconcile.done) == 3)
+    clock.block_until_waiters(3)  # all four idle; the three that worked wait on the clock
+    clock.step(29.0)
+    assert len(threads) == 4  # not idle long enough yet
+    clock.step(1.0)
+    eventually(lambda: len(threads) == 1)  # back to one idle worker, as before the burst
+    for thread in started:
+        if thread not in threads:
+            thread.join(TIMEOUT)
+            assert not thread.is_alive()
+    clock.step(300.0)
+    assert len(threads) == 1  # the last idle worker stays
+    q.add("ns/d")
+    eventually(lambda: "ns/d" in reconcile.done)  # and still serves the queue
+    stop.set()
+    q.shut_down()
+    join_workers(threads, TIMEOUT)
+    assert not any(thread.is_alive() for thread in threads)
+
+
+def test_workers_that_keep_getting_items_still_end_when_the_queue_has_spares() -> None:
+    clock = FakeClock()
+    q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0, 0.0), clock=clock)
+    stop = threading.Event()
+    reconcile = Blocking()
+    threads = start_workers(q, "trickle", 4, reconcile, 3, stop, clock=clock, idle_timeout=30.0)
+    for key in ("ns/a", "ns/b", "ns/c"):
+        q.add(key)
+    eventually(lambda: len(threads) == 4)
+    reconcile.release.set()
+    eventually(lambda: len(reconcile.done) == 3)
+    for second in range(1, 61):  # an item every second: no thread is idle for 30 s on its own
+        clock.step(1.0)
+        q.add(f"ns/t{second}")
+        eventually(lambda s=second: f"ns/t{s}" in reconcile.done)  # type: ignore[misc]
+    eventually(lambda: len(threads) <= 2)  # one to work, at most one in reserve
+    stop.set()
+    q.shut_down()
+    join_workers(threads, TIMEOUT)
+
+
+def test_no_worker_ends_once_stop_is_set_so_joining_waits_for_all() -> None:
+    clock = FakeClock()
+    q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0, 0.0), clock=clock)
+    stop = threading.Event()
+    reconcile = Blocking()
+    threads = start_workers(q, "stopping", 3, reconcile, 3, stop, clock=clock, idle_timeout=30.0)
+    q.add("ns/a")
+    q.add("ns/b")
+    eventually(lambda: len(threads) == 3)
+    reconcile.release.set()
+    eventually(lambda: len(reconcile.done) == 2)
+    stop.set()
+    clock.block_until_waiters(2)  # the two that worked wait on the clock
+    clock.step(100.0)
+    assert len(threads) == 3
+    q.shut_down()
+    join_workers(threads, TIMEOUT)
+    assert len(threads) == 3
+    assert not any(thread.is_alive() for thread in threads)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
+from mcm.runtime.clock import FakeClock
 from mcm.runtime.workqueue import Queue
 
 TIMEOUT = 10.0
@@ -160,6 +161,52 @@ def test_get_blocks_until_an_item_arrives() -> None:
     q.add("late")
     thread.join(TIMEOUT)
     assert got == [("late", False)]
+
+
+def test_get_within_hands_out_a_queued_item_at_once_and_polls_with_no_time() -> None:
+    q: Queue[str] = Queue(clock=FakeClock())
+    assert q.get_within(0) is None
+    q.add("a")
+    assert q.get_within(0) == ("a", False)
+    q.add("b")
+    assert q.get_within(30) == ("b", False)  # no waiting, no clock step needed
+
+
+def test_get_within_gives_up_after_the_time_on_the_queues_clock() -> None:
+    clock = FakeClock()
+    q: Queue[str] = Queue(clock=clock)
+    got: list[tuple[str | None, bool] | None] = []
+    thread = start(lambda: got.append(q.get_within(30)))
+    clock.block_until_waiters()
+    clock.step(29)
+    assert got == []  # not yet
+    clock.step(1)
+    thread.join(TIMEOUT)
+    assert got == [None]
+    assert q._getters == 0
+
+
+def test_get_within_takes_an_item_that_arrives_while_waiting() -> None:
+    clock = FakeClock()
+    q: Queue[str] = Queue(clock=clock)
+    got: list[tuple[str | None, bool] | None] = []
+    thread = start(lambda: got.append(q.get_within(30)))
+    clock.block_until_waiters()
+    q.add("late")
+    thread.join(TIMEOUT)
+    assert got == [("late", False)]
+
+
+def test_get_within_reports_shut_down_before_the_time() -> None:
+    clock = FakeClock()
+    q: Queue[str] = Queue(clock=clock)
+    got: list[tuple[str | None, bool] | None] = []
+    thread = start(lambda: got.append(q.get_within(30)))
+    clock.block_until_waiters()
+    q.shut_down()
+    thread.join(TIMEOUT)
+    assert got == [(None, True)]
+    assert q.get_within(0) == (None, True)
 
 
 def test_shut_down_still_hands_out_queued_items_then_reports_shutdown() -> None:

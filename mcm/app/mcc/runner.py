@@ -1,11 +1,14 @@
 """``machine-config-controller``'s run sequence, the same shape as ``machine-controller``'s:
 
 1. Client from ``--kubeconfig`` (empty: in-cluster) with ``--kube-api-qps``/``--kube-api-burst``.
-2. Discovery: the API server must answer and serve ``machineconfiguration.openshift.io/v1
-   machinepools``; otherwise one line ``error: …`` and exit 1.
-3. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``) starts before the election, so a
-   standby serves it too. ``/metrics`` has the pool gauges, the rollout-duration histogram, the
-   ``workqueue_*`` metrics of the four queues and ``leader_election_master_status``.
+2. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``) starts first, so a standby and a
+   process still waiting for its API server serve it too. ``/metrics`` has the pool gauges,
+   the rollout-duration histogram, the ``workqueue_*`` metrics of the four queues and
+   ``leader_election_master_status``.
+3. Discovery: the API server must serve the four ``machineconfiguration.openshift.io/v1``
+   resources, else one line ``error: …`` and exit 1. An API server that does not answer is
+   waited for (1 s doubling to 30 s, each failure logged as ``cluster_not_reachable``) until it
+   answers or a signal stops the process; ``/readyz`` says what it waits for.
 4. Leader election on Lease ``machine-config-controller`` in ``--namespace`` (identity:
    ``<hostname>_<random>``); the controller runs only while leading.
 5. SIGTERM/SIGINT: the workers stop (within ``--shutdown-grace-period``), the Lease is released,
@@ -18,7 +21,6 @@ import contextlib
 import socket
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from mcm.app.logs import configure_logging
 from mcm.app.mcc.options import MccOptions
 from mcm.app.metrics import DefaultRegistry
 from mcm.app.process import ControllerProcess, StartupError, run_in_thread, signals_set
+from mcm.app.startup import describe, retry_until_stopped
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
@@ -39,6 +42,7 @@ from mcm.machineconfig.metrics import PoolMetrics
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import IN_CLUSTER_CONFIG, ClusterClient, ConfigError, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
+from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.leaderelection import (
     LeaseLock,
     PrometheusLeaderMetrics,
@@ -51,7 +55,6 @@ __all__ = ["StartupError", "run"]
 log = structlog.get_logger("machine-config-controller")
 
 COMPONENT = "machine-config-controller"
-DISCOVERY_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -94,29 +97,32 @@ def build_client(options: MccOptions) -> ClusterClient:
         ) from None
 
 
-def check_cluster(client: ClusterClient, timeout: float = DISCOVERY_TIMEOUT) -> None:
-    """The API server answers and serves the four CRDs, else :class:`StartupError`."""
-    deadline = time.monotonic() + timeout
-    while True:
+def check_cluster(client: ClusterClient, stop: threading.Event, *, clock: Clock = REAL_CLOCK) -> bool:
+    """Wait until the API server answers discovery of ``machineconfiguration.openshift.io/v1``,
+    retried as ``machine-controller``'s start-up checks are (1 s doubling to 30 s, for as long
+    as it takes); ``False`` if ``stop`` came first. Raises :class:`StartupError` if it answers
+    but does not serve the four CRDs."""
+    listings: list[dict[str, Any]] = []
+
+    def answers() -> str | None:
         try:
-            listing = client.discovery().server_resources_for_group_version(api.API_VERSION)
-            break
+            listings.append(client.discovery().server_resources_for_group_version(api.API_VERSION))
         except NotFound:
-            listing = {}
-            break
+            listings.append({})
         except (ApiError, ConnectionFailed) as exc:
-            if time.monotonic() >= deadline:
-                raise StartupError(
-                    f"API server {client.host} is not reachable: {str(exc).splitlines()[0]}"
-                ) from None
-            time.sleep(0.5)
-    served = {r.get("name") for r in listing.get("resources") or [] if isinstance(r, dict)}
+            return describe(exc)
+        return None
+
+    if not retry_until_stopped(answers, client.host, stop, clock):
+        return False
+    served = {r.get("name") for r in listings[-1].get("resources") or [] if isinstance(r, dict)}
     missing = [r.resource for r in api.RESOURCES if r.resource not in served]
     if missing:
         raise StartupError(
             f"the API server {client.host} does not serve {api.API_VERSION} {', '.join(missing)} "
             "(install charts/machine-config-controller/crds)"
         )
+    return True
 
 
 class _Process(ControllerProcess):
@@ -162,6 +168,14 @@ class _Process(ControllerProcess):
             event_recorder=self.broadcaster.new_recorder(COMPONENT),
         )
 
+    def wait_for_clusters(self) -> bool:
+        """The API server answers and serves the four CRDs."""
+        self.waiting_for = "the API server"
+        if not check_cluster(self.client, self.stop):
+            return False
+        self.waiting_for = None
+        return True
+
     @contextlib.contextmanager
     def leader_identity(self) -> Iterator[str]:
         yield f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -176,7 +190,6 @@ def run(options: MccOptions, *, stop: threading.Event | None = None, really_cras
         try:
             client = build_client(options)
             try:
-                check_cluster(client)
                 try:
                     process = _Process(options, client, stop)
                 except OSError as exc:

@@ -20,6 +20,10 @@ Guarantees:
 - :meth:`LeaderElector.is_leader` is client-go's ``IsLeader``: the last observed holder is us.
   It is not reset when renewing fails (the health check relies on that); "currently leading"
   is the window between ``on_started_leading`` and its stop event.
+- :meth:`LeaderElector.holds_lease` (not in client-go) is "currently leading" checked against
+  the clock: false as soon as the renew deadline has passed without a renewal, even before the
+  deadline watchdog has run. A process paused past the deadline (SIGSTOP, a frozen VM) can ask
+  it before an action another leader may already have taken over.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class LeaderElector:
         self._observed_time = clock.monotonic()
         self._reported_leader = ""
         self._deadline = 0.0
+        self._lead_stop: threading.Event | None = None
         self._metrics.leader_off(config.name)
         if config.watchdog is not None:
             config.watchdog.set_leader_elector(self)
@@ -85,6 +90,14 @@ class LeaderElector:
         """True if the last observed record names us as holder."""
         with self._mutex:
             return self._observed_record.holder_identity == self._lock.identity()
+
+    def holds_lease(self) -> bool:
+        """True while leading and the renew deadline has not passed (see the module docstring)."""
+        with self._mutex:
+            lead_stop = self._lead_stop
+            return (
+                lead_stop is not None and not lead_stop.is_set() and self._clock.monotonic() < self._deadline
+            )
 
     def get_leader(self) -> str:
         """The holder identity of the last observed record (``""``: none)."""
@@ -119,6 +132,9 @@ class LeaderElector:
             if not self._acquire(stop):
                 return
             lead_stop = threading.Event()
+            with self._mutex:
+                self._lead_stop = lead_stop
+                self._deadline = self._clock.monotonic() + self._config.renew_deadline
             self._start_leading(lead_stop)
             self._renew(stop, lead_stop)
         finally:
@@ -157,8 +173,6 @@ class LeaderElector:
     # -- renew ---------------------------------------------------------------------------------
     def _renew(self, stop: threading.Event, lead_stop: threading.Event) -> None:
         """Renew in a thread while this one enforces the deadline; then step down."""
-        with self._mutex:
-            self._deadline = self._clock.monotonic() + self._config.renew_deadline
         renewer = threading.Thread(
             target=self._renew_loop, args=(lead_stop,), name=f"renew-{self._config.name}", daemon=True
         )

@@ -10,6 +10,9 @@ Guarantees (each one is tested):
   once, when :meth:`Queue.done` is called for it.
 - **Shut-down**: after :meth:`Queue.shut_down` adds are ignored, but :meth:`Queue.get` still
   hands out the queued items and only then returns ``(None, True)``.
+- **Bounded wait**: :meth:`Queue.get_within` is :meth:`Queue.get` that gives up (``None``) after
+  a time without an item, measured on the queue's clock (not in client-go: it lets an idle
+  on-demand worker end, see :mod:`mcm.runtime.worker`).
   :meth:`Queue.shut_down_with_drain` additionally blocks until every processing item is done.
 
 Items must be hashable and immutable (``"namespace/name"`` strings, or tuples).
@@ -152,13 +155,48 @@ class Queue(Generic[T]):
                 self._wait_for_items()
                 if not queue:
                     return None, True
-            item = queue.popleft()
-            self._state[item] = _PROCESSING
-            if self._metrics is not None:
-                self._metrics.get(item)
-            return item, False
+            return self._pop(), False
         finally:
             self._lock.release()
+
+    def get_within(self, seconds: float) -> tuple[T | None, bool] | None:
+        """:meth:`get`, but return ``None`` if no item came within ``seconds`` of the queue's clock.
+
+        ``seconds <= 0`` only takes an item that is already queued. Shut-down is reported as
+        by :meth:`get`, even before ``seconds`` have passed.
+        """
+        self._lock.acquire()
+        try:
+            queue = self._queue
+            if not queue and not self._shutting_down:
+                self._wait_for_items_within(seconds)
+            if not queue:
+                return (None, True) if self._shutting_down else None
+            return self._pop(), False
+        finally:
+            self._lock.release()
+
+    def _pop(self) -> T:
+        """Hand out the first queued item (the caller holds the lock; the queue is not empty)."""
+        item = self._queue.popleft()
+        self._state[item] = _PROCESSING
+        if self._metrics is not None:
+            self._metrics.get(item)
+        return item
+
+    def _wait_for_items_within(self, seconds: float) -> None:
+        """Wait (lock held) for an item or shut-down, at most ``seconds`` on the queue's clock."""
+        clock = self._clock
+        deadline = clock.monotonic() + seconds
+        self._getters += 1
+        try:
+            while not self._queue and not self._shutting_down:
+                remaining = deadline - clock.monotonic()
+                if remaining <= 0:
+                    return
+                clock.wait_condition(self._not_empty, remaining)
+        finally:
+            self._getters -= 1
 
     def _wait_for_items(self) -> None:
         self._getters += 1

@@ -221,6 +221,37 @@ def test_a_hanging_request_does_not_delay_stepping_down(clock: FakeClock, store:
     assert cand.stopped.wait(WAIT)
 
 
+def test_holds_lease_is_false_past_the_renew_deadline_before_the_watchdog_runs(
+    clock: FakeClock, store: LockStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process paused (SIGSTOP) past its renew deadline wakes with its elector threads still
+    parked: it is "leading" until the watchdog runs, but must not act as leader meanwhile."""
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    assert cand.elector.holds_lease()
+    advance(clock, 2.0, 2)  # a renewal at t = 2: the deadline moves to t = 14
+    assert cand.elector.holds_lease()
+    resumed_at = clock.monotonic() + 12.5  # the pause: time passes, no thread of ours runs
+    monkeypatch.setattr(clock, "monotonic", lambda: resumed_at)
+    assert cand.leading()  # the watchdog has not run yet ...
+    assert not cand.elector.holds_lease()  # ... but the elector already says no
+    monkeypatch.undo()
+    cand.shutdown()
+    assert not cand.elector.holds_lease()
+
+
+def test_holds_lease_is_false_before_leading_and_after_stepping_down(
+    clock: FakeClock, store: LockStore
+) -> None:
+    store.fail = True
+    cand = Candidate(store, "a", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)
+    assert not cand.elector.holds_lease()  # campaigning
+    cand.shutdown()
+    assert not cand.elector.holds_lease()
+
+
 def test_release_on_cancel_frees_the_lock_for_the_next_candidate(clock: FakeClock, store: LockStore) -> None:
     first = Candidate(store, "a", clock, release_on_cancel=True).start()
     assert first.started.wait(WAIT)
