@@ -14,11 +14,17 @@ updated) beside the ideal, and beside a same-run yardstick: a minimal controller
 (watch the nodes, patch ``desiredConfig`` of as many as ``maxUnavailable`` allows; no pools, no
 status, no Events) rolling the same nodes out with the same daemons after the controller stopped,
 which shows how much of the time is the controller's and how much the loaded machine's; the
-controller's CPU seconds and share of one core during the rollout
-(from ``/proc``); the controller's API writes per node (POST/PUT/PATCH/DELETE with its user
-agent in the emulator's request log, Events included), with the breakdown; and the most nodes
-seen unavailable at once by a watch in this process (must not exceed ``maxUnavailable``).
+controller's CPU seconds and share of one core during the rollout, and the emulator's and the
+daemons' (from ``/proc``: an emulator near one core is a saturated harness, since it serves
+every request on one interpreter); the controller's API writes per node (POST/PUT/PATCH/DELETE
+with its user agent in the emulator's request log, Events included), with the breakdown; and the
+most nodes seen unavailable at once by a watch in this process (must not exceed
+``maxUnavailable``; the watch runs through the yardstick's rollout too, so both pay for it).
 Targets: rollout within 1.5x the ideal and at most 3 controller writes per node.
+
+``--profile DIR`` attaches ``py-spy`` to the controller, the emulator and the daemons during the
+rollout (collapsed stacks of the thread holding the GIL, ``DIR/<process>.txt``; summarise them
+with ``benchmarks/profile_summary.py``).
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ import argparse
 import heapq
 import json
 import logging
+import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,7 +64,13 @@ from mcm.testing.machineconfig import controller_config, node_manifest  # noqa: 
 CRDS = REPO / "charts" / "machine-config-controller" / "crds"
 ROLE = {"node-role.kubernetes.io/worker": ""}
 CONTROLLER_AGENT = "machine-config-controller"
+MINIMAL_AGENT = "mcc-benchmark-yardstick"
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+STEP_PARTS = {
+    "react": "slot freed -> next desiredConfig patch",
+    "daemon_start": "desiredConfig patch -> daemon working",
+    "daemon_apply": "daemon working -> done (apply time included)",
+}
 _PATH = re.compile(r"^/(?:api/v1|apis/[^/]+/[^/]+)(?:/namespaces/[^/]+)?/([^/?]+)(?:/[^/?]+)?(?:/([^/?]+))?")
 Obj = dict[str, Any]
 
@@ -183,6 +197,25 @@ class MinimalController:
         self.executor.shutdown()
 
 
+def profile(proc: subprocess.Popen[bytes], output: Path) -> subprocess.Popen[bytes]:
+    """``py-spy record`` of ``proc`` (collapsed stacks of the thread holding the GIL) into
+    ``output`` until interrupted with SIGINT; ``py-spy`` comes with the ``bench`` extra."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    py_spy = Path(sys.executable).with_name("py-spy")
+    command = [
+        str(py_spy),
+        "record",
+        "--pid",
+        str(proc.pid),
+        "--format",
+        "raw",
+        "--gil",
+        "--output",
+        str(output),
+    ]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def start_emulator(children: Children, workdir: Path, request_log: Path) -> Path:
     kubeconfig, ready = workdir / "cluster.kubeconfig", workdir / "cluster.ready.json"
     args = [
@@ -253,6 +286,50 @@ def create_updated_nodes(client: ClusterClient, count: int, target: str) -> None
         list(executor.map(create, range(count)))
 
 
+def _node_patches(request_log: Path, since: float, until: float) -> list[tuple[float, str, str]]:
+    """``(start time, node, user agent)`` of every node PATCH in the window, by start time (the
+    log is written in order of completion)."""
+    patches = []
+    with request_log.open(encoding="utf-8") as lines:
+        for line in lines:
+            if not line.endswith("\n"):
+                break
+            entry = json.loads(line)
+            if entry["method"] == "PATCH" and since <= entry["time"] <= until and "/nodes/" in entry["path"]:
+                node = entry["path"].split("/nodes/", 1)[1].split("/", 1)[0]
+                patches.append((entry["time"], node, entry["user_agent"]))
+    return sorted(patches)
+
+
+def step_latencies(request_log: Path, since: float, until: float, agent: str, limit: int) -> dict[str, float]:
+    """Where a rollout step goes beyond the apply time, in mean seconds, from the request log:
+    ``react``: a slot freed (a daemon's ``done`` patch) → the controller's next ``desiredConfig``
+    patch (the controller's share; for the N-th done, the patch of the N+limit-th node);
+    ``daemon_start``: that patch → the daemon's ``working`` patch; ``daemon_apply``: ``working`` →
+    ``done`` (the apply time plus cordon, drain and the daemon's timer: the harness's share)."""
+    targeted: dict[str, float] = {}
+    daemon: dict[str, list[float]] = {}
+    for at, node, user_agent in _node_patches(request_log, since, until):
+        if agent in user_agent:
+            targeted.setdefault(node, at)
+        elif "machine-config-daemon" in user_agent and node in targeted:
+            daemon.setdefault(node, []).append(at)
+    start, apply, done = [], [], []
+    for node, at in targeted.items():
+        steps = daemon.get(node, [])
+        if len(steps) >= 2:  # working, done (then the uncordon)
+            start.append(steps[0] - at)
+            apply.append(steps[1] - steps[0])
+            done.append(steps[1])
+    patched, done = sorted(targeted.values()), sorted(done)
+    react = [patched[i + limit] - done[i] for i in range(len(done)) if i + limit < len(patched)]
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else math.nan
+
+    return {"react": mean(react), "daemon_start": mean(start), "daemon_apply": mean(apply)}
+
+
 def controller_writes(request_log: Path, since: float, until: float) -> Counter[str]:
     # The log is line-buffered JSON; a partly written last line is skipped.
     """The controller's writes in the window, by ``METHOD resource`` (from the request log)."""
@@ -316,13 +393,17 @@ def run(args: argparse.Namespace, report: Report, workdir: Path) -> None:
             str(ready),
             "--no-events",
         ]
-        children.spawn("daemons", daemon_args)  # starts alongside; nodes created updated give it no work
+        daemons = children.spawn("daemons", daemon_args)  # nodes created updated give it no work
         wait("the first rendered config", lambda: status(client).get("currentMachineConfig"), 60)
         first = str(status(client)["currentMachineConfig"])
         create_updated_nodes(client, count, first)
         wait("the pool to count its nodes", lambda: status(client).get("updatingMachines") == count, 120)
         wait("the daemons", ready.exists, 120)
         monitor = Unavailable(client)
+        emulator = children.procs[0]
+        processes = {"controller": controller, "emulator": emulator, "daemons": daemons}
+        profilers = [profile(p, args.profile / f"{n}.txt") for n, p in processes.items() if args.profile]
+        harness0 = {n: cpu_seconds(p.pid) for n, p in processes.items()}
         cpu0, wall0, started = cpu_seconds(controller.pid), time.time(), time.monotonic()
         client.resource(api.MACHINE_CONFIGS).create(new_config())
 
@@ -336,28 +417,44 @@ def run(args: argparse.Namespace, report: Report, workdir: Path) -> None:
 
         wait("the rollout", done, args.timeout, interval=0.1)
         elapsed, cpu = time.monotonic() - started, cpu_seconds(controller.pid) - cpu0
-        monitor.close()
+        harness = {n: cpu_seconds(p.pid) - harness0[n] for n, p in processes.items()}
+        for profiler in profilers:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(30)
+        most_down = monitor.max_seen
         drained = time.monotonic()
         writes = wait_for_events(request_log, wall0, count, quiet=1.0 if args.smoke else 3.0)
         drain = time.monotonic() - drained
         controller.terminate()
         controller.wait(15)
-        minimal_started = time.monotonic()
-        minimal = MinimalController(client, "yardstick-config", limit)
+        monitor.max_seen = len(monitor.down)  # the watch runs on: the yardstick pays for it too
+        minimal_started, minimal_wall0 = time.monotonic(), time.time()
+        yardstick_client = load_config(str(kubeconfig), qps=-1, burst=0, user_agent_suffix=MINIMAL_AGENT)
+        minimal = MinimalController(yardstick_client, "yardstick-config", limit)
         wait("the yardstick rollout", minimal.finished.is_set, args.timeout, interval=0.1)
         minimal_elapsed = time.monotonic() - minimal_started
         minimal.close()
+        yardstick_client.close()
+        monitor.close()
         ideal = report.yardstick("ideal: 10 waves x apply time", 10 * apply, "s")
         same_run = report.yardstick("minimal controller, same run", minimal_elapsed, "s")
         report.figure("rollout time", elapsed, "s", yardstick=ideal, target=ratio_at_most(1.5, sized=True))
         report.figure("rollout time vs a minimal controller", elapsed, "s", yardstick=same_run)
         report.figure("controller CPU during the rollout", cpu, "s")
         report.figure("controller CPU share of one core", 100 * cpu / elapsed, "%")
+        report.figure("emulator CPU during the rollout", harness["emulator"], "s")
+        report.figure("daemons CPU during the rollout", harness["daemons"], "s")
         report.figure("controller API writes per node", sum(writes.values()) / count, "", target=at_most(3.0))
         for kind, number in writes.most_common():
             report.figure(f"  of which {kind}", number / count, "per node")
         report.figure("Event backlog written after the rollout in", drain, "s")
-        report.figure("most nodes unavailable at once (watch)", monitor.max_seen, "", target=at_most(limit))
+        ours = step_latencies(request_log, wall0, minimal_wall0, CONTROLLER_AGENT, limit)
+        theirs = step_latencies(request_log, minimal_wall0, time.time(), MINIMAL_AGENT, limit)
+        for key, what in STEP_PARTS.items():
+            yardstick = report.yardstick(f"minimal controller: {what}", 1000 * theirs[key], "ms")
+            report.figure(f"per step: {what}", 1000 * ours[key], "ms", yardstick=yardstick)
+        report.figure("most nodes unavailable at once (watch)", most_down, "", target=at_most(limit))
+        report.figure("  the same for the minimal controller", monitor.max_seen, "")
         report.figure("maxUnavailable", limit, "", target=equals(limit))
         report.figure("machine load average (1 min, 2 cores)", os.getloadavg()[0], "")
         client.close()
@@ -371,6 +468,12 @@ def main() -> int:
     parser.add_argument("--apply-seconds", type=float, default=1.0)
     parser.add_argument("--smoke", action="store_true", help="100 nodes applying in 0.2 s")
     parser.add_argument("--timeout", type=float, default=180.0)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="py-spy each process during the rollout (DIR/<name>.txt)",
+    )
     parser.add_argument("--workdir", default=None, help="keep logs here (default: a temporary directory)")
     args = parser.parse_args()
     if args.smoke:

@@ -100,6 +100,7 @@ benchmark_smoke_runs() {
   quiet_unless_failing python benchmarks/drain.py --smoke
   quiet_unless_failing python benchmarks/controller.py --smoke
   quiet_unless_failing python benchmarks/machineconfig.py --smoke
+  quiet_unless_failing python benchmarks/machineconfig_pass.py --smoke
   quiet_unless_failing python benchmarks/scale.py --smoke
   if [ -x "$(hack/upstream-mcm.sh --path)" ]; then
     quiet_unless_failing python benchmarks/vs_upstream.py --smoke

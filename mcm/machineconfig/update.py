@@ -3,7 +3,10 @@
 It coordinates with the daemon on each node through the seed's annotations: it sets
 ``desiredConfig``; the daemon sets ``state`` (done / working / degraded) and ``currentConfig``.
 One queue (``machineconfigcontroller-updatecontroller``) keyed by pool name; Node and MachinePool
-events only enqueue.
+events only enqueue (a Node event also marks the node's name for the
+:class:`~mcm.machineconfig.ledger.NodeLedger`, the per-pool tally of node phases a pass reads, so
+a pass over a pool of thousands of nodes costs what changed since the last one, not the pool's
+size).
 
 Guarantees of one pass over a pool:
 
@@ -41,17 +44,10 @@ from mcm.machineconfig import api
 from mcm.machineconfig.base import CONFLICT_RETRY, SubController
 from mcm.machineconfig.conditions import condition
 from mcm.machineconfig.context import Context, object_of
-from mcm.machineconfig.nodes import (
-    DEGRADED,
-    OUTDATED,
-    UNAVAILABLE_PHASES,
-    candidate_order,
-    desired_config,
-    is_ready,
-    node_phase,
-)
-from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, nodes_of_pool, spec_problem
-from mcm.machineconfig.status import PoolCounts, announce_status_change, count_nodes, pool_status
+from mcm.machineconfig.ledger import NodeLedger
+from mcm.machineconfig.nodes import desired_config, is_ready
+from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, spec_problem
+from mcm.machineconfig.status import PoolCounts, announce_status_change, pool_status
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import ApiError, Conflict, ConnectionFailed, NotFound
@@ -94,6 +90,32 @@ def _only_counts_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     }
 
 
+def _count_fields(counts: PoolCounts) -> dict[str, int]:
+    """The status fields of the counts (:func:`~mcm.machineconfig.status.pool_status`'s names)."""
+    return dict(
+        zip(COUNT_FIELDS, (counts.total, counts.updated, counts.ready, counts.unavailable), strict=True)
+    )
+
+
+def _counts_of(status: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(status.get(key) for key in COUNT_FIELDS)
+
+
+def _condition_inputs(
+    pool: Object, counts: PoolCounts, target: str, problem: PoolSpecError | None
+) -> tuple[Any, ...]:
+    """Everything but the counts that :func:`~mcm.machineconfig.status.pool_status` reads (the
+    pool's version covers its spec, generation and old status)."""
+    spec_problem_key = None if problem is None else (problem.reason, str(problem))
+    return (
+        api.meta(pool).get("resourceVersion"),
+        target,
+        spec_problem_key,
+        counts.all_updated,
+        counts.degraded_reasons,
+    )
+
+
 def _pool_changed(old: Object, new: Object) -> bool:
     """Spec, labels or the rendered target changed (not just the counts this controller writes)."""
     old_meta, new_meta = api.meta(old), api.meta(new)
@@ -121,10 +143,11 @@ class UpdateController(SubController):
         self._degraded_seen: set[str] = set()
         self._status_written: dict[str, float] = {}
         """pool → monotonic time of this process's last status write."""
+        self._status_inputs: dict[str, tuple[Any, ...]] = {}
+        """pool → :func:`_condition_inputs` of the last status computation."""
         self._index_cache: tuple[tuple[tuple[str, str], ...], PoolIndex] | None = None
         self._conflicts_seen: set[str] = set()
-        self._phases: dict[str, tuple[str, str, str]] = {}
-        """node → (resourceVersion, target, phase) of the last computation."""
+        self.ledger = NodeLedger(self.nodes.get, self.nodes.lister.indexer.list_keys)
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=self._pool_event,
@@ -135,7 +158,7 @@ class UpdateController(SubController):
         ctx.informers.informer_for(NODES).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=lambda node: self._node_event(None, node),
-                on_update=lambda old, new: self._node_event(old, new) if _node_changed(old, new) else None,
+                on_update=lambda old, new: self._node_event(old, new, relevant=_node_changed(old, new)),
                 on_delete=lambda node: self._node_event(None, node),
             )
         )
@@ -147,20 +170,28 @@ class UpdateController(SubController):
             self.enqueue(api.name_of(pool))
 
     def _pool_index(self) -> PoolIndex:
-        """The pools with parsed selectors, rebuilt only when a pool changed."""
+        """The pools with parsed selectors, rebuilt only when a pool's name or selector changed."""
         pools = self.pools.list()
-        versions = tuple(sorted((api.name_of(p), str(api.meta(p).get("resourceVersion"))) for p in pools))
+        selectors = tuple(
+            sorted((api.name_of(p), repr(api.spec_of(p).get("machineSelector"))) for p in pools)
+        )
         cached = self._index_cache
-        if cached is None or cached[0] != versions:
-            cached = self._index_cache = (versions, PoolIndex(pools))
+        if cached is None or cached[0] != selectors:
+            cached = self._index_cache = (selectors, PoolIndex(pools))
         return cached[1]
 
-    def _node_event(self, old: Any, new: Any) -> None:
+    def _node_event(self, old: Any, new: Any, *, relevant: bool = True) -> None:
+        """Mark the node for the ledger; enqueue the pools selecting it if the change is
+        ``relevant`` to them."""
+        nodes = [node for node in (object_of(old), object_of(new)) if node is not None]
+        for node in nodes:
+            self.ledger.touch(api.name_of(node))
+        if not relevant:
+            return
         index = self._pool_index()
-        for node in (object_of(old), object_of(new)):
-            if node is not None:
-                for pool in index.selecting(node):
-                    self.enqueue(api.name_of(pool))
+        for node in nodes:
+            for pool in index.selecting(node):
+                self.enqueue(api.name_of(pool))
 
     # -- the pass --------------------------------------------------------------------------------
     def sync(self, key: str) -> Result | None:
@@ -169,43 +200,25 @@ class UpdateController(SubController):
         if pool is None:
             self._forget_pool(key)
             return None
-        nodes = self._pool_nodes(pool)
         target = str(api.status_of(pool).get("currentMachineConfig") or "")
-        problem = spec_problem(pool, len(nodes))
-        phases = {api.name_of(n): self._phase(n, target) for n in nodes}
+        self._refresh()
+        self.ledger.retarget(key, target)
+        problem = spec_problem(pool, self.ledger.size(key))
         retry = False
         if target and problem is None and api.spec_of(pool).get("paused") is not True:
-            written, retry = self._start_updates(pool, nodes, phases, target)
-            nodes = [written.get(api.name_of(n), n) for n in nodes]
-            phases.update({name: self._phase(node, target) for name, node in written.items()})
-        counts = count_nodes(nodes, target, phases)
-        self._note_degraded_nodes(pool, nodes, phases)
+            retry = self._start_updates(pool, target)
+        counts = self.ledger.counts(key)
+        self._note_degraded_nodes(pool)
         status_due = self._write_status(pool, counts, target, problem)
         if retry:
             return Result.after(CONFLICT_RETRY)
         return None if status_due is None else Result.after(status_due)
 
-    def _phase(self, node: Object, target: str) -> str:
-        """:func:`node_phase`, remembered per node version and target (a pass over a large pool
-        recomputes only the nodes that changed)."""
-        name, version = api.name_of(node), str(api.meta(node).get("resourceVersion") or "")
-        cached = self._phases.get(name)
-        if cached is not None and cached[0] == version and cached[1] == target:
-            return cached[2]
-        phase = node_phase(node, target)
-        self._phases[name] = (version, target, phase)
-        return phase
-
-    def _pool_nodes(self, pool: Object) -> list[Object]:
-        """The nodes whose primary pool is ``pool``; warns once about nodes claimed twice."""
-        everyone = self.nodes.list()
-        if len(self._phases) > 2 * len(everyone) + 100:  # forget deleted nodes now and then
-            current = {api.name_of(n) for n in everyone}
-            self._phases = {k: v for k, v in self._phases.items() if k in current}
-        nodes, contested = nodes_of_pool(pool, self._pool_index(), everyone)
-        for node, why in contested:
-            self._warn_conflict(node, why)
-        return nodes
+    def _refresh(self, names: list[str] | None = None) -> None:
+        """Bring the ledger up to date with the touched nodes (and ``names``); warns once about
+        nodes claimed by several pools."""
+        for entry in self.ledger.refresh(self._pool_index(), names or ()):
+            self._warn_conflict(entry.node, entry.contested)
 
     def _warn_conflict(self, node: Object, why: str) -> None:
         node_name = api.name_of(node)
@@ -215,21 +228,14 @@ class UpdateController(SubController):
         log.warning("node_in_multiple_pools", node=node_name, reason=why)
         self.recorder.event(node, EVENT_TYPE_WARNING, api.Reason.NODE_IN_MULTIPLE_POOLS, why)
 
-    def _start_updates(
-        self, pool: Object, nodes: list[Object], phases: dict[str, str], target: str
-    ) -> tuple[dict[str, Object], bool]:
-        """Set ``desiredConfig`` on the nodes that may start (patched in parallel); returns the
-        patched nodes and whether some must be retried."""
-        limit = max_unavailable(pool, len(nodes))
-        unavailable = sum(1 for phase in phases.values() if phase in UNAVAILABLE_PHASES)
-        retarget = [
-            n
-            for n in nodes
-            if phases[api.name_of(n)] in UNAVAILABLE_PHASES and desired_config(n) != target and is_ready(n)
-        ]
-        outdated = sorted((n for n in nodes if phases[api.name_of(n)] == OUTDATED), key=candidate_order)
-        chosen = retarget + outdated[: max(0, limit - unavailable)]
-        written: dict[str, Object] = {}
+    def _start_updates(self, pool: Object, target: str) -> bool:
+        """Set ``desiredConfig`` on the nodes that may start (patched in parallel); returns
+        whether some must be retried."""
+        name = api.name_of(pool)
+        chosen = self.ledger.candidates(name, max_unavailable(pool, self.ledger.size(name)))
+        if not chosen:
+            return False
+        written: list[str] = []
         failures: list[Exception] = []
 
         def patch(index: int) -> None:
@@ -239,13 +245,14 @@ class UpdateController(SubController):
                 failures.append(err)
                 return
             if updated is not None:
-                written[api.name_of(updated)] = updated
+                written.append(api.name_of(updated))
 
         parallelize_until(None, PATCH_WORKERS, len(chosen), patch)
         self._record_targets(pool, sorted(written), target)
+        self._refresh(written)
         if failures:
             raise failures[0]
-        return written, len(written) < len(chosen)
+        return len(written) < len(chosen)
 
     def _set_desired(self, node: Object, target: str) -> Object | None:
         """Patch the node's ``desiredConfig``, conditioned on the version we decided from;
@@ -281,14 +288,14 @@ class UpdateController(SubController):
             message = f"Set target for {len(targeted)} nodes to MachineConfig {target}"
         self.recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.SET_DESIRED_CONFIG, message)
 
-    def _note_degraded_nodes(self, pool: Object, nodes: list[Object], phases: dict[str, str]) -> None:
+    def _note_degraded_nodes(self, pool: Object) -> None:
         """A Warning Event the first time this process sees a node degraded (and again after it
         recovered and degraded anew)."""
-        for node in nodes:
-            node_name = api.name_of(node)
-            if phases.get(node_name) != DEGRADED:
+        for node_name in list(self._degraded_seen):
+            if not self.ledger.is_degraded(node_name):
                 self._degraded_seen.discard(node_name)
-                continue
+        for node in self.ledger.degraded(api.name_of(pool)):
+            node_name = api.name_of(node)
             if node_name in self._degraded_seen:
                 continue
             self._degraded_seen.add(node_name)
@@ -306,15 +313,24 @@ class UpdateController(SubController):
         :data:`STATUS_INTERVAL` has passed since the last write (returns the seconds left)."""
         name = api.name_of(pool)
         old = api.status_of(pool)
-        new_status = pool_status(pool, counts, target, problem, self.ctx.clock)
+        paused = api.spec_of(pool).get("paused") is True
         if self.ctx.metrics is not None:
-            self.ctx.metrics.set_pool(name, counts.as_metrics(), api.spec_of(pool).get("paused") is True)
+            self.ctx.metrics.set_pool(name, counts.as_metrics(), paused)
         self._track_rollout(name, target, counts)
-        if new_status == old:
-            return None
         wait = STATUS_INTERVAL - self.ctx.clock.since(self._status_written.get(name, -STATUS_INTERVAL))
+        inputs = _condition_inputs(pool, counts, target, problem)
+        if wait > 0 and self._status_inputs.get(name) == inputs:
+            # Same pool version and the same inputs to the conditions as the last computation,
+            # which wrote nothing: the new status can differ from the old in the counts alone.
+            return None if _counts_of(old) == _counts_of(_count_fields(counts)) else wait
+        new_status = pool_status(pool, counts, target, problem, self.ctx.clock)
+        if new_status == old:
+            self._status_inputs[name] = inputs
+            return None
         if wait > 0 and _only_counts_changed(old, new_status):
+            self._status_inputs[name] = inputs
             return wait
+        self._status_inputs.pop(name, None)  # a failed write must not be taken for "nothing new"
         body = {**pool, "status": new_status}
         written = self.pools.record(self.ctx.client.resource(api.MACHINE_POOLS).update_status(body))
         self._status_written[name] = self.ctx.clock.monotonic()
@@ -337,5 +353,7 @@ class UpdateController(SubController):
 
     def _forget_pool(self, pool: str) -> None:
         self._rollouts.pop(pool, None)
+        self._status_inputs.pop(pool, None)
+        self.ledger.forget_pool(pool)
         if self.ctx.metrics is not None:
             self.ctx.metrics.forget_pool(pool)
