@@ -94,6 +94,18 @@ JOIN_TIMEOUT = 60.0
 """How long :meth:`Controller.run` waits for each worker after the queues were drained."""
 
 
+def _build_writers(control: ClusterClient, target: ClusterClient | None, mutations: MutationCache) -> Writers:
+    """API writers; a Machine write's answer goes into the mutation cache."""
+    return Writers(
+        machines=RecordingRESTClient(control.resource(MACHINES), mutations),
+        classes=control.resource(MACHINE_CLASSES),
+        secrets=control.resource(SECRETS),
+        nodes=target.resource(NODES) if target else None,
+        target_secrets=target.resource(SECRETS) if target else None,
+        volume_attachments=target.resource(VOLUME_ATTACHMENTS) if target else None,
+    )
+
+
 def _named_queues(clock: Clock, metrics: MetricsProvider) -> dict[str, RateLimitingQueue[str]]:
     """One rate-limited queue per name of :data:`QUEUE_NAMES` (client-go's default limiter)."""
     return {
@@ -221,29 +233,12 @@ class Controller:
         drainer: Drainer | None,
     ) -> Deps:
         ns = self.options.namespace
-        target_factory = self.target_factory
         machine_informer = self.control_factory.informer_for(MACHINES)
         mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
-        listers = Listers(
-            machines=MutationLister(self.control_factory.lister(MACHINES), ns, mutations),
-            classes=self.control_factory.lister(MACHINE_CLASSES).namespaced(ns),
-            secrets=self.control_factory.lister(SECRETS).namespaced(ns),
-            nodes=target_factory.lister(NODES) if target_factory else None,
-            volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
-            machine_indexer=machine_informer.get_indexer(),
-        )
-        writers = Writers(
-            machines=RecordingRESTClient(control.resource(MACHINES), mutations),
-            classes=control.resource(MACHINE_CLASSES),
-            secrets=control.resource(SECRETS),
-            nodes=target.resource(NODES) if target else None,
-            target_secrets=target.resource(SECRETS) if target else None,
-            volume_attachments=target.resource(VOLUME_ATTACHMENTS) if target else None,
-        )
         return Deps(
             namespace=ns,
-            listers=listers,
-            writers=writers,
+            listers=self._build_listers(mutations),
+            writers=_build_writers(control, target, mutations),
             driver=driver,
             calls=DriverCaller(
                 self.clock,
@@ -262,6 +257,20 @@ class Controller:
             enqueue_machine=lambda key, after: self.enqueue("machine", key, after),
             enqueue_termination=lambda key, after: self.enqueue("machinetermination", key, after),
             frozen=lambda: self.frozen,
+        )
+
+    def _build_listers(self, mutations: MutationCache) -> Listers:
+        """Cache readers; Machines are read through the mutation cache (our own last writes)."""
+        ns = self.options.namespace
+        target_factory = self.target_factory
+        machine_informer = self.control_factory.informer_for(MACHINES)
+        return Listers(
+            machines=MutationLister(self.control_factory.lister(MACHINES), ns, mutations),
+            classes=self.control_factory.lister(MACHINE_CLASSES).namespaced(ns),
+            secrets=self.control_factory.lister(SECRETS).namespaced(ns),
+            nodes=target_factory.lister(NODES) if target_factory else None,
+            volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
+            machine_indexer=machine_informer.get_indexer(),
         )
 
     def _register_handlers(self) -> None:
