@@ -20,7 +20,7 @@ from mcm.runtime.client.errors import Conflict
 from mcm.runtime.clock import FakeClock
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
-from tests.drain.test_regressions import misconfigured_pdb, options, run
+from tests.drain.test_regressions import drain_in_thread, misconfigured_pdb, options, run
 
 Obj = dict[str, Any]
 
@@ -143,18 +143,7 @@ def test_a_pod_the_informer_still_has_is_not_counted_gone_when_another_goes() ->
     cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}, "status": {}}
     deletions = PodDeletions()
     drain_listers = dataclasses.replace(listers(pods), pod_deletions=deletions)
-    results: list[DrainResult] = []
-
-    def run_drain() -> None:
-        results.append(
-            drain_node(
-                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(timeout=3), clock=clock,
-                stop=threading.Event(),
-            )
-        )  # fmt: skip
-
-    drain = threading.Thread(target=run_drain)
-    drain.start()
+    drain, results = drain_in_thread(cluster, drain_listers, clock, options(timeout=3))
     clock.block_until_waiters(1)
     clock.step(2)
     cluster.remove_pod(pods[0])  # only the first pod leaves

@@ -382,6 +382,25 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
 # --- the termination wait listens to the pod informer ------------------------------------------------
 
 
+def drain_in_thread(
+    cluster: FakeCluster, drain_listers: Any, clock: FakeClock, drain_options: DrainOptions
+) -> tuple[threading.Thread, list[DrainResult]]:
+    """``drain_node`` of NODE started in a thread (the test moves the fake clock); its result is
+    appended to the list returned."""
+    results: list[DrainResult] = []
+
+    def run_drain() -> None:
+        client = cluster.as_client()
+        stop = threading.Event()
+        results.append(
+            drain_node(client, drain_listers, FakeDriver(), NODE, drain_options, clock=clock, stop=stop)
+        )
+
+    drain = threading.Thread(target=run_drain)
+    drain.start()
+    return drain, results
+
+
 def _drain_of_bare_pods_gone_after_2s(*, informer: bool) -> DrainResult:
     """Two bare pods evicted at t=0 that leave at t=2 (fake time); the informer (the listers' pod
     cache plus PodDeletions) sees them go when ``informer`` is true. The test moves the clock."""
@@ -395,18 +414,7 @@ def _drain_of_bare_pods_gone_after_2s(*, informer: bool) -> DrainResult:
     drain_listers = listers(pods)
     if informer:
         drain_listers = dataclasses.replace(drain_listers, pod_deletions=deletions)
-    results: list[DrainResult] = []
-
-    def run_drain() -> None:
-        stop = threading.Event()
-        results.append(
-            drain_node(
-                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(), clock=clock, stop=stop
-            )
-        )
-
-    drain = threading.Thread(target=run_drain)
-    drain.start()
+    drain, results = drain_in_thread(cluster, drain_listers, clock, options())
     clock.block_until_waiters(1)  # both evicted, the drain waits for them to terminate
     assert cluster.count("pods.evict") == 2
     clock.step(2)
@@ -439,18 +447,7 @@ def test_a_pod_the_informer_has_not_seen_go_is_asked_for_before_its_wait_runs_ou
     cluster.add_pod(victim)
     cluster.nodes[NODE] = {"metadata": {"name": NODE}, "spec": {}, "status": {}}
     drain_listers = dataclasses.replace(listers([victim]), pod_deletions=PodDeletions())
-    results: list[DrainResult] = []
-
-    def run_drain() -> None:
-        results.append(
-            drain_node(
-                cluster.as_client(), drain_listers, FakeDriver(), NODE, options(timeout=3), clock=clock,
-                stop=threading.Event(),
-            )
-        )  # fmt: skip
-
-    drain = threading.Thread(target=run_drain)
-    drain.start()
+    drain, results = drain_in_thread(cluster, drain_listers, clock, options(timeout=3))
     clock.block_until_waiters(1)
     clock.step(2)
     cluster.remove_pod(victim)  # gone from the API server; the informer has not noticed
