@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcm.controller.options import DEFAULT_NODE_CONDITIONS
-from mcm.driver.grpc.tls import is_local_endpoint
+from mcm.driver.endpoints import is_local_endpoint
 
 __all__ = [
     "DEFAULT_NODE_CONDITIONS",

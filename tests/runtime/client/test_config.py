@@ -163,12 +163,15 @@ def stub_kubeconfig(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_the_command_does_not_import_the_kubernetes_package() -> None:
-    """Issue 25: importing kubernetes.client costs tens of MiB before the controller does anything."""
+@pytest.mark.parametrize("command", ["mcm.app.cli", "mcm.app.mcc.cli"])
+@pytest.mark.parametrize("package", ["kubernetes", "grpc"])
+def test_the_commands_do_not_import_heavy_packages_they_may_not_need(command: str, package: str) -> None:
+    """Issue 25: ``kubernetes.client`` costs tens of MiB, ``grpc`` about 20, before the controller
+    does anything; each is imported only when a kubeconfig or ``--driver-endpoint`` needs it."""
     import subprocess
     import sys
 
-    code = "import sys, mcm.app.cli; print(any(m.split('.')[0] == 'kubernetes' for m in sys.modules))"
+    code = f"import sys, {command}; print(any(m.split('.')[0] == {package!r} for m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
