@@ -11,6 +11,9 @@ Guarantees:
   the recorder's callers nor the other watchers (``DropIfChannelFull``).
 - Each watcher (sink writer, logger, custom function) runs in its own thread. A sink gets its
   own :class:`EventCorrelator`.
+- Every watcher receives the same event object, as client-go's watchers share one pointer: a
+  handler reads it and copies it before changing it. The sink writer never changes it (its
+  correlator works on a copy), nor does either logger.
 - :meth:`EventBroadcaster.start_logging` passes ``logf`` exactly client-go's ``StartLogging``
   line: ``Event(v1.ObjectReference{Kind:"Pod", Namespace:"ns", Name:"p", UID:"…",
   APIVersion:"v1", ResourceVersion:"", FieldPath:""}): type: 'Normal' reason: 'Started' msg``
@@ -34,7 +37,6 @@ from mcm.runtime.client.cluster import ClusterClient
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import handle_crash
-from mcm.runtime.record._clone import clone
 from mcm.runtime.record.correlator import CorrelatorOptions, EventCorrelator
 from mcm.runtime.record.recorder import BroadcasterStopped, EventRecorder
 from mcm.runtime.record.sink import DEFAULT_SLEEP_DURATION, EventSink, EventSinkImpl, SinkWriter
@@ -264,7 +266,7 @@ class EventBroadcaster:
             with self._mutex:
                 watchers = list(self._watchers)
             for watcher in watchers:
-                watcher.channel.offer(clone(event))  # a full watcher misses this one
+                watcher.channel.offer(event)  # shared, as in client-go; a full watcher misses it
         with self._mutex:
             watchers, self._watchers = self._watchers, []
         for watcher in watchers:

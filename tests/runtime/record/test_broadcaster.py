@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.record import MAX_QUEUED_EVENTS, EventBroadcaster, object_reference
+from mcm.runtime.record._clone import clone
 from tests.runtime.record.test_sink import FakeSink
 
 T0 = dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.UTC)
@@ -153,6 +154,26 @@ def test_a_blocked_sink_never_blocks_callers_and_overflow_is_dropped(broadcaster
     assert len(fast.wait_for(MAX_QUEUED_EVENTS)) >= MAX_QUEUED_EVENTS
     dropped = [e for e in logs if e["event"] == "unable_to_record_event"]
     assert all(e["reason"] == "too many queued events, dropped event" for e in dropped)
+
+
+def test_watchers_share_one_event_and_the_sink_leaves_it_as_it_was() -> None:
+    """client-go hands every watcher the same event; the sink's correlator changes only its copy
+    (name, count, firstTimestamp of a repeat), so the other watchers see each event as recorded."""
+    broadcaster = EventBroadcaster(clock=FakeClock(T0))
+    sink = FakeSink()
+    sink_watcher = broadcaster.start_recording_to_sink(sink)  # type: ignore[arg-type]
+    seen = Collector()
+    broadcaster.start_event_watcher(seen)
+    recorder = broadcaster.new_recorder("c")
+    for _ in range(2):
+        recorder.event(MACHINE, "Normal", "Same", "same message")
+    recorded = [clone(e) for e in seen.wait_for(2)]
+    broadcaster.shutdown()
+    assert sink_watcher.join(WAIT)
+    assert [kind for kind, _ in sink.calls] == ["create", "patch"]  # the repeat was correlated
+    assert seen.events == recorded  # nothing the sink did shows in what the others got
+    assert all("count" not in e or e["count"] == 1 for e in seen.events)
+    assert seen.events[1]["metadata"]["name"] != seen.events[0]["metadata"]["name"]
 
 
 def test_a_failing_sink_does_not_block_the_recorder() -> None:
