@@ -1,6 +1,6 @@
 """Emulator benchmark: P1-P6 of spec §5.2 with raw HTTP clients against a subprocess emulator.
 
-Usage: ``python benchmarks/emulator.py [--smoke] [--only P3 ...] [sizes]`` (``--smoke`` runs 10 %
+Usage: ``python benchmarks/emulator.py [--smoke] [--only P3 ...] [sizes]`` (``--smoke`` runs 3 %
 of the sizes; ``--only`` picks parts; ``--help`` lists the size options). P3 runs its watchers in a
 separate process and paces its writers open-loop over several keep-alive connections, so the
 client side does not cap the write rate.
@@ -745,7 +745,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--smoke", action="store_true", help="10 %% of every size (CI)")
+    parser.add_argument("--smoke", action="store_true", help="3 %% of every size (CI)")
     parser.add_argument(
         "--only", action="append", choices=PARTS, help="run only these parts (repeatable; default: all)"
     )
@@ -762,7 +762,7 @@ def main() -> int:
     parser.add_argument("--p6-machines", type=int, help="P6 machines (1,000)")
     args = parser.parse_args()
     only = set(args.only or PARTS)
-    scale = 0.1 if args.smoke else 1.0
+    scale = 0.03 if args.smoke else 1.0
     p1_requests_n = args.p1_requests or int(2000 * scale)
     large = args.p2_objects or int(10_000 * scale)
     small = min(large, int(1000 * scale) or 100)
