@@ -128,22 +128,38 @@ def machine_set(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
     )
 
 
-def machine(cluster: Cluster, namespace: str, name: str, owner: dict[str, Any], block: bool = False) -> None:
-    ref = {
+def reference(owner: dict[str, Any], block: bool = False, controller: bool = True) -> dict[str, Any]:
+    return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "MachineSet",
         "name": owner["metadata"]["name"],
         "uid": owner["metadata"]["uid"],
-        "controller": True,
+        "controller": controller,
         "blockOwnerDeletion": block,
     }
+
+
+def machine(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    owner: dict[str, Any],
+    block: bool = False,
+    also: tuple[dict[str, Any], ...] = (),
+) -> None:
+    """A Machine controlled by ``owner``, with the references ``also`` after that one."""
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "Machine",
-        "metadata": {"name": name, "ownerReferences": [ref]},
+        "metadata": {"name": name, "ownerReferences": [reference(owner, block), *also]},
         "spec": {"class": {"kind": "MachineClass", "name": "c"}},
     }
     cluster.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "machines", body)
+
+
+def owner_uids(cluster: Cluster, namespace: str, name: str) -> list[str]:
+    obj = cluster.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "machines", name)
+    return [r["uid"] for r in obj["metadata"].get("ownerReferences") or []]
 
 
 def names(cluster: Cluster, namespace: str, plural: str) -> set[str]:
@@ -185,17 +201,60 @@ def test_orphan_deletion_strips_owner_refs(cluster: Cluster, namespace: str) -> 
     cluster.wait(orphaned, "owner references to be stripped")
 
 
-@pytest.mark.deviation
-def test_dependent_of_never_existing_owner_is_kept(cluster: Cluster, namespace: str) -> None:
-    """Deviation: the real collector deletes objects whose owners never existed; the emulator keeps them."""
-    ghost = {
-        "metadata": {"name": "ghost", "uid": "00000000-0000-4000-8000-00000000dead"},
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "MachineSet",
+GHOST = {
+    "metadata": {"name": "ghost", "uid": "00000000-0000-4000-8000-00000000dead"},
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "MachineSet",
+}
+
+
+def test_dependent_of_never_existing_owner_is_collected(cluster: Cluster, namespace: str) -> None:
+    machine(cluster, namespace, "m1", GHOST)
+    cluster.wait(lambda: not names(cluster, namespace, "machines"), "the dependent of a missing owner to go")
+
+
+def test_dependent_recreated_for_a_deleted_owner_is_collected(cluster: Cluster, namespace: str) -> None:
+    owner = machine_set(cluster, namespace, "ms")
+    cluster.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "machinesets", "ms")
+    cluster.wait(lambda: not names(cluster, namespace, "machinesets"), "the owner to be removed")
+    machine(cluster, namespace, "m1", owner)
+    cluster.wait(lambda: not names(cluster, namespace, "machines"), "the dependent of a deleted owner to go")
+
+
+def test_dangling_reference_is_removed_and_the_dependent_kept(cluster: Cluster, namespace: str) -> None:
+    owner = machine_set(cluster, namespace, "ms")
+    machine(cluster, namespace, "m1", owner, also=(reference(GHOST, controller=False),))
+    uid = owner["metadata"]["uid"]
+    cluster.wait(lambda: owner_uids(cluster, namespace, "m1") == [uid], "the dangling reference to go")
+    assert names(cluster, namespace, "machines") == {"m1"}
+
+
+def test_foreground_owner_releases_a_dependent_with_another_owner(cluster: Cluster, namespace: str) -> None:
+    owner = machine_set(cluster, namespace, "ms")
+    other = machine_set(cluster, namespace, "other")
+    machine(cluster, namespace, "m1", owner, block=True, also=(reference(other, controller=False),))
+    cluster.custom.delete_namespaced_custom_object(
+        GROUP, VERSION, namespace, "machinesets", "ms", propagation_policy="Foreground"
+    )
+    cluster.wait(lambda: names(cluster, namespace, "machinesets") == {"other"}, "the owner to go")
+    assert owner_uids(cluster, namespace, "m1") == [other["metadata"]["uid"]]
+    m1 = cluster.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "machines", "m1")
+    assert not m1["metadata"].get("deletionTimestamp")
+
+
+@pytest.mark.deviation  # real: the Pod is collected (ReplicaSets are served; this one does not exist)
+def test_dependent_of_an_owner_kind_not_served_is_kept(cluster: Cluster, namespace: str) -> None:
+    """Deviation: the emulator serves no ReplicaSets, so it cannot look such an owner up and keeps
+    the dependent (as the real collector does for a kind it cannot map)."""
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "rs",
+        "uid": "00000000-0000-4000-8000-0000000000aa",
+        "controller": True,
     }
-    machine(cluster, namespace, "m1", ghost)
-    cluster.core.create_namespaced_config_map(namespace, {"metadata": {"name": "marker"}})
+    cluster.core.create_namespaced_pod(namespace, pod_body("p", ownerReferences=[owner]))
     deadline = time.monotonic() + 3  # the real collector needs a moment to look the owner up
     while time.monotonic() < deadline:
-        assert names(cluster, namespace, "machines") == {"m1"}
+        assert pod_exists(cluster, namespace, "p")
         time.sleep(0.1)

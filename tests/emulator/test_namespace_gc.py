@@ -132,6 +132,8 @@ def test_background_gc_deletes_dependents(emu: Emulator) -> None:
     delete(emu, MACHINE_SETS, "ms")
     names = {m["metadata"]["name"] for m in emu.list(MACHINES, NS)}
     assert names == {"shared", "unrelated"}
+    shared = emu.get(MACHINES, NS, "shared")
+    assert shared is not None and [r["name"] for r in shared["metadata"]["ownerReferences"]] == ["other"]
 
 
 def test_background_gc_cascades_to_pods(emu: Emulator) -> None:
@@ -141,6 +143,77 @@ def test_background_gc_cascades_to_pods(emu: Emulator) -> None:
     delete(emu, MACHINE_SETS, "ms")
     assert emu.list(MACHINES, NS) == []
     assert emu.get("pods", NS, "p") is None
+
+
+def changes(emu: Emulator, resource: Any, name: str, namespace: str = NS) -> list[str]:
+    return [c.type for c in emu.history(resource) if c.key == (namespace, name)]
+
+
+def test_dependent_recreated_for_a_deleted_owner_is_collected(emu: Emulator) -> None:
+    """The sample controller's race, made deterministic: a worker whose owner cache has not yet
+    seen the owner's deletion re-creates the dependent the collector has just removed. The
+    collector looks the owner up, finds it gone and deletes the dependent again."""
+    owner = create(emu, MACHINE_SETS, machine_set("ms"), NS)
+    create(emu, MACHINES, machine("m", [owner_ref(owner)]), NS)
+    delete(emu, MACHINE_SETS, "ms")
+    assert emu.get(MACHINES, NS, "m") is None
+    create(emu, MACHINES, machine("m", [owner_ref(owner)]), NS)
+    assert emu.wait_for(lambda: emu.get(MACHINES, NS, "m") is None, timeout=5)
+    assert changes(emu, MACHINES, "m") == ["ADDED", "DELETED", "ADDED", "DELETED"]
+
+
+def test_owner_is_looked_up_by_name_and_uid(emu: Emulator) -> None:
+    gone = create(emu, MACHINE_SETS, machine_set("ms"), NS)
+    delete(emu, MACHINE_SETS, "ms")
+    again = create(emu, MACHINE_SETS, machine_set("ms"), NS)  # same name, another UID
+    create(emu, MACHINES, machine("stale", [owner_ref(gone)]), NS)
+    create(emu, MACHINES, machine("renamed", [{**owner_ref(again), "name": "other"}]), NS)
+    create(emu, MACHINES, machine("both", [owner_ref(gone), {**owner_ref(again), "controller": False}]), NS)
+    assert emu.get(MACHINES, NS, "stale") is None
+    assert emu.get(MACHINES, NS, "renamed") is None
+    both = emu.get(MACHINES, NS, "both")
+    assert both is not None
+    assert [r["uid"] for r in both["metadata"]["ownerReferences"]] == [again["metadata"]["uid"]]
+    assert changes(emu, MACHINES, "both") == ["ADDED", "MODIFIED"]
+
+
+def test_cluster_scoped_owner_is_looked_up_cluster_wide(emu: Emulator) -> None:
+    node = create(emu, "nodes", {"metadata": {"name": "n1"}})
+    ref = {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": node["metadata"]["uid"]}
+    create(emu, "configmaps", {"metadata": {"name": "kept", "ownerReferences": [ref]}}, NS)
+    create(emu, "configmaps", {"metadata": {"name": "gone", "ownerReferences": [{**ref, "name": "n2"}]}}, NS)
+    assert emu.get("configmaps", NS, "kept") is not None
+    assert emu.get("configmaps", NS, "gone") is None
+
+
+def test_owner_of_a_kind_not_served_keeps_its_dependent(emu: Emulator) -> None:
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
+    create(emu, "pods", pod("p", owner=rs), NS)
+    other_version = {"apiVersion": "machine.sapcloud.io/v9", "kind": "MachineSet", "name": "ms", "uid": "u"}
+    create(emu, MACHINES, machine("m", [other_version]), NS)
+    assert emu.get("pods", NS, "p") is not None
+    assert emu.get(MACHINES, NS, "m") is not None
+
+
+def test_update_adding_a_dangling_owner(emu: Emulator) -> None:
+    owner = create(emu, MACHINE_SETS, machine_set("ms"), NS)
+    ghost = {**owner_ref(owner), "name": "ghost", "uid": "ghost-uid", "controller": False}
+    create(emu, MACHINES, machine("m", [owner_ref(owner)]), NS)
+    create(emu, MACHINES, machine("lone"), NS)
+
+    def add(ref: dict[str, Any]) -> Any:
+        def mutate(obj: dict[str, Any]) -> dict[str, Any]:
+            refs = [*obj["metadata"].get("ownerReferences", []), ref]
+            return {**obj, "metadata": {**obj["metadata"], "ownerReferences": refs}}
+
+        return mutate
+
+    rt = emu.resource_type(MACHINES)
+    emu.storage.guaranteed_update(rt, NS, "m", add(ghost))
+    emu.storage.guaranteed_update(rt, NS, "lone", add(ghost))
+    m = emu.get(MACHINES, NS, "m")
+    assert m is not None and [r["name"] for r in m["metadata"]["ownerReferences"]] == ["ms"]
+    assert emu.get(MACHINES, NS, "lone") is None
 
 
 def test_foreground_deletion_finalizer(emu: Emulator) -> None:
@@ -158,6 +231,35 @@ def test_foreground_deletion_finalizer(emu: Emulator) -> None:
     drop_finalizers(emu, MACHINES, "blocker")
     assert emu.get(MACHINE_SETS, NS, "ms") is None
     assert emu.list(MACHINES, NS) == []
+
+
+def test_foreground_owner_releases_a_blocking_dependent_with_another_owner(emu: Emulator) -> None:
+    owner = create(emu, MACHINE_SETS, machine_set("ms"), NS)
+    other = create(emu, MACHINE_SETS, machine_set("other"), NS)
+    refs = [owner_ref(owner, block=True), {**owner_ref(other), "controller": False}]
+    create(emu, MACHINES, machine("shared", refs), NS)
+    delete(emu, MACHINE_SETS, "ms", propagationPolicy="Foreground")
+    assert emu.get(MACHINE_SETS, NS, "ms") is None
+    shared = emu.get(MACHINES, NS, "shared")
+    assert shared is not None and not shared["metadata"].get("deletionTimestamp")
+    assert [r["name"] for r in shared["metadata"]["ownerReferences"]] == ["other"]
+
+
+def test_foreground_deletes_a_blocking_dependent_with_dependents_in_the_foreground(emu: Emulator) -> None:
+    owner = create(emu, MACHINE_SETS, machine_set("ms"), NS)
+    m = create(emu, MACHINES, machine("m", [owner_ref(owner, block=True)]), NS)
+    held = pod("p", owner={**owner_ref(m), "blockOwnerDeletion": True}, finalizers=["example.com/hold"])
+    create(emu, "pods", held, NS)
+    delete(emu, MACHINE_SETS, "ms", propagationPolicy="Foreground")
+    middle = emu.get(MACHINES, NS, "m")
+    assert middle is not None and middle["metadata"]["finalizers"] == ["foregroundDeletion"]
+    leaf = emu.get("pods", NS, "p")
+    assert leaf is not None and leaf["metadata"]["deletionTimestamp"]
+    assert emu.get(MACHINE_SETS, NS, "ms") is not None
+    drop_finalizers(emu, "pods", "p")
+    assert emu.wait_for(lambda: emu.get("pods", NS, "p") is None, timeout=5)
+    assert emu.get(MACHINES, NS, "m") is None
+    assert emu.get(MACHINE_SETS, NS, "ms") is None
 
 
 def test_orphan_deletion_strips_owner_refs(emu: Emulator) -> None:
