@@ -20,8 +20,9 @@ the target's test files (``TESTS``); a survivor is tried once more against the w
 ``tests/controller`` and ``tests/drain``. A mutant that hangs past ``--timeout`` counts as killed.
 
 Usage: ``hack/mutants.sh [--sample N] [--seed S] [--jobs J] [--only PATH] [--list] [--rerun REPORT]``.
-The report (``--report``, default ``mutants-report.txt``) lists killed/total and every survivor
-with its file, line and change.
+The report (``--report``, default ``mutants-report.txt``) lists killed/total, the test that
+killed each mutant (a kill by a test with nothing to do with the change points at a flaky test),
+and every survivor with its file, line and change.
 """
 
 from __future__ import annotations
@@ -225,7 +226,8 @@ class _Apply(ast.NodeTransformer):
         if self.order.get(id(node)) == self.mutant.index:
             self.applied = True
             return _mutate(node, self.mutant)
-        return super().visit(node)
+        visited: ast.AST | None = super().visit(node)
+        return visited
 
 
 def _mutate(node: ast.AST, mutant: Mutant) -> ast.AST | None:
@@ -289,28 +291,43 @@ def make_copy() -> Path:
     return target
 
 
-def run_tests(copy: Path, tests: list[str], timeout: float) -> str:
-    """``killed``, ``survived`` or ``timeout``."""
+def run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, str]:
+    """``killed``, ``survived`` or ``timeout``, and for a kill the first test pytest reports as
+    failed (or the last line of its output), so a kill by a test that flakes shows as such."""
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     try:
         done = subprocess.run(command, cwd=copy, env=env, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return "timeout"
-    return "survived" if done.returncode == 0 else "killed"
+        return "timeout", f"no result within {timeout:.0f}s"
+    if done.returncode == 0:
+        return "survived", ""
+    return "killed", first_failure(done.stdout.decode(errors="replace"))
 
 
-def check(mutant: Mutant, copy: Path, timeout: float) -> tuple[Mutant, str]:
+def first_failure(output: str) -> str:
+    """The test id of pytest's first ``FAILED``/``ERROR`` summary line, else its last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" ", 1)[1].split(" - ", 1)[0]
+    return lines[-1] if lines else "no output"
+
+
+def check(mutant: Mutant, copy: Path, timeout: float) -> tuple[Mutant, str, str]:
+    """Run the mutant's own tests, then (if it survived them) the broad set; the outcome and
+    what killed it."""
     target = copy / mutant.path
     original = target.read_text()
     target.write_text(mutated_source(mutant, original))
     try:
-        outcome = run_tests(copy, tests_for(mutant.path), timeout)
+        outcome, by = run_tests(copy, tests_for(mutant.path), timeout)
         if outcome == "survived":
-            outcome = run_tests(copy, BROAD_TESTS, timeout * 4)
+            outcome, by = run_tests(copy, BROAD_TESTS, timeout * 4)
+            by = f"{by} (broad run)" if by else by
     finally:
         target.write_text(original)
-    return mutant, outcome
+    return mutant, outcome, by
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     for copy in copies:
         free.put(copy)
 
-    def check_in_a_free_copy(mutant: Mutant) -> tuple[Mutant, str]:
+    def check_in_a_free_copy(mutant: Mutant) -> tuple[Mutant, str, str]:
         copy = free.get()
         try:
             return check(mutant, copy, args.timeout)
@@ -356,12 +373,13 @@ def main(argv: list[str] | None = None) -> int:
             free.put(copy)
 
     started = time.monotonic()
-    results: list[tuple[Mutant, str]] = []
+    results: list[tuple[Mutant, str, str]] = []
     try:
         with ThreadPoolExecutor(len(copies)) as pool:
-            for mutant, outcome in pool.map(check_in_a_free_copy, mutants):
-                results.append((mutant, outcome))
-                print(f"[{len(results)}/{len(mutants)}] {outcome:8} {mutant.name}", flush=True)
+            for mutant, outcome, by in pool.map(check_in_a_free_copy, mutants):
+                results.append((mutant, outcome, by))
+                detail = f"  by {by}" if by else ""
+                print(f"[{len(results)}/{len(mutants)}] {outcome:8} {mutant.name}{detail}", flush=True)
     finally:
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
@@ -374,13 +392,15 @@ def _survivors(report: Path) -> set[str]:
     return {line.strip() for line in lines[start:] if line.startswith("  ")}
 
 
-def _report(results: list[tuple[Mutant, str]], args: argparse.Namespace, took: float) -> int:
-    killed = sum(outcome != "survived" for _, outcome in results)
-    survivors = [m for m, outcome in results if outcome == "survived"]
+def _report(results: list[tuple[Mutant, str, str]], args: argparse.Namespace, took: float) -> int:
+    killed = sum(outcome != "survived" for _, outcome, _ in results)
+    survivors = [m for m, outcome, _ in results if outcome == "survived"]
     lines = [
         f"mutants: {len(results)} (seed {args.seed}, sample {args.sample or 'all'}), took {took:.0f}s",
         f"killed: {killed}/{len(results)} ({100.0 * killed / max(1, len(results)):.1f}%)",
-        f"timeouts (counted as killed): {sum(o == 'timeout' for _, o in results)}",
+        f"timeouts (counted as killed): {sum(o == 'timeout' for _, o, _ in results)}",
+        "killed by:",
+        *(f"- {m.name}: {by}" for m, outcome, by in results if outcome != "survived"),
         "survivors:",
         *(f"  {m.name}" for m in survivors),
     ]
