@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 
-__all__ = ["InsecureEndpointError", "endpoint_hosts", "is_local_endpoint"]
+__all__ = ["InsecureEndpointError", "endpoint_hosts", "is_local_endpoint", "is_loopback_host"]
 
 
 class InsecureEndpointError(ValueError):
@@ -52,10 +52,11 @@ def is_local_endpoint(endpoint: str) -> bool:
     if endpoint.startswith(_LOCAL_SCHEMES):
         return True
     hosts = endpoint_hosts(endpoint)
-    return bool(hosts) and all(_is_loopback(host) for host in hosts)
+    return bool(hosts) and all(is_loopback_host(host) for host in hosts)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
     if host == "localhost":
         return True
     try:

@@ -30,13 +30,14 @@ replayed. Only loopback addresses are accepted, for the listener and the upstrea
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import random
 import socket
 import struct
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
+
+from mcm.driver.endpoints import is_loopback_host
 
 __all__ = ["WRITE_METHODS", "FaultProxy", "ProxyStats"]
 
@@ -45,15 +46,6 @@ WRITE_METHODS = frozenset({b"POST", b"PUT", b"PATCH", b"DELETE"})
 
 _CHUNK = 64 * 1024
 _MAX_HEAD = 64 * 1024
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _rst(sock: socket.socket) -> None:
@@ -155,7 +147,7 @@ class FaultProxy:
         seed: int = 0,
         name: str = "",
     ) -> None:
-        if not _is_loopback(host) or not _is_loopback(upstream[0]):
+        if not is_loopback_host(host) or not is_loopback_host(upstream[0]):
             raise ValueError("FaultProxy serves and forwards on loopback addresses only")
         self.upstream = upstream
         self.name = name or f"proxy-{upstream[1]}"
