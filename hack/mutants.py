@@ -344,15 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", default="mutants-report.txt")
     args = parser.parse_args(argv)
 
-    files = args.only or target_files()
-    mutants = [m for path in files for m in find_mutants(path)]
-    if args.rerun:
-        wanted = _survivors(Path(args.rerun))
-        mutants = [m for m in mutants if m.name in wanted]
-    elif args.sample and args.sample < len(mutants):
-        mutants = sorted(
-            random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.path, m.index)
-        )
+    mutants = select_mutants(args)
     if args.list:
         for mutant in mutants:
             print(mutant.name)
@@ -384,6 +376,20 @@ def main(argv: list[str] | None = None) -> int:
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
     return _report(results, args, time.monotonic() - started)
+
+
+def select_mutants(args: argparse.Namespace) -> list[Mutant]:
+    """The mutants of ``--only`` (or every target file): a report's survivors with ``--rerun``,
+    else a seeded ``--sample`` of them, else all."""
+    files = args.only or target_files()
+    mutants = [m for path in files for m in find_mutants(path)]
+    if args.rerun:
+        wanted = _survivors(Path(args.rerun))
+        return [m for m in mutants if m.name in wanted]
+    if args.sample and args.sample < len(mutants):
+        picked = random.Random(args.seed).sample(mutants, args.sample)
+        return sorted(picked, key=lambda m: (m.path, m.index))
+    return mutants
 
 
 def _survivors(report: Path) -> set[str]:
