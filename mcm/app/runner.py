@@ -138,7 +138,7 @@ def load_driver(options: Options, clients: Clients | None = None) -> Driver:
     if spec == "fake":
         from mcm.driver.fake import FakeDriver
 
-        return FakeDriver()
+        return FakeDriver(record_calls=False)
     if spec == "local":
         if clients is None:
             raise StartupError("--driver=local needs the cluster clients")
