@@ -43,6 +43,7 @@ import structlog
 import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.app.heap import freeze_start_up_heap
 from mcm.app.logs import configure_logging, log_output
 from mcm.app.metrics import ProcessMetrics
 from mcm.app.options import IN_CLUSTER_CONFIG, Options
@@ -138,7 +139,7 @@ def load_driver(options: Options, clients: Clients | None = None) -> Driver:
     if spec == "fake":
         from mcm.driver.fake import FakeDriver
 
-        return FakeDriver()
+        return FakeDriver(record_calls=False)
     if spec == "local":
         if clients is None:
             raise StartupError("--driver=local needs the cluster clients")
@@ -210,10 +211,12 @@ def new_controller(
     metrics: ProcessMetrics | None = None,
     *,
     holds_lease: Callable[[], bool] | None = None,
+    after_sync: Callable[[], None] | None = None,
 ) -> RunnableController:
     """Build the machine controller: the one place that knows its constructor. Its metrics go
     on ``metrics.registry`` (a fresh :class:`ProcessMetrics` when not given); ``holds_lease``
-    is asked before each VM-changing driver call."""
+    is asked before each VM-changing driver call; ``after_sync`` runs once its caches have
+    synced, before any worker starts."""
     metrics = metrics or ProcessMetrics.new()
     controller = Controller(
         clients.control,
@@ -225,6 +228,7 @@ def new_controller(
         drain_metrics=metrics.drain,
         workqueue_metrics=metrics.workqueue,
         holds_lease=holds_lease,
+        after_sync=after_sync,
     )
     return _Readiness(controller)
 
@@ -296,8 +300,17 @@ class _Process(ControllerProcess):
 
     lease_name = LEASE_NAME
 
-    def __init__(self, options: Options, driver: Driver, clients: Clients, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        options: Options,
+        driver: Driver,
+        clients: Clients,
+        stop: threading.Event,
+        *,
+        freeze_heap: bool = False,
+    ) -> None:
         self.driver = driver
+        self.freeze_heap = freeze_heap
         self.clients = clients
         self.metrics = ProcessMetrics.new()
         broadcaster, self.recorder = event_recorder(clients.control)
@@ -318,6 +331,7 @@ class _Process(ControllerProcess):
             self.recorder,
             metrics=self.metrics,
             holds_lease=self.holds_lease,
+            after_sync=freeze_start_up_heap if self.freeze_heap else None,
         )
 
     def lease_lock(self, identity: str) -> LeaseLock:
@@ -345,14 +359,17 @@ class _Process(ControllerProcess):
         return True
 
 
-def start(options: Options, driver: Driver | None, stop: threading.Event) -> int:
-    """Steps 1-6 with an explicit ``stop`` event; raises :class:`StartupError`."""
+def start(
+    options: Options, driver: Driver | None, stop: threading.Event, *, freeze_heap: bool = False
+) -> int:
+    """Steps 1-6 with an explicit ``stop`` event; raises :class:`StartupError`. ``freeze_heap``:
+    freeze the start-up heap once the caches have synced (:mod:`mcm.app.heap`; the command only)."""
     clients = build_clients(options)
     try:
         if driver is None:
             driver = load_driver(options, clients)
         try:
-            process = _Process(options, driver, clients, stop)
+            process = _Process(options, driver, clients, stop, freeze_heap=freeze_heap)
         except OSError as exc:
             raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
         exit_code = run_in_thread(process, name="machine-controller")
@@ -368,18 +385,22 @@ def run(
     *,
     stop: threading.Event | None = None,
     really_crash: bool = True,
+    freeze_heap: bool = False,
 ) -> int:
     """Run the controller until SIGTERM/SIGINT (or ``stop``); returns the process exit code.
 
     ``driver`` ``None`` builds the one ``--driver``/``--driver-endpoint`` names. Start-up
     failures print one line ``error: <reason>`` on stderr and return 1. ``really_crash`` (on, as
     upstream) makes a panic in a reconcile end the process; in-process tests turn it off.
+    ``freeze_heap`` (the console command's choice, off for in-process callers) moves what
+    start-up built out of the cyclic collector's reach once the caches have synced
+    (:mod:`mcm.app.heap`).
     """
     runtime_errors.configure_crash(really_crash=really_crash)
     stop = stop or threading.Event()
     with signals_set(stop):
         try:
-            return start(options, driver, stop)
+            return start(options, driver, stop, freeze_heap=freeze_heap)
         except StartupError as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
@@ -401,4 +422,4 @@ def main_with_options(options: Options) -> int:
         except StartupError as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
-    return run(options, driver)
+    return run(options, driver, freeze_heap=True)

@@ -23,7 +23,8 @@ registry.
   (its :class:`~mcm.drain.VolumeAttachmentHub` on the VolumeAttachment informer, its
   :class:`~mcm.drain.PodDeletions` on the pod informer, its pod counters ``drain_metrics`` or
   new ones on ``registry``); ``drainer`` replaces it (tests).
-- :meth:`Controller.run` waits for the caches, registers the metrics collector, starts
+- :meth:`Controller.run` waits for the caches, calls ``after_sync`` if given (the command
+  freezes its start-up heap there: ``mcm.app.heap``), registers the metrics collector, starts
   up to ``workers`` workers per queue (started as the work needs them) and blocks until
   ``stop``; then it shuts every queue down with drain and joins the workers, so no reconcile is
   cut in half.
@@ -134,6 +135,7 @@ class Controller:
         workqueue_metrics: MetricsProvider | None = None,
         safety_reconcilers: Mapping[str, Reconciler] | None = None,
         holds_lease: Callable[[], bool] | None = None,
+        after_sync: Callable[[], None] | None = None,
     ) -> None:
         driver = driver if isinstance(driver, SafeDriver) else SafeDriver(driver)
         self.options = options or ControllerOptions()
@@ -141,6 +143,8 @@ class Controller:
         self.frozen = False
         self._holds_lease = holds_lease
         """Asked before each VM-changing driver call (``None``: no leader election)."""
+        self._after_sync = after_sync
+        """Called by :meth:`run` once the caches have synced, before any worker starts."""
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry, self.options.cloud_provider)
         self.queues = _named_queues(clock, workqueue_metrics or NOOP_PROVIDER)
@@ -326,6 +330,8 @@ class Controller:
         try:
             if not self.start_informers(stop):
                 return
+            if self._after_sync is not None:
+                self._after_sync()
             self.metrics.register_collector(self.deps.listers.machines.list, lambda: self.frozen)
             log.info("starting_machine_controller", workers=workers)
             groups = self._start_workers(workers, stop)

@@ -23,7 +23,10 @@ the first match wins: the machine's queue, the machine's standing outcome, the m
 queue, the method's standing outcome, the simulation. Scripted outcomes do not touch the in-memory VMs.
 
 Every call is recorded in :attr:`FakeDriver.calls` (method, machine name, request) before the
-outcome is decided, failed calls included. All methods are thread-safe.
+outcome is decided, failed calls included, unless the fake was built with ``record_calls=False``:
+the ``machine-controller --driver=fake`` command keeps no log, since a log of every request (each
+with its typed Machine, class and secret data) grows without bound in a long-running process.
+All methods are thread-safe.
 """
 
 from __future__ import annotations
@@ -165,8 +168,10 @@ class FakeDriver(Driver):
         provider_id_prefix: str = "fake:///",
         initialization: bool = False,
         last_known_state: str = "",
+        record_calls: bool = True,
     ) -> None:
         self.provider_id_prefix = provider_id_prefix
+        self.record_calls = record_calls
         self.initialization = initialization
         self.last_known_state = last_known_state
         self._lock = threading.Lock()
@@ -193,7 +198,7 @@ class FakeDriver(Driver):
 
     @property
     def calls(self) -> list[DriverCall]:
-        """A snapshot of the call log, oldest first."""
+        """A snapshot of the call log, oldest first (empty with ``record_calls=False``)."""
         with self._lock:
             return list(self._calls)
 
@@ -284,9 +289,10 @@ class FakeDriver(Driver):
         request: DriverRequest,
         expected: type[Resp],
     ) -> Resp:
-        """Record the call, then apply the scripted outcome or simulate."""
+        """Record the call (with ``record_calls``), then apply the scripted outcome or simulate."""
         with self._lock:
-            self._calls.append(DriverCall(method, machine, request))
+            if self.record_calls:
+                self._calls.append(DriverCall(method, machine, request))
             outcome = self._next_outcome(method, machine)
             if outcome is None:
                 return _checked(method, self._simulate(request), expected)

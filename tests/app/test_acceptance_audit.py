@@ -75,7 +75,7 @@ def test_the_command_turns_really_crash_on(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(runtime_errors, "REALLY_CRASH", False)
     seen: list[bool] = []
 
-    def start(options: Options, driver: Any, stop: threading.Event) -> int:
+    def start(options: Options, driver: Any, stop: threading.Event, *, freeze_heap: bool = False) -> int:
         seen.append(runtime_errors.REALLY_CRASH)
         return 0
 

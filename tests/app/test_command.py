@@ -245,6 +245,9 @@ def test_machines_go_running_with_the_local_driver(
         _wait("3 Running machines", _all_running(control, 3))
     finally:
         assert controller.stop() == 0
+    messages = [entry.get("msg") for entry in controller.log()]
+    assert messages.count("start_up_heap_frozen") == 1
+    assert messages.index("start_up_heap_frozen") < messages.index("starting_machine_controller")
 
 
 def _sidecar_tls(tmp_path: Path, transport: str) -> tuple[list[str], list[str]]:

@@ -19,6 +19,7 @@ import structlog
 
 from mcm.app import runner as app_run
 from mcm.app import startup
+from mcm.app.heap import freeze_start_up_heap
 from mcm.app.options import Options
 from mcm.app.runner import LEASE_NAME, Clients, StartupError, build_clients, check_control_cluster
 from mcm.driver import FakeDriver
@@ -35,10 +36,16 @@ class StandIn:
     """Runs until stopped; records what it was given."""
 
     def __init__(
-        self, options: Options, driver: Any, clients: Clients, holds_lease: Callable[[], bool] | None = None
+        self,
+        options: Options,
+        driver: Any,
+        clients: Clients,
+        holds_lease: Callable[[], bool] | None = None,
+        after_sync: Callable[[], None] | None = None,
     ) -> None:
         self.clients = clients
         self.holds_lease = holds_lease
+        self.after_sync = after_sync
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.synced = False
@@ -71,8 +78,9 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[StandIn]:
         metrics: Any = None,
         *,
         holds_lease: Callable[[], bool] | None = None,
+        after_sync: Callable[[], None] | None = None,
     ) -> StandIn:
-        made.append(StandIn(options, driver, clients, holds_lease))
+        made.append(StandIn(options, driver, clients, holds_lease, after_sync))
         return made[-1]
 
     monkeypatch.setattr(app_run, "new_controller", new_controller)
@@ -188,6 +196,37 @@ def test_without_leader_election_the_controller_runs_at_once(
     assert pair.control.wait_for(lambda: bool(stand_ins) and stand_ins[0].started.is_set(), 15)
     assert _lease(pair) is None
     assert running.finish() == 0
+
+
+def test_an_in_process_run_leaves_the_collector_alone(pair: ClusterPair, stand_ins: list[StandIn]) -> None:
+    """Only the console command freezes its start-up heap: an in-process caller (a test, a tool
+    that runs several controllers in one process) keeps the default collector."""
+    running = Running(_options(pair, leader_elect=False))
+    assert pair.control.wait_for(lambda: bool(stand_ins) and stand_ins[0].started.is_set(), 15)
+    assert stand_ins[0].after_sync is None
+    assert running.finish() == 0
+
+
+def test_the_console_command_freezes_its_start_up_heap_once_the_caches_synced(
+    pair: ClusterPair, stand_ins: list[StandIn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_run, "configure_logging", lambda *_args, **_kw: None)
+    stop = threading.Event()
+    real_run = app_run.run
+    monkeypatch.setattr(
+        app_run, "run", lambda *a, **kw: real_run(*a, **{**kw, "stop": stop, "really_crash": False})
+    )
+    options = _options(pair, leader_elect=False, driver="fake")
+    code: list[int] = []
+    thread = threading.Thread(target=lambda: code.append(app_run.main_with_options(options)), daemon=True)
+    thread.start()
+    try:
+        assert pair.control.wait_for(lambda: bool(stand_ins) and stand_ins[0].started.is_set(), 15)
+        assert stand_ins[0].after_sync is freeze_start_up_heap
+    finally:
+        stop.set()
+        thread.join(15)
+    assert code == [0]
 
 
 def _lonely_namespace() -> str:

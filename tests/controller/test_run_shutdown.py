@@ -12,7 +12,7 @@ import pytest
 from mcm.controller import Controller
 from mcm.runtime.worker import Result
 
-from .fixtures import NS, Env, machine
+from .fixtures import NS, Env, eventually, machine
 
 
 @pytest.fixture
@@ -51,3 +51,35 @@ def test_stop_lets_an_in_flight_reconcile_finish(env: Env) -> None:
     thread.join(20)
     assert not thread.is_alive()
     assert finished.is_set()
+
+
+def test_after_sync_runs_once_the_caches_synced_and_before_any_reconcile(env: Env) -> None:
+    """The command freezes its start-up heap in ``after_sync``: the initial lists must be in
+    the caches by then, and no worker may have started."""
+    env.setup_class()
+    env.machines.create(machine("machine-one"), namespace=NS)
+    reconciled: list[str] = []
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def after_sync() -> None:
+        cached = [m["metadata"]["name"] for m in controller.deps.listers.machines.list()]
+        seen.append((cached, list(reconciled)))
+
+    controller = Controller(
+        env.control, env.target, env.driver, env.options, drainer=env.drainer, after_sync=after_sync
+    )
+
+    def record(key: str) -> Result | None:
+        reconciled.append(key)
+        return None
+
+    controller.reconcilers["machine"] = record
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(1, stop), daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: reconciled, what="the first reconcile")
+        assert seen == [(["machine-one"], [])]
+    finally:
+        stop.set()
+        thread.join(20)

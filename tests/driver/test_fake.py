@@ -267,3 +267,25 @@ def test_concurrent_creates_of_one_machine_make_one_vm() -> None:
     assert results == ["fake:///m1"] * 8
     assert len(fake.vms) == 1
     assert len(fake.calls) == 8
+
+
+def test_a_fake_built_without_a_call_log_keeps_no_requests_and_still_simulates() -> None:
+    fake = FakeDriver(record_calls=False)
+    create(fake, "m1")
+    assert status(fake, "m1").provider_id == "fake:///m1"
+    delete(fake, "m1", "fake:///m1")
+    assert fake.calls == []
+    assert fake.vms == {}
+
+
+def test_the_commands_fake_driver_keeps_no_call_log() -> None:
+    """``machine-controller --driver=fake`` runs for as long as its user likes: a log of every
+    request (each with its typed Machine, class and secret) would grow without bound."""
+    from mcm.app.options import Options
+    from mcm.app.runner import load_driver
+
+    driver = load_driver(Options.defaults(driver="fake"))
+    assert isinstance(driver, FakeDriver)
+    create(driver, "m1")
+    assert driver.calls == []
+    assert list(driver.vms) == ["fake:///m1"]
