@@ -157,7 +157,19 @@ class Controller:
         self.machines = MachineReconciler(self.deps)
         self.orphans = OrphanCollector(self.deps, self.control_factory.informer_for(MACHINES).has_synced)
         self.apiserver_safety = APIServerSafety(self.deps, self._set_frozen)
-        self.reconcilers: dict[str, Reconciler] = {
+        self.reconcilers = self._build_reconcilers(safety_reconcilers)
+        self.handlers = EventHandlers(self.deps, self.enqueue)
+        self._register_handlers()
+        for name in ("machinesafetyorphanvms", "machinesafetyapiserver"):
+            self.queues[name].add("")
+
+    # --- construction ---------------------------------------------------------------------------
+
+    def _build_reconcilers(
+        self, safety_reconcilers: Mapping[str, Reconciler] | None
+    ) -> dict[str, Reconciler]:
+        """One reconciler per queue name; ``safety_reconcilers`` replaces the safety loops' ones."""
+        reconcilers: dict[str, Reconciler] = {
             "secret": lambda key: reconcile_secret_key(self.deps, key),
             "machineclass": lambda key: reconcile_machine_class_key(self.deps, key),
             "node": lambda key: reconcile_node_key(self.deps, key),
@@ -166,13 +178,8 @@ class Controller:
             "machinesafetyorphanvms": self.orphans.reconcile,
             "machinesafetyapiserver": self.apiserver_safety.reconcile,
         }
-        self.reconcilers.update(safety_reconcilers or {})
-        self.handlers = EventHandlers(self.deps, self.enqueue)
-        self._register_handlers()
-        for name in ("machinesafetyorphanvms", "machinesafetyapiserver"):
-            self.queues[name].add("")
-
-    # --- construction ---------------------------------------------------------------------------
+        reconcilers.update(safety_reconcilers or {})
+        return reconcilers
 
     def _build_informers(self, control: ClusterClient, target: ClusterClient | None) -> None:
         resync = self.options.min_resync_period
