@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import RequestError, is_already_exists, is_not_found
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.errors import TransientError

@@ -25,9 +25,9 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_of_class
+from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import split_meta_namespace_key
 from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
 from mcm.runtime.client.rest import RESTClient

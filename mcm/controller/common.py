@@ -15,9 +15,9 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import API_VERSION, MachineClass
-from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.status import Write, write_status
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import Result

@@ -44,7 +44,6 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass
-from mcm.controller import objects as o
 from mcm.controller.bootstrap import UserDataError, ensure_bootstrap_token, render_user_data
 from mcm.controller.common import (
     FlowInputs,
@@ -78,6 +77,7 @@ from mcm.driver import (
     MachineError,
     code_name,
 )
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import RequestError
 from mcm.runtime.labels import is_valid_label_value
 from mcm.runtime.worker import DONE, Result

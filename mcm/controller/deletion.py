@@ -45,7 +45,6 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass
-from mcm.controller import objects as o
 from mcm.controller.common import (
     FlowInputs,
     drain_timeout,
@@ -77,6 +76,7 @@ from mcm.driver import (
     ListMachinesRequest,
     MachineError,
 )
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.worker import DONE, Result
 

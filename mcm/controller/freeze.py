@@ -38,10 +38,10 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.common import machine_key, now, phase_of, record_normal, record_warning
 from mcm.controller.context import Deps
 from mcm.controller.status import last_operation, write_status
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, is_not_found
 from mcm.runtime.worker import DONE, Result
 

@@ -20,11 +20,11 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.health import conditions_changed
 from mcm.controller.node import MultipleMachines, deleted_node_key, is_not_managed, machine_for_node
 from mcm.driver import Code
+from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 
 __all__ = ["ORPHAN_SCAN_COALESCE_PERIOD", "Enqueue", "EventHandlers"]

@@ -23,7 +23,6 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.bootstrap import delete_bootstrap_token
 from mcm.controller.common import (
     creation_timeout,
@@ -41,6 +40,7 @@ from mcm.controller.common import (
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.status import current_status, last_operation, write_status
+from mcm.runtime import objects as o
 from mcm.runtime.worker import Result
 
 __all__ = [

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.context import Deps
+from mcm.runtime import objects as o
 
 __all__ = [
     "MACHINE_CLASS_INDEX",

@@ -27,7 +27,6 @@ from mcm.apis.machine.validation import (
     resolve_machine_class,
     validate_machine,
 )
-from mcm.controller import objects as o
 from mcm.controller.common import machine_key, phase_of, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.creation import trigger_creation_flow
@@ -35,6 +34,7 @@ from mcm.controller.deletion import trigger_deletion_flow
 from mcm.controller.health import FailedMarks, reconcile_machine_health
 from mcm.controller.nodesync import sync_node_templates
 from mcm.controller.status import write_object
+from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import split_meta_namespace_key
 from mcm.runtime.worker import DONE, Result
 

@@ -22,8 +22,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.driver import CloudApiMetrics
+from mcm.runtime import objects as o
 
 __all__ = ["PHASE_VALUES", "ControllerMetrics"]
 

@@ -27,9 +27,9 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_by_node
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
 from mcm.runtime.errors import TransientError
 from mcm.runtime.worker import DONE, Result

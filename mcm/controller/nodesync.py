@@ -21,11 +21,11 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
 from mcm.controller.common import machine_node, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.node import foreign_node_message, is_not_managed, provider_ids_disagree
 from mcm.controller.status import write_object
+from mcm.runtime import objects as o
 from mcm.runtime.worker import Result
 
 __all__ = ["sync_annotations_or_labels", "sync_node_templates", "sync_taints"]

@@ -44,10 +44,10 @@ import structlog
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import API_VERSION, Machine, MachineClass
 from mcm.apis.machine.validation import format_error_list, type_errors
-from mcm.controller import objects as o
 from mcm.controller.common import now
 from mcm.controller.context import Deps
 from mcm.driver import DeleteMachineRequest, ListMachinesRequest, MachineError
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, is_not_found
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import Result

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller import objects as o
+from mcm.runtime import objects as o
 from mcm.runtime.client.errors import RequestError, is_conflict
 from mcm.runtime.client.rest import RESTClient
 
