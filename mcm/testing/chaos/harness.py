@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcm.testing.chaos.cloud import ENV_CALL_LOG, ENV_CLOUD_KUBECONFIG, ENV_FAULTS, ENV_SEED, DriverFaults
-from mcm.testing.chaos.invariants import Violation
+from mcm.testing.chaos.invariants import Sample, Violation, await_baseline
 from mcm.testing.chaos.processes import (
     Managed,
     ProcessMonitor,
@@ -311,34 +311,25 @@ class Harness:
     def _pending(self) -> list[tuple[str, str]]:
         return [(k, p) for k, p in self.world.owner.pending() if k not in self.stuck]
 
-    def sample(self) -> tuple[int, float]:
-        """The leader's thread count and total work-queue depth (0, 0 without a leader)."""
+    def sample(self) -> Sample | None:
+        """The leader's thread count and total work-queue depth; ``None`` when no controller
+        reports itself leading or the leader's figures cannot be read."""
         leader = self.leader()
         if leader is None:
-            return 0, 0.0
+            return None
         try:
             depth = sum(workqueue_depths(leader.port).values())
         except OSError:
-            depth = 0.0
-        return thread_count(leader.pid), depth
+            return None
+        threads = thread_count(leader.pid)
+        return (threads, depth) if threads else None
 
     def check_baseline(self, threads: int, bound: float, slack: int) -> None:
-        """Depth back to 0 and threads back to ``threads`` + ``slack`` within ``bound`` seconds."""
-        deadline = time.monotonic() + bound
-        current, depth = self.sample()
-        while (depth > 0 or current > threads + slack) and time.monotonic() < deadline:
-            time.sleep(0.5)
-            current, depth = self.sample()
-        if depth > 0 or current > threads + slack:
-            self.violations.append(
-                Violation(
-                    "baseline",
-                    time.monotonic(),
-                    "controller",
-                    f"after {bound:g}s: threads {current} (baseline {threads} + {slack}), "
-                    f"queue depth {depth:g}",
-                )
-            )
+        """``baseline`` (:func:`~mcm.testing.chaos.invariants.await_baseline`): depth back to 0
+        and threads back to ``threads`` + ``slack`` within ``bound`` seconds, on a leader."""
+        violation = await_baseline(self.sample, threads, slack, bound)
+        if violation is not None:
+            self.violations.append(violation)
 
     def close(self) -> None:
         """End every process and the world."""

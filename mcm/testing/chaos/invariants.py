@@ -19,21 +19,24 @@ invariant             holds when
                       later version of its object (until the bystander removes it)
 ``alive``             no controller or sidecar process exits unless the harness ended it
                       (harness)
-``baseline``          work-queue depth and thread count return to their baseline (harness)
+``baseline``          a leader reports its work-queue depth and thread count, and they
+                      return to their baseline (harness; :func:`await_baseline` is the check,
+                      a missing leader fails it)
 ====================  =====================================================================
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcm.apis.machine import constants as c
 from mcm.testing.chaos.cloud import PROVIDER_PREFIX
 from mcm.testing.chaos.tracker import Event
 
-__all__ = ["INVARIANTS", "Violation", "check_all"]
+__all__ = ["INVARIANTS", "Sample", "Violation", "await_baseline", "check_all", "measure_baseline"]
 
 INVARIANTS: tuple[tuple[str, str], ...] = (
     ("one-vm", "no Machine ever has two VMs"),
@@ -57,6 +60,59 @@ class Violation:
     key: str
     message: str
     uid: str = ""
+
+
+Sample = tuple[int, float]
+"""The leader's thread count and total work-queue depth; ``None`` where no leader answered."""
+
+
+def measure_baseline(
+    sample: Callable[[], Sample | None],
+    bound: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int | None:
+    """The settled leader's thread count: the first sample within ``bound`` seconds, ``None``
+    when no leader answered in that time (the caller reports it; it never skips the check)."""
+    deadline = clock() + bound
+    while True:
+        current = sample()
+        if current is not None and current[0] > 0:
+            return current[0]
+        if clock() >= deadline:
+            return None
+        sleep(0.5)
+
+
+def await_baseline(
+    sample: Callable[[], Sample | None],
+    threads: int,
+    slack: int,
+    bound: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Violation | None:
+    """``baseline``: within ``bound`` seconds a leader reports a work-queue depth of 0 and at
+    most ``threads`` + ``slack`` threads. No leader answering counts as not at baseline, so the
+    check cannot pass for want of someone to ask."""
+    deadline = clock() + bound
+    current = sample()
+    while not _at_baseline(current, threads, slack) and clock() < deadline:
+        sleep(0.5)
+        current = sample()
+    if _at_baseline(current, threads, slack):
+        return None
+    if current is None:
+        seen = "no leader reported its threads and queue depth"
+    else:
+        seen = f"threads {current[0]} (baseline {threads} + {slack}), queue depth {current[1]:g}"
+    return Violation("baseline", clock(), "controller", f"after {bound:g}s: {seen}")
+
+
+def _at_baseline(sample: Sample | None, threads: int, slack: int) -> bool:
+    return sample is not None and 0 < sample[0] <= threads + slack and sample[1] == 0
 
 
 def check_all(events: Sequence[Event], deaths: Mapping[int, float], now: float) -> list[Violation]:

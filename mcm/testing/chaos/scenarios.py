@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from mcm.apis.machine import constants as c
 from mcm.testing.chaos.cloud import DriverFaults
 from mcm.testing.chaos.harness import Harness, Settings
-from mcm.testing.chaos.processes import Managed
+from mcm.testing.chaos.processes import EXIT_WINDOW, Managed
 from mcm.testing.chaos.tracker import Event
 
 __all__ = ["SCENARIOS", "SWEEP", "Scenario", "by_name", "short_plan"]
@@ -260,16 +260,18 @@ def leader_failover(h: Harness, rng: random.Random, duration: float) -> None:
             h.signal(leader, signal.SIGKILL if how == "kill" else signal.SIGTERM, f"failover ({how})")
         elif how == "partition":
             replica = h.world.replicas[int(leader.name.rsplit("-", 1)[1])]
-            leader.expect_exit("leaderelection lost (partitioned)")
+            cut = settings.renew_deadline + 2.0
+            leader.expect_exit("leaderelection lost (partitioned)", within=cut + EXIT_WINDOW)
             for proxy in replica.proxies:
                 proxy.blackhole()
-            time.sleep(settings.renew_deadline + 2.0)
+            time.sleep(cut)
             for proxy in replica.proxies:
                 proxy.heal(reset=True)
         else:
+            stopped = settings.lease_duration + 2.0
             h.signal(leader, signal.SIGSTOP, "failover (stopped)")
-            leader.expect_exit("leaderelection lost (stopped)")
-            time.sleep(settings.lease_duration + 2.0)
+            leader.expect_exit("leaderelection lost (stopped)", within=stopped + EXIT_WINDOW)
+            time.sleep(stopped)
             h.signal(leader, signal.SIGCONT, "failover (continued)")
         time.sleep(rng.uniform(0.5, 1.5))
         h.ensure_running()
