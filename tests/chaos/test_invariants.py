@@ -10,6 +10,7 @@ from mcm.testing.chaos.invariants import (
     await_baseline,
     check_all,
     check_bystander,
+    check_fenced,
     check_one_create,
     check_one_vm,
     check_vm_deletions,
@@ -138,6 +139,26 @@ def test_a_lost_bystander_mark_is_caught_until_the_bystander_removes_it() -> Non
         .add("bystander", "marked", "secrets/ns/s", rv=3, marks=["a:k=v"])
     )
     assert check_bystander(before_the_write.events) == []
+
+
+def test_a_vm_changing_call_after_resuming_from_a_pause_past_the_deadline_is_caught() -> None:
+    """Issue 36 #1: a leader SIGSTOPped past its renew deadline must not create (or delete) a VM
+    once it resumes; reads are fine, and so is every call of other processes or before."""
+    history = (
+        History()
+        .call("start", "1", pid=10)
+        .call("end", "1", pid=10)
+        .add("fault", "resume-past-deadline", "controller-0", "", pid=10)
+        .call("start", "2", pid=11)
+        .call("start", "3", pid=10, op="get_machine_status")
+    )
+    assert check_fenced(history.events) == []
+    history.call("start", "4", pid=10)
+    [violation] = check_fenced(history.events)
+    assert violation.invariant == "fenced" and "create_machine started by pid 10" in violation.message
+    history.call("start", "5", pid=10, op="delete_machine")
+    assert len(check_fenced(history.events)) == 2
+    assert {v.invariant for v in check_all(history.events, {}, now=100.0)} >= {"fenced"}
 
 
 def test_check_all_combines_the_checks() -> None:
