@@ -255,7 +255,6 @@ class Controller:
                 self.clock,
                 self.metrics,
                 self.options.driver_call_timeout,
-                prompt=driver.returns_promptly,
                 holds_lease=self._holds_lease,
             ),
             options=self.options,

@@ -241,18 +241,6 @@ class FakeDriver(Driver):
         with self._lock:
             return self._vms.pop(provider_id, None) is not None
 
-    def returns_promptly(self) -> bool:
-        """The simulation and scripted responses and exceptions never block; a scripted callable
-        may (it may wait for the context's cancellation), and so may a subclass's methods: True
-        only for a ``FakeDriver`` itself with no callable outcome scripted."""
-        if type(self) is not FakeDriver:
-            return False
-        with self._lock:
-            return not any(
-                callable(script.standing) or any(callable(outcome) for outcome in script.queue)
-                for script in self._scripts.values()
-            )
-
     # --- the Driver methods --------------------------------------------------------------------
 
     def create_machine(self, ctx: CallContext, request: CreateMachineRequest) -> CreateMachineResponse:
