@@ -438,9 +438,17 @@ class ControllerProcess:
 
 
 def mcm_command(
-    control: Path, target: Path, *, qps: float, burst: int, port: int, extra: Sequence[str] = ()
+    control: Path,
+    target: Path,
+    *,
+    qps: float,
+    burst: int,
+    port: int,
+    extra: Sequence[str] = (),
+    driver: Sequence[str] = ("--driver=fake",),
 ) -> list[str]:
-    """``machine-controller`` of this repository with the fake driver."""
+    """``machine-controller`` of this repository; ``driver``: its driver flags (default the
+    in-memory driver, ``--driver=fake``; :func:`sidecar_command` serves the same one over gRPC)."""
     return [
         sys.executable,
         "-c",
@@ -448,13 +456,52 @@ def mcm_command(
         f"--control-kubeconfig={control}",
         f"--target-kubeconfig={target}",
         f"--namespace={NS}",
-        "--driver=fake",
+        *driver,
         "--leader-elect=false",
         f"--kube-api-qps={qps:g}",
         f"--kube-api-burst={burst}",
         f"--port={port}",
         *extra,
     ]
+
+
+SIDECAR_WORKERS = 128
+"""``--max-workers`` and ``--max-queued`` of the benchmark's sidecar: more than the controller's
+machine and termination workers together (50 each), so no call is refused with
+``RESOURCE_EXHAUSTED`` (the default of 16 + 16 is sized for a cloud API, not for 100 workers)."""
+
+
+def sidecar_command(socket: Path) -> list[str]:
+    """The gRPC driver sidecar serving the in-memory driver of ``--driver=fake`` (no call log) on
+    the unix socket ``socket``: ``--driver-endpoint=unix://<socket>`` for the controller."""
+    return [
+        sys.executable,
+        "-m",
+        "mcm.driver.grpc",
+        "--driver=mcm.driver.fake:unrecorded",
+        f"--endpoint=unix://{socket}",
+        f"--max-workers={SIDECAR_WORKERS}",
+        f"--max-queued={SIDECAR_WORKERS}",
+    ]
+
+
+def wait_for_line(path: Path, text: str, timeout: float, alive: Callable[[], bool]) -> bool:
+    """Wait until the log file ``path`` holds ``text`` (False: timeout or the process ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        if path.exists() and text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``nan`` once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def go_command(binary: Path, control: Path, target: Path, *, qps: float, burst: int, port: int) -> list[str]:

@@ -57,7 +57,7 @@ from mcm.driver.driver import (
 )
 from mcm.driver.errors import MachineError
 
-__all__ = ["NOT_FOUND_MESSAGE", "DriverCall", "FakeDriver", "FakeVM", "Method", "Outcome"]
+__all__ = ["NOT_FOUND_MESSAGE", "DriverCall", "FakeDriver", "FakeVM", "Method", "Outcome", "unrecorded"]
 
 NOT_FOUND_MESSAGE = "Fake plugin is returning no VM instances backing this machine object"
 
@@ -379,6 +379,13 @@ class FakeDriver(Driver):
         if vm is None:
             raise MachineError(Code.NotFound, NOT_FOUND_MESSAGE)
         return vm
+
+
+def unrecorded() -> FakeDriver:
+    """The in-memory driver of ``machine-controller --driver=fake``: a :class:`FakeDriver`
+    without a call log. Also what a gRPC sidecar serves with ``python -m mcm.driver.grpc
+    --driver mcm.driver.fake:unrecorded`` (the benchmarks' sidecar)."""
+    return FakeDriver(record_calls=False)
 
 
 def _name(machine: Machine) -> str | None:
