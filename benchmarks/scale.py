@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _scenario import (
     LIMIT_OFF,
+    REPO,
     ControllerProcess,
     Observer,
     bench_client,
@@ -73,7 +74,58 @@ class Point:
     steady_rss: float = math.nan
 
 
-def run_point(setting: str, n: int, steady: float, timeout: float, profile: Path | None = None) -> Point:
+TRACEMALLOC_FRAMES = 12
+"""Frames kept per allocation by ``--tracemalloc`` (enough to see which cache or queue holds it)."""
+
+
+def snapshot_memory(process: ControllerProcess, out: Path) -> None:
+    """Have the controller (started with :func:`tracemalloc_env`) write its snapshot to ``out``."""
+    done = Path(f"{out}.done")
+    done.unlink(missing_ok=True)
+    process.proc.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + 600
+    while not done.exists() and time.monotonic() < deadline and process.alive():
+        time.sleep(0.5)
+
+
+def tracemalloc_env(out: Path) -> dict[str, str]:
+    """The controller's environment for ``--tracemalloc``: tracing from the start, the snapshot
+    hook of ``benchmarks/_tracemalloc/sitecustomize.py``."""
+    hook = Path(__file__).resolve().parent / "_tracemalloc"
+    return {
+        "PYTHONTRACEMALLOC": str(TRACEMALLOC_FRAMES),
+        "PYTHONPATH": f"{hook}:{REPO}",
+        "MCM_TRACEMALLOC_OUT": str(out),
+    }
+
+
+def summarize_snapshot(path: Path, n: int, top: int = 25) -> None:
+    """What the controller's heap holds per machine: the largest allocation sites (their line,
+    and the stack above it down to the first frame in ``mcm``)."""
+    import tracemalloc
+
+    snapshot = tracemalloc.Snapshot.load(str(path))
+    total = sum(stat.size for stat in snapshot.statistics("filename"))
+    print(
+        f"\ntraced heap: {total / 2**20:.1f} MiB, {total / max(n, 1) / 1024:.2f} KiB per machine (N={n:,})\n"
+    )
+    print("| KiB per machine | blocks per machine | allocated at (and the mcm frames above it) |")
+    print("|---|---|---|")
+    for stat in snapshot.statistics("traceback")[:top]:
+        frames = [f"{f.filename.rsplit('/mcm/', 1)[-1]}:{f.lineno}" for f in stat.traceback]
+        ours = [f for f in frames if "site-packages" not in f and "/lib/python" not in f][:4]
+        where = frames[0] if frames else "?"
+        print(f"| {stat.size / n / 1024:.2f} | {stat.count / n:.1f} | {where} ← {' ← '.join(ours)} |")
+
+
+def run_point(
+    setting: str,
+    n: int,
+    steady: float,
+    timeout: float,
+    profile: Path | None = None,
+    memory: Path | None = None,
+) -> Point:
     qps, burst = SETTINGS[setting]
     point = Point(setting, n)
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
@@ -94,7 +146,8 @@ def run_point(setting: str, n: int, steady: float, timeout: float, profile: Path
                 port=free_port(),
                 extra=["--min-resync-period=1m"],
             )
-            process = ControllerProcess(command, directory / "controller.log")
+            env = tracemalloc_env(memory) if memory is not None else None
+            process = ControllerProcess(command, directory / "controller.log", env=env)
             control_log, target_log = (
                 directory / "control.requests.jsonl",
                 directory / "target.requests.jsonl",
@@ -125,6 +178,8 @@ def run_point(setting: str, n: int, steady: float, timeout: float, profile: Path
                 )
             else:
                 steady_from, steady_requests = math.inf, 0
+            if memory is not None:
+                snapshot_memory(process, memory)
             cpu2 = process.cpu_seconds()
             deleting = time.monotonic()
             delete_machines(control, names)
@@ -267,6 +322,12 @@ def main() -> int:
         "the production setting take minutes there)",
     )
     parser.add_argument("--plot", type=Path, help="write the curves to this PNG")
+    parser.add_argument(
+        "--tracemalloc",
+        type=Path,
+        help="trace the controller's allocations (slow) and, with every machine Running (after the "
+        "steady state), write a tracemalloc snapshot of the first point to this file and summarise it",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
     parser.add_argument(
         "--profile",
@@ -286,7 +347,10 @@ def main() -> int:
                 continue
             seconds = steady if (args.steady_all or setting == settings[0]) else 0.0
             profile = args.profile if not points else None
-            point = run_point(setting, n, seconds, args.timeout, profile)
+            memory = args.tracemalloc if not points else None
+            point = run_point(setting, n, seconds, args.timeout, profile, memory)
+            if memory is not None and memory.exists():
+                summarize_snapshot(memory, n)
             points.append(point)
             print(
                 f"{setting}, N={n}: {point.running}/{n} Running in {_num(point.to_running)} s, "

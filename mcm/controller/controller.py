@@ -14,6 +14,8 @@ registry.
 - Machines are read through a :class:`~mcm.runtime.cache.mutation_cache.MutationCache`: a
   reconcile that runs before the informer has delivered the controller's own last write sees
   the object that write returned, so its next write does not fail with a self-inflicted 409.
+  The Machine handlers let the cache drop a write's answer as soon as the informer has
+  delivered it (or the Machine's deletion), so it holds only the writes the informer lags behind.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
@@ -158,7 +160,7 @@ class Controller:
         self.orphans = OrphanCollector(self.deps, self.control_factory.informer_for(MACHINES).has_synced)
         self.apiserver_safety = APIServerSafety(self.deps, self._set_frozen)
         self.reconcilers = self._build_reconcilers(safety_reconcilers)
-        self.handlers = EventHandlers(self.deps, self.enqueue)
+        self.handlers = EventHandlers(self.deps, self.enqueue, self.mutations)
         self._register_handlers()
         for name in ("machinesafetyorphanvms", "machinesafetyapiserver"):
             self.queues[name].add("")
@@ -245,7 +247,7 @@ class Controller:
     ) -> Deps:
         ns = self.options.namespace
         machine_informer = self.control_factory.informer_for(MACHINES)
-        mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
+        mutations = self.mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
         return Deps(
             namespace=ns,
             listers=self._build_listers(mutations),

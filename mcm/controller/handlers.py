@@ -26,6 +26,7 @@ from mcm.controller.node import MultipleMachines, deleted_node_key, is_not_manag
 from mcm.driver import Code
 from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
+from mcm.runtime.cache.mutation_cache import MutationCache
 
 __all__ = ["ORPHAN_SCAN_COALESCE_PERIOD", "Enqueue", "EventHandlers"]
 
@@ -64,9 +65,12 @@ class EventHandlers:
     by the informer and the next event is still delivered.
     """
 
-    def __init__(self, deps: Deps, enqueue: Enqueue) -> None:
+    def __init__(self, deps: Deps, enqueue: Enqueue, mutations: MutationCache | None = None) -> None:
         self.deps = deps
         self.enqueue = enqueue
+        self.mutations = mutations
+        """The cache of the controller's Machine writes: told what the informer delivered, so it
+        drops the writes the informer has caught up with (its one exception to "only enqueue")."""
 
     def _class_key(self, name: str) -> str:
         return f"{self.deps.namespace}/{name}"
@@ -123,9 +127,11 @@ class EventHandlers:
     def machine_updated(self, old: Any, new: Any) -> None:
         """Machine updated: re-queued when spec, metadata or deletion changed; an ``OutOfRange``
         operation schedules an orphan scan. Machine informer's listener thread; only reads the
-        objects and enqueues."""
+        objects and enqueues (and lets the mutation cache drop what ``new`` caught up with)."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return
+        if self.mutations is not None:
+            self.mutations.observe(new)
         old_desc = o.text(old, "status", "lastOperation", "description")
         new_desc = o.text(new, "status", "lastOperation", "description")
         out_of_range = Code.OutOfRange.name
@@ -147,6 +153,8 @@ class EventHandlers:
         """Machine deleted (or its tombstone): termination queue, its class, an orphan scan.
         Machine informer's listener thread; only reads the object and enqueues."""
         machine = _unwrap(obj)
+        if self.mutations is not None:
+            self.mutations.forget(obj)
         self.enqueue("machinesafetyorphanvms", "", ORPHAN_SCAN_COALESCE_PERIOD)
         if machine is None:
             return

@@ -58,6 +58,30 @@ def test_machine_add_and_delete_use_one_class_key_spelling_and_accept_tombstones
     assert ("machinetermination", f"{NS}/machine-0", 0.0) in seen
 
 
+def test_machine_events_let_the_mutation_cache_drop_writes_the_informer_delivered() -> None:
+    """Issue 39: the answers to the controller's Machine writes stayed in the mutation cache until
+    read again (a second copy of every machine written to); the Machine handlers now tell the
+    cache what the informer delivered, and which Machine went."""
+    from mcm.runtime.cache import Indexer, MutationCache
+
+    world = make_world()
+    machine = mk_machine(world.clock)
+    machine["metadata"]["resourceVersion"] = "5"
+    written = copy.deepcopy(machine)
+    written["metadata"]["resourceVersion"] = "7"
+    backing = Indexer()
+    backing.add(machine)
+    mutations = MutationCache(backing, ttl=60)
+    handlers = EventHandlers(world.deps, lambda q, k, a: None, mutations)
+    mutations.mutation(written)
+    assert len(mutations) == 1
+    handlers.machine_updated(machine, written)  # the informer's copy of our write: dropped
+    assert len(mutations) == 0
+    mutations.mutation(copy.deepcopy(written) | {"metadata": {**written["metadata"], "resourceVersion": "9"}})
+    handlers.machine_deleted(DeletedFinalStateUnknown(f"{NS}/machine-0", written))
+    assert len(mutations) == 0
+
+
 def test_class_events_enqueue_class_and_secrets() -> None:
     world = make_world()
     h, seen = handlers(world)

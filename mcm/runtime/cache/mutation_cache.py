@@ -15,7 +15,14 @@ Guarantees (client-go's):
 - Recording never replaces a newer mutation with an older one. Entries expire ``ttl`` seconds
   after they were recorded (on the injectable clock) and the least recently used entry is
   evicted beyond ``max_entries`` (client-go: 100); so a read is only ever *at least as new as the
-  backing store*, never guaranteed to hold the recorded write.
+  backing store*, never guaranteed to hold the recorded write. Recording also drops the expired
+  entries at the least recently used end.
+- :meth:`MutationCache.observe` (to be called by an informer event handler with the object the
+  informer delivered, which its store already holds) drops a mutation that copy has caught up
+  with, and :meth:`MutationCache.forget` one whose object was deleted; a write whose answer the
+  store already holds (the watch was faster than the answer) is not recorded. So a write's
+  answer is kept only while the informer lags behind it, not until it expires or is read
+  (client-go keeps it; at thousands of objects those copies were a third of the cache's memory).
 - A ``resourceVersion`` that is not an unsigned integer (client-go panics: a coder error) is
   reported through :func:`~mcm.runtime.errors.handle_error` and the backing copy wins; a written
   object without a name or with such a version is not recorded.
@@ -94,10 +101,23 @@ class _LRUExpireCache:
         return entry[0]
 
     def add(self, key: str, value: Any, ttl: float) -> None:
-        self._entries[key] = (value, self._clock.monotonic() + ttl)
+        now = self._clock.monotonic()
+        self._entries[key] = (value, now + ttl)
         self._entries.move_to_end(key)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
+        for _ in range(2):  # two expired entries at the LRU end go per add: they never pile up
+            if not self._entries:
+                break
+            oldest = next(iter(self._entries.items()))
+            if oldest[1][1] >= now:
+                break
+            del self._entries[oldest[0]]
+
+    def peek(self, key: str) -> Any | None:
+        """The entry for ``key`` (expired or not) without touching its recency."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
 
     def remove(self, key: str) -> None:
         self._entries.pop(key, None)
@@ -176,6 +196,9 @@ class MutationCache:
             handle_error(err)  # a "nice to have": a failure changes nothing
             return
         with self._lock:
+            stored = self._backing.get_by_key(key)
+            if stored is not None and self._not_newer(obj, stored):
+                return  # the informer delivered it first: nothing to overlay
             recorded = self._mutations.get(key)
             if recorded is not None:
                 try:
@@ -185,8 +208,43 @@ class MutationCache:
                     handle_error(err)
             self._mutations.add(key, obj, self._ttl)
 
+    @staticmethod
+    def _not_newer(obj: Any, stored: Any) -> bool:
+        try:
+            return compare_resource_versions(obj, stored) <= 0
+        except ValueError:
+            return False  # read() reports it
+
+    def observe(self, obj: Any) -> None:
+        """The informer delivered ``obj`` (its store holds it): drop the mutation of its key if
+        ``obj`` is at least as new. Cheap enough for every event: a dict lookup under the lock."""
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict) or not meta.get("name"):
+            return
+        namespace = meta.get("namespace")
+        key = f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+        with self._lock:
+            recorded = self._mutations.peek(key)
+            if recorded is None:
+                return
+            try:
+                caught_up = compare_resource_versions(obj, recorded) >= 0
+            except ValueError:
+                return  # read() reports it
+            if caught_up:
+                self._mutations.remove(key)
+
+    def forget(self, obj: Any) -> None:
+        """The informer saw ``obj`` (or its tombstone) deleted: drop its key's mutation."""
+        try:
+            key = deletion_handling_meta_namespace_key_func(obj)
+        except Exception:  # a key that cannot be built was never recorded
+            return
+        with self._lock:
+            self._mutations.remove(key)
+
     def __len__(self) -> int:
-        """Recorded entries (expired ones included until they are read or evicted)."""
+        """Recorded entries (expired ones included until they are read, evicted or swept)."""
         with self._lock:
             return len(self._mutations)
 
