@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
 import signal
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -96,12 +99,18 @@ def tracemalloc_env(out: Path) -> dict[str, str]:
         "PYTHONTRACEMALLOC": str(TRACEMALLOC_FRAMES),
         "PYTHONPATH": f"{hook}:{REPO}",
         "MCM_TRACEMALLOC_OUT": str(out),
+        "MCM_TRACEMALLOC_HOLDERS": os.environ.get("MCM_TRACEMALLOC_HOLDERS", ""),
     }
 
 
-def summarize_snapshot(path: Path, n: int, top: int = 25) -> None:
-    """What the controller's heap holds per machine: the largest allocation sites (their line,
-    and the stack above it down to the first frame in ``mcm``)."""
+def _frame(frame: Any) -> str:
+    name = re.sub(r".*/(site-packages|lib/python3\.\d+)/", "", str(frame.filename))
+    return f"{name.removeprefix(f'{REPO}/')}:{frame.lineno}"
+
+
+def summarize_snapshot(path: Path, n: int, top: int = 20) -> None:
+    """What the controller's heap holds per machine: the largest allocation sites, each with the
+    stack that allocated most of it (most recent frame first, up to the worker or reflector)."""
     import tracemalloc
 
     snapshot = tracemalloc.Snapshot.load(str(path))
@@ -109,13 +118,16 @@ def summarize_snapshot(path: Path, n: int, top: int = 25) -> None:
     print(
         f"\ntraced heap: {total / 2**20:.1f} MiB, {total / max(n, 1) / 1024:.2f} KiB per machine (N={n:,})\n"
     )
-    print("| KiB per machine | blocks per machine | allocated at (and the mcm frames above it) |")
-    print("|---|---|---|")
-    for stat in snapshot.statistics("traceback")[:top]:
-        frames = [f"{f.filename.rsplit('/mcm/', 1)[-1]}:{f.lineno}" for f in stat.traceback]
-        ours = [f for f in frames if "site-packages" not in f and "/lib/python" not in f][:4]
-        where = frames[0] if frames else "?"
-        print(f"| {stat.size / n / 1024:.2f} | {stat.count / n:.1f} | {where} ← {' ← '.join(ours)} |")
+    print("| KiB per machine | blocks per machine | allocated at | by (largest stack) |")
+    print("|---|---|---|---|")
+    stacks = snapshot.statistics("traceback")
+    for stat in snapshot.statistics("lineno")[:top]:
+        site = stat.traceback[-1]
+        biggest = next((s for s in stacks if s.traceback[-1] == site), None)
+        frames = [] if biggest is None else [_frame(f) for f in reversed(biggest.traceback)][1:6]
+        print(
+            f"| {stat.size / n / 1024:.2f} | {stat.count / n:.1f} | {_frame(site)} | {' ← '.join(frames)} |"
+        )
 
 
 def run_point(
