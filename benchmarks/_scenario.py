@@ -203,8 +203,23 @@ def node_simulator(control_kubeconfig: str, target_kubeconfig: str, stop: Any) -
     pool.shutdown(wait=False)
 
 
-def start_node_simulator(control_kubeconfig: str | Path, target_kubeconfig: str | Path) -> Callable[[], None]:
-    """Start :func:`node_simulator` in a spawned process; returns its stop function."""
+class NodeSimulator:
+    """The running :func:`node_simulator` process: call it to stop it; ``pid`` for its CPU."""
+
+    def __init__(self, process: Any, stop: Any) -> None:
+        self._process = process
+        self._stop = stop
+        self.pid: int = process.pid
+
+    def __call__(self) -> None:
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+def start_node_simulator(control_kubeconfig: str | Path, target_kubeconfig: str | Path) -> NodeSimulator:
+    """Start :func:`node_simulator` in a spawned process."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
@@ -213,14 +228,7 @@ def start_node_simulator(control_kubeconfig: str | Path, target_kubeconfig: str 
         target=node_simulator, args=(str(control_kubeconfig), str(target_kubeconfig), stop), daemon=True
     )
     sim.start()
-
-    def halt() -> None:
-        stop.set()
-        sim.join(10)
-        if sim.is_alive():
-            sim.kill()
-
-    return halt
+    return NodeSimulator(sim, stop)
 
 
 # --- the observer -----------------------------------------------------------------------------
@@ -502,6 +510,33 @@ def process_cpu(pid: int) -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU seconds of this (the benchmark's) process so far: the observer and the loaders."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuMeter:
+    """CPU seconds of the scenario's processes between :meth:`start` and :meth:`read`, by role."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self._pids = pids
+        self._start: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        now = {role: process_cpu(pid) for role, pid in self._pids.items()}
+        now["benchmark (observer, loader)"] = own_cpu()
+        return now
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def read(self) -> dict[str, float]:
+        return {role: seconds - self._start.get(role, 0.0) for role, seconds in self._now().items()}
 
 
 def go_command(binary: Path, control: Path, target: Path, *, qps: float, burst: int, port: int) -> list[str]:

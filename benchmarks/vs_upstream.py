@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import resource
 import shutil
 import subprocess
 import sys
@@ -59,6 +58,7 @@ from _scenario import (
     install_class,
     machine_names,
     mcm_command,
+    own_cpu,
     percentile,
     process_cpu,
     quiet,
@@ -208,7 +208,7 @@ def run_scenario(controller: str, binary: Path, scenario: Scenario) -> Run:
             since = time.time()
             emulators = [p.pid for p in pair.processes]
             emulator_cpu0 = sum(process_cpu(pid) for pid in emulators)
-            bench_cpu0 = _own_cpu()
+            bench_cpu0 = own_cpu()
             create_machines(control, names, observer, scenario.rate)
             observer.wait(lambda: observer.running >= n, timeout)
             measure_running(result, observer, names)
@@ -220,7 +220,7 @@ def run_scenario(controller: str, binary: Path, scenario: Scenario) -> Run:
             result.gone = len(gone)
             result.to_gone = (max(gone) - deleting) if len(gone) == n else math.nan
             result.emulator_cpu = sum(process_cpu(pid) for pid in emulators) - emulator_cpu0
-            result.bench_cpu = _own_cpu() - bench_cpu0
+            result.bench_cpu = own_cpu() - bench_cpu0
             time.sleep(0.5)
             process.stop()
             result.cpu, result.system_cpu, result.rss = process.cpu, process.system_cpu, process.peak_rss_mib
@@ -238,12 +238,6 @@ def run_scenario(controller: str, binary: Path, scenario: Scenario) -> Run:
             if sidecar is not None:
                 sidecar.stop()
     return result
-
-
-def _own_cpu() -> float:
-    """CPU seconds of the benchmark process (the observer and the loaders) so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measure_running(result: Run, observer: Observer, names: list[str]) -> None:
