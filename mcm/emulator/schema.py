@@ -161,16 +161,37 @@ def _default_or_prune_null(value: dict[str, Any], key: str, schema: Schema) -> N
         value[key] = json_copy(schema["default"])
 
 
+_DEFAULTED: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, Schema], ...]]] = {}
+"""id of a ``properties`` map → (the map, its properties that have a ``default``). The entry
+holds the map, so its id cannot be reused by another while the entry exists."""
+
+
+def _defaulted(properties: Mapping[str, Any]) -> tuple[tuple[str, Schema], ...]:
+    """The properties of ``properties`` that declare a ``default`` (computed once per map)."""
+    entry = _DEFAULTED.get(id(properties))
+    if entry is None or entry[0] is not properties:
+        found = tuple((key, sub) for key, sub in properties.items() if _is_map(sub) and "default" in sub)
+        entry = _DEFAULTED[id(properties)] = (properties, found)
+    return entry[1]
+
+
 def _default_value(value: Any, schema: Schema) -> Any:
     if isinstance(value, dict):
         properties = schema.get("properties")
         if _is_map(properties):
-            for key, sub in properties.items():
-                if _is_map(sub):
-                    _default_or_prune_null(value, key, sub)
-            for key, sub in properties.items():
-                if key in value and _is_map(sub):
-                    value[key] = _default_value(value[key], sub)
+            # What _default_or_prune_null does for every property, without visiting the ones
+            # the value lacks and the schema gives no default (most of a large schema).
+            for key in [key for key, item in value.items() if item is None]:
+                sub = properties.get(key)
+                if _is_map(sub) and not sub.get("nullable"):
+                    del value[key]
+            for key, sub in _defaulted(properties):
+                if key not in value:
+                    value[key] = json_copy(sub["default"])
+            for key, item in value.items():
+                sub = properties.get(key)
+                if isinstance(item, dict | list) and _is_map(sub):
+                    value[key] = _default_value(item, sub)
         additional = schema.get("additionalProperties")
         if _is_map(additional):
             for key in list(value):
