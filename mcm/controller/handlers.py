@@ -65,12 +65,20 @@ class EventHandlers:
     by the informer and the next event is still delivered.
     """
 
-    def __init__(self, deps: Deps, enqueue: Enqueue, mutations: MutationCache | None = None) -> None:
+    def __init__(
+        self,
+        deps: Deps,
+        enqueue: Enqueue,
+        mutations: MutationCache | None = None,
+        node_mutations: MutationCache | None = None,
+    ) -> None:
         self.deps = deps
         self.enqueue = enqueue
         self.mutations = mutations
         """The cache of the controller's Machine writes: told what the informer delivered, so it
         drops the writes the informer has caught up with (its one exception to "only enqueue")."""
+        self.node_mutations = node_mutations
+        """The same for the controller's Node writes."""
 
     def _class_key(self, name: str) -> str:
         return f"{self.deps.namespace}/{name}"
@@ -186,7 +194,10 @@ class EventHandlers:
     def node_updated(self, old: Any, new: Any) -> None:
         """Node updated: the node queue (deleting, or its finalizer missing) and, for a relevant
         change, its Machine's queue. Node informer's listener thread; reads the Machine cache
-        (an index lookup) and enqueues, never calls the API."""
+        (an index lookup) and enqueues, never calls the API (it lets the node mutation cache drop
+        what ``new`` caught up with)."""
+        if self.node_mutations is not None:
+            self.node_mutations.observe(new)
         if not isinstance(old, Mapping) or not isinstance(new, Mapping) or is_not_managed(new):
             return
         machine = self._machine_of(new)
@@ -223,6 +234,8 @@ class EventHandlers:
         """Node deleted (or its tombstone): its deleted-node key, carrying the Node's providerID,
         on the node queue, whose worker deletes the Machine unless that providerID is another
         VM's. Node informer's listener thread; never deletes anything itself."""
+        if self.node_mutations is not None:
+            self.node_mutations.forget(obj)
         node = _unwrap(obj)
         if node is None or is_not_managed(node):
             return

@@ -29,7 +29,8 @@ Guarantees (client-go's):
 - The defaults suit a controller of thousands of objects: 60 s and 10,000 entries (client-go
   keeps 100, fewer than a large fleet writes between two informer deliveries).
 
-:class:`MutationLister` is a namespace lister whose ``get`` reads through the cache;
+:class:`MutationLister` is a namespace lister whose ``get`` reads through the cache
+(:class:`MutationClusterLister` the same for a cluster-scoped resource);
 :class:`RecordingRESTClient` is a REST client that records what its writes return.
 """
 
@@ -52,6 +53,7 @@ __all__ = [
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_MUTATION_TTL",
     "MutationCache",
+    "MutationClusterLister",
     "MutationLister",
     "RecordingRESTClient",
     "compare_resource_versions",
@@ -277,6 +279,22 @@ class MutationLister(NamespaceLister):
         obj: Object | None = self.mutations.get_by_key(key)
         if obj is None:
             raise new_not_found(self._base.group, self._base.resource, name)
+        return obj
+
+
+class MutationClusterLister(Lister):
+    """A lister of a cluster-scoped resource whose :meth:`get` returns the newer of cache and
+    recorded write (:class:`MutationLister` for namespaced ones)."""
+
+    def __init__(self, lister: Lister, mutations: MutationCache) -> None:
+        namespaced = lister.namespaced_resource
+        super().__init__(lister.indexer, group=lister.group, resource=lister.resource, namespaced=namespaced)
+        self.mutations = mutations
+
+    def get(self, name: str) -> Object:
+        obj: Object | None = self.mutations.get_by_key(name)
+        if obj is None:
+            raise new_not_found(self.group, self.resource, name)
         return obj
 
 

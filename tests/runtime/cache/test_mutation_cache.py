@@ -116,6 +116,20 @@ def test_recording_sweeps_expired_entries_at_the_least_recently_used_end() -> No
     assert len(cache) == 1
 
 
+def test_the_cluster_lister_reads_cluster_scoped_objects_through_the_cache() -> None:
+    from mcm.runtime.cache.mutation_cache import MutationClusterLister
+
+    backing = Indexer()
+    backing.add(node("a", "5"))
+    cache = MutationCache(backing, ttl=60)
+    lister = MutationClusterLister(Lister(backing, group="", resource="node", namespaced=False), cache)
+    cache.mutation(node("a", "7"))
+    assert lister.get("a")["metadata"]["resourceVersion"] == "7"
+    assert [n["metadata"]["resourceVersion"] for n in lister.list()] == ["5"]  # lists are the cache's
+    with pytest.raises(NotFound):
+        lister.get("b")
+
+
 def test_the_least_recently_used_entry_is_evicted_beyond_the_bound() -> None:
     backing = Indexer()
     for name in "abc":
