@@ -147,6 +147,12 @@ class ThreadSafeStore:
             _, index = self._index_named(index_name)
             return sorted(index.get(value, ()))
 
+    def index_count(self, index_name: str, value: str) -> int:
+        """How many keys ``index_name`` holds for ``value`` (O(1))."""
+        with self._lock:
+            _, index = self._index_named(index_name)
+            return len(index.get(value, ()))
+
     def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Every value currently present in ``index_name``."""
         with self._lock:
