@@ -1,7 +1,8 @@
 """The ``machine-controller`` command (click), generated from :data:`mcm.app.options.FLAGS`.
 
-Flags parse as pflag parses them (decisions.md §1): ``--leader-elect``, ``--leader-elect=false``;
-durations in Go syntax (``1m30s``); ``--log_format`` is ``--log-format``. An unknown flag, a value
+Flags parse as pflag parses them (upstream's flags are pflag flags): ``--leader-elect``,
+``--leader-elect=false``; durations in Go syntax (``1m30s``); ``--log_format`` is ``--log-format``.
+An unknown flag, a value
 that does not parse or a ``Validate()`` failure exits 2 with a one-line message naming the flag;
 a start-up failure (bad kubeconfig, missing CRDs, unreachable cluster, driver that does not
 import) exits 1 with a one-line ``error: ...``; a lost lease exits 1 as well. ``demo`` is a

@@ -1,12 +1,12 @@
 """The options of the ``machine-controller`` command: one table of flags, one dataclass, Validate().
 
 :data:`FLAGS` lists every flag with its exact upstream name, pflag type, default and help
-(app-and-controller.md §1.2, HEAD additions of §9.1, decisions.md §1): the click command and
-``docs/flags.md`` are generated from it. Defaults are upstream v0.47.0 except where decisions.md
-adopts HEAD (``--machine-safety-orphan-vms-period`` 15m). :class:`Options` holds the parsed
-values (durations in seconds; field = flag name in snake_case); :meth:`Options.validate` applies
-HEAD's ``Validate()`` rules plus the leader-election library's and returns one message per
-problem, each naming its flag.
+(upstream v0.47.0 ``pkg/util/provider/app/options/options.go``, ``MCServer.AddFlags``, plus HEAD's
+additions): the click command and ``docs/flags.md`` are generated from it. Defaults are upstream
+v0.47.0 except where mcm adopts HEAD (``--machine-safety-orphan-vms-period`` 15m). :class:`Options`
+holds the parsed values (durations in seconds; field = flag name in snake_case);
+:meth:`Options.validate` applies HEAD's ``Validate()`` rules plus the leader-election library's
+and returns one message per problem, each naming its flag.
 """
 
 from __future__ import annotations

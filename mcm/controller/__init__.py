@@ -1,4 +1,5 @@
-"""The provider-side machine controller (seeds 000/001/003; spec machine-reconcile.md).
+"""The provider-side machine controller (upstream machine-controller-manager
+``pkg/util/provider/machinecontroller``; docs/controller.md).
 
 Start with :class:`Controller` (wiring, queues, ``run``) and :class:`ControllerOptions` (every
 ``machine-controller`` flag). The loops live in :mod:`.machine` (entry), :mod:`.creation`,

@@ -1,4 +1,5 @@
-"""MachineClass and Secret finalizer loops (safety-class-secret-node-drain.md §2, §3 with HEAD).
+"""MachineClass and Secret finalizer loops (upstream v0.47.0 ``machineclass.go`` and ``secret.go``
+in ``pkg/util/provider/machinecontroller``, with HEAD's changes).
 
 MachineClass (queue ``machineclass``, key ``ns/name``): the MCM finalizer is on a class exactly
 while some Machine references it; a deleting class that is still referenced is retried after

@@ -1,4 +1,7 @@
-"""The creation flow (seed 001, spec §2 with HEAD §9.2): from a Machine to a VM and a Pending phase.
+"""The creation flow: from a Machine to a VM and a Pending phase.
+
+Upstream v0.47.0 ``pkg/util/provider/machinecontroller/machine.go``, ``triggerCreationFlow``, with
+HEAD's changes (metadata, InitializeMachine and Pending in one pass).
 
 Boxes, in order (each a function below):
 
@@ -292,7 +295,7 @@ def machine_create_error_handler(
         event=(reason, str(err)),
         retry=_create_retry(deps, err.code),
         error_code=code_name(err.code),
-        last_known_state=err.last_known_state,  # empty: the stored one is kept (decisions.md §3)
+        last_known_state=err.last_known_state,  # empty: the stored one is kept
     )
 
 

@@ -1,4 +1,5 @@
-"""The deletion flow (seed 003, spec §3 with HEAD §9.5) as an explicit, ordered step table.
+"""The deletion flow as an explicit, ordered step table: upstream v0.47.0
+``pkg/util/provider/machinecontroller/machine.go``, ``triggerDeletionFlow``, with HEAD's steps.
 
 The state of a deletion is the next-step marker at the end of ``status.lastOperation.description``
 (upstream's exact strings, so upstream MCM and mcm can take over from each other). One pass
@@ -141,7 +142,7 @@ def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: FlowInput
 
 
 def dispatch(machine: Mapping[str, Any]) -> Step:
-    """The step for the machine's phase and next-step marker (spec §3.2, HEAD order)."""
+    """The step for the machine's phase and next-step marker (``triggerDeletionFlow``, HEAD order)."""
     if phase_of(machine) != c.PHASE_TERMINATING:
         return set_machine_termination_status
     description = o.text(machine, "status", "lastOperation", "description")

@@ -1,4 +1,5 @@
-"""Machine health (seed 001 "health", spec §4 with HEAD §9.4): node conditions → phase.
+"""Machine health (upstream v0.47.0 ``machine_util.go``, ``reconcileMachineHealth``, with
+HEAD's changes): node conditions → phase.
 
 Boxes: ``copy_node_conditions`` (by condition type), ``is_healthy``, ``decide_phase``
 (Running ↔ Unknown, Pending → Running unless the node still carries the
@@ -185,7 +186,7 @@ def decide_phase(
     status: Obj,
     class_dict: Mapping[str, Any] | None,
 ) -> None:
-    """Change ``status`` (a copy) for the node's conditions (spec §4.1-4.4, HEAD taint rule)."""
+    """Change ``status`` (a copy) for the node's conditions (``reconcileMachineHealth``, HEAD taint rule)."""
     phase = phase_of(machine)
     name = o.name_of(machine)
     when = now(deps)

@@ -1,4 +1,5 @@
-"""Machine entry points (spec §1 with HEAD §9.1): the ``machine`` and ``machinetermination`` queues.
+"""Machine entry points: the ``machine`` and ``machinetermination`` queues (upstream v0.47.0
+``machine.go``, ``reconcileClusterMachineKey`` and ``reconcileClusterMachine``; HEAD's termination queue).
 
 ``reconcile_machine_key`` (queue ``machine``): not found → done; deleting → handed to the
 termination queue; frozen → Long; then ``reconcile_machine``: validate the spec, resolve the

@@ -1,4 +1,4 @@
-"""Node-side sync (spec §5.1-5.2 with HEAD §9.3): the machine's node template onto its Node.
+"""Node-side sync (upstream ``machine_util.go``, as at HEAD): the machine's node template onto its Node.
 
 ``sync_node_templates`` applies ``spec.nodeTemplate`` annotations, labels and taints as
 upstream's ``syncMachineNodeTemplates`` does (keys recorded in the last-applied annotation and

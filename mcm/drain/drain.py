@@ -1,4 +1,6 @@
-"""The node drain (§5 at HEAD, with the §5.13 bugs fixed): :func:`drain_node`.
+"""The node drain: upstream's ``RunDrain`` (``pkg/util/provider/drain/drain.go``, as at HEAD) with
+its hangs, crashes and miscounts fixed (docs/drain.md, "Where mcm differs from upstream"):
+:func:`drain_node`.
 
 Guarantees:
 
@@ -6,7 +8,7 @@ Guarantees:
   termination, detach and reattach wait ends by it, and every wait also ends promptly when
   ``stop`` is set. ``max_evict_retries <= 0`` means "delete at once" and cannot hang.
 - Every selected pod gets exactly one outcome: evicted, deleted, already gone, or left behind
-  with a reason. A pod left behind is never counted as drained (§5.13 bug 6); a drain that
+  with a reason. A pod left behind is never counted as drained (upstream's fast track does); a drain that
   leaves pods behind fails, except when the node itself disappeared (``node_gone``).
 - Pods without PVs are handled in parallel (at most ``max_parallel_evictions`` API calls at
   once), pods with PVs one by one in descending priority (a missing priority counts as 0), each

@@ -1,4 +1,5 @@
-"""Pods without PVs (and every pod of a forced drain): removed in parallel (§5.7 at HEAD).
+"""Pods without PVs (and every pod of a forced drain): removed in parallel
+(upstream's ``evictPodsWithoutPv`` / ``evictPodWithoutPVInternal`` in ``drain/drain.go``, as at HEAD).
 
 At most ``options.max_parallel_evictions`` evict/delete calls run at once. A PDB-refused eviction
 (429) is retried every 20 s until the deadline; a misconfigured PDB fails the pod at once; after

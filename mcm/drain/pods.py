@@ -1,4 +1,5 @@
-"""Which pods a drain removes (§5.4, from the pod cache at HEAD) and the PDB rules (§5.10).
+"""Which pods a drain removes (upstream's ``getPodsForDeletion``, from the pod cache as at HEAD) and
+the PDB rules (``isMisconfiguredPdb``), both in upstream ``pkg/util/provider/drain/drain.go``.
 
 Guarantees:
 
@@ -77,7 +78,7 @@ def _joined(groups: Mapping[str, list[str]]) -> str:
 
 
 def select_pods(pods: Sequence[Obj], node: str, options: DrainOptions) -> PodSelection:
-    """Apply the four filters of §5.4 to the pods bound to ``node``."""
+    """Apply upstream's four filters (mirror, local storage, unreplicated, DaemonSet) to ``node``'s pods."""
     selection = PodSelection()
     for pod in pods:
         if not isinstance(pod, Mapping) or not isinstance(pod.get("metadata"), Mapping):

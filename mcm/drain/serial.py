@@ -1,10 +1,11 @@
-"""Pods with PVs, one at a time (§5.8 at HEAD): passes of evictions, then one delete pass.
+"""Pods with PVs, one at a time (upstream's ``evictPodsWithPv`` in ``drain/drain.go``, as at HEAD):
+passes of evictions, then one delete pass.
 
 Each pod is evicted (or deleted), then the drain waits for its tracked volumes to detach from the
 node and to attach elsewhere. A pod whose PVs are all untracked is waited for like a pod without
-PVs (§5.13 bug 7). After each pass, pending pods that are gone are dropped (HEAD #979). When the
-deadline passes, ``stop`` is set or the node disappears, the remaining pods are left behind with
-that reason, never counted as drained.
+PVs (upstream counts it done at once). After each pass, pending pods that are gone are dropped
+(upstream v0.59.0, #979). When the deadline passes, ``stop`` is set or the node disappears, the
+remaining pods are left behind with that reason, never counted as drained.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def priority(pod: Obj) -> int:
 
 
 class SerialPass:
-    """The PV pods, one at a time: passes of evictions, then one delete pass (§5.8, HEAD)."""
+    """The PV pods, one at a time: passes of evictions, then one delete pass (``evictPodsWithPv``)."""
 
     def __init__(self, run: DrainRun, volumes: dict[str, list[TrackedVolume]]) -> None:
         self.d = run

@@ -8,10 +8,12 @@ Guarantees:
   (a provider-unrelated volume) or a driver error skips only that volume; nothing raises.
 - :func:`is_attached` matches volume IDs exactly against ``node.status.volumesAttached`` names:
   the whole name, the part after ``^`` (CSI ``kubernetes.io/csi/<driver>^<id>``) or after the
-  last ``/`` (in-tree plugins) — never as a regular expression (§5.13 bug 8).
+  last ``/`` (in-tree plugins) — never as a regular expression, as upstream's ``waitForDetach``
+  does (a false match there keeps a drain waiting).
 - :class:`VolumeAttachmentHub` fans VolumeAttachment informer events out to the drains waiting
-  on them (§5.12) without dropping events, under one lock, and ignores attachments without a
-  PV name (inline volumes, §5.13 bug 4) and malformed objects.
+  on them (upstream's ``VolumeAttachmentHandler``, ``drain/volume_attachment.go``) without dropping
+  events, under one lock, and ignores attachments without a PV name (inline volumes, on which
+  upstream's ``dispatch`` panics) and malformed objects.
 """
 
 from __future__ import annotations

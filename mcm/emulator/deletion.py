@@ -1,4 +1,5 @@
-"""DELETE semantics (spec §2.7, §2.8): preconditions, propagation finalizers, graceful deletion.
+"""DELETE semantics of kube-apiserver (``registry/generic/registry/store.go``, ``Delete``):
+preconditions, propagation finalizers, graceful deletion.
 
 Guarantees:
 

@@ -1,4 +1,5 @@
-"""Discovery, version and OpenAPI documents, generated from the registry (spec §1.3, §1.6).
+"""Discovery, version and OpenAPI documents, generated from the registry (the
+documents kube-apiserver serves at ``/api``, ``/apis``, ``/version`` and ``/openapi/v3``).
 
 Guarantees:
 

@@ -1,4 +1,4 @@
-"""The in-process Kubernetes API server emulator (spec §3, §4).
+"""The in-process Kubernetes API server emulator (docs/emulator.md).
 
 ``Emulator`` is a facade: it builds and wires the parts and offers the controls tests use; the
 behaviour lives in the parts: ``store.py`` (objects, resourceVersions, history), ``storage.py``,

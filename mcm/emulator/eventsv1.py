@@ -1,4 +1,5 @@
-"""``events.k8s.io/v1`` Events served from the core Event storage (spec §2.13).
+"""``events.k8s.io/v1`` Events served from the core Event storage (as kube-apiserver
+serves both from one storage).
 
 Guarantees:
 

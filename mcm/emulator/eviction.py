@@ -1,4 +1,5 @@
-"""The eviction subresource, ``POST pods/{name}/eviction`` (spec §2.11).
+"""The eviction subresource, ``POST pods/{name}/eviction`` (kube-apiserver's
+``pkg/registry/core/pod/storage/eviction.go``).
 
 Guarantees:
 
@@ -71,7 +72,7 @@ def evict(
     clock: Clock = REAL_CLOCK,
     dry_run: bool = False,
 ) -> Obj:
-    """``POST pods/{name}/eviction``: delete the pod if its disruption budget allows (spec §2.11)."""
+    """``POST pods/{name}/eviction``: delete the pod if its disruption budget allows."""
     if not isinstance(body, Mapping):
         raise errors.bad_request(
             'Eviction in version "v1" cannot be handled as a Eviction: body must be an object'

@@ -1,5 +1,5 @@
 """Server-side tables (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``), so kubectl prints
-the columns a CRD declares (spec §1.5: MAY).
+the columns a CRD declares (optional for a server; kubectl falls back to names without it).
 
 Guarantees:
 

@@ -1,4 +1,5 @@
-"""Pods, volumes and handlers of upstream's ``RunDrain`` table test (spec §7.5), for the fakes."""
+"""Pods, volumes and handlers of upstream's ``RunDrain`` table test (v0.47.0
+``drain/drain_test.go``), for the fakes."""
 
 from __future__ import annotations
 

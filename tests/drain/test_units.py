@@ -1,4 +1,5 @@
-"""Pod selection (§5.4), events, the pending-pod re-check (HEAD #979) and VolumeAttachment cleanup."""
+"""Pod selection (upstream's ``getPodsForDeletion``), events, the pending-pod re-check (upstream
+v0.59.0, #979) and VolumeAttachment cleanup."""
 
 from __future__ import annotations
 

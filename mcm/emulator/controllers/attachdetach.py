@@ -1,4 +1,5 @@
-"""Attach/detach simulator for CSI volumes (spec §2.14; off by default).
+"""Attach/detach simulator for CSI volumes (kube-controller-manager's
+attach/detach controller; off by default).
 
 Guarantees, when :attr:`AttachDetach.enabled` is set:
 

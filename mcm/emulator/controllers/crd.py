@@ -1,4 +1,5 @@
-"""CRD lifecycle: serving established CRDs, and the cleanup finalizer on deletion (spec §1.7).
+"""CRD lifecycle: serving established CRDs, and the cleanup finalizer on deletion
+(apiextensions-apiserver's finalizer controller).
 
 Guarantees:
 

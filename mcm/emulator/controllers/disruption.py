@@ -1,4 +1,4 @@
-"""PodDisruptionBudget status: the disruption controller (spec §2.11). The eviction verb is
+"""PodDisruptionBudget status: kube-controller-manager's disruption controller. The eviction verb is
 :mod:`mcm.emulator.eviction`; both share :mod:`mcm.emulator.pdb`.
 
 Guarantees:
@@ -239,7 +239,8 @@ class DisruptionController:
         )
 
     def _owner_replicas(self, pods: list[Obj]) -> dict[str, int]:
-        """``spec.replicas`` of the custom objects that control the given pods (deviation, §2.11)."""
+        """``spec.replicas`` of the custom objects that control the given pods (a deviation:
+        docs/emulator.md)."""
         result: dict[str, int] = {}
         for pod in pods:
             uid = _controller_uid(pod)

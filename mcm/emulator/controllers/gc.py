@@ -1,4 +1,5 @@
-"""Garbage collector: ownerReferences with background, foreground and orphan propagation (spec §2.14).
+"""Garbage collector: ownerReferences with background, foreground and orphan propagation
+(kube-controller-manager's garbage collector).
 
 Modelled on kube-controller-manager's collector (``pkg/controller/garbagecollector``).
 

@@ -1,4 +1,4 @@
-"""Pods without a kubelet: the pod-termination modes and the optional pod runner (spec §2.8).
+"""Pods without a kubelet: the pod-termination modes and the optional pod runner.
 
 Modes (changeable at run time through :attr:`KubeletSimulator.mode`):
 

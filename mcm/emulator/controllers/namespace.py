@@ -1,4 +1,5 @@
-"""Namespace lifecycle: the default namespaces, and finalization of deleted namespaces (spec §2.7).
+"""Namespace lifecycle: the default namespaces, and finalization of deleted namespaces
+(kube-controller-manager's namespace controller).
 
 Guarantees:
 

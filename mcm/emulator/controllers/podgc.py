@@ -1,4 +1,5 @@
-"""Pod garbage collection: pods bound to a node that no longer exists are force-deleted (spec §2.8).
+"""Pod garbage collection: pods bound to a node that no longer exists are force-deleted
+(kube-controller-manager's pod garbage collector).
 
 Guarantees: a pod whose ``spec.nodeName`` names a missing node is deleted with
 ``gracePeriodSeconds=0`` once ``delay`` clock seconds have passed and the node is still missing
