@@ -26,6 +26,8 @@ from typing import Any
 
 import structlog
 
+from mcm.runtime.objects import Obj
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
@@ -54,7 +56,6 @@ from mcm.runtime.client.resources import (  # noqa: E402
 )
 from mcm.runtime.clock import REAL_CLOCK  # noqa: E402
 
-Obj = dict[str, Any]
 NS = "default"
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
 

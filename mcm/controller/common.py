@@ -19,6 +19,7 @@ from mcm.controller.context import Deps
 from mcm.controller.status import Write, write_status
 from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import Result
 
@@ -39,8 +40,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 def machine_key(machine: Mapping[str, Any]) -> str:

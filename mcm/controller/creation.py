@@ -83,13 +83,12 @@ from mcm.driver import (
 from mcm.runtime import objects as o
 from mcm.runtime.client.errors import RequestError
 from mcm.runtime.labels import is_valid_label_value
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

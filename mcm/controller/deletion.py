@@ -79,13 +79,13 @@ from mcm.driver import (
 )
 from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["STEPS", "StepOutcome", "dispatch", "trigger_deletion_flow"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 
 MAX_STEPS_PER_PASS = 10
 """Steps one pass may chain before it hands the key back to the queue."""

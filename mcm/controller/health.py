@@ -42,6 +42,7 @@ from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.status import current_status, last_operation, write_status
 from mcm.runtime import objects as o
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import Result
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 
 PERMIT_TIMEOUT = 1.0
 """Seconds to wait for the per-deployment permit before trying again later (upstream)."""

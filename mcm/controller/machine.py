@@ -37,13 +37,12 @@ from mcm.controller.nodesync import sync_node_templates
 from mcm.controller.status import write_object
 from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import split_meta_namespace_key
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["MachineReconciler"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 def _sooner(result: Result, recheck: float | None) -> Result:

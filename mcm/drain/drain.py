@@ -36,7 +36,6 @@ from mcm.drain.state import (
     REASON_DRAIN_FAILED,
     REASON_DRAIN_STARTED,
     REASON_DRAIN_SUCCEEDED,
-    Obj,
     aggregate,
 )
 from mcm.drain.types import DrainListers, DrainOptions, DrainResult
@@ -45,6 +44,7 @@ from mcm.driver import Driver
 from mcm.runtime.cache.shared_informer import wait_for_cache_sync
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 
 __all__ = ["drain_node"]

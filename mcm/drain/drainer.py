@@ -15,12 +15,12 @@ import threading
 from mcm.drain.drain import drain_node
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
-from mcm.drain.state import Obj
 from mcm.drain.types import DrainListers, DrainOptions, DrainResult
 from mcm.drain.volumes import VolumeAttachmentHub
 from mcm.driver import Driver
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 
 __all__ = ["Drainer"]

@@ -15,8 +15,9 @@ import structlog
 
 from mcm.drain.pods import pod_key
 from mcm.drain.shared import DrainRun
-from mcm.drain.state import API_ERRORS, EVICTION_RETRY_INTERVAL, Obj, Removed
+from mcm.drain.state import API_ERRORS, EVICTION_RETRY_INTERVAL, Removed
 from mcm.runtime.client.errors import NotFound, TooManyRequests
+from mcm.runtime.objects import Obj
 from mcm.runtime.workqueue import parallelize_until
 
 __all__ = ["remove_in_parallel"]

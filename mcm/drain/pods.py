@@ -24,6 +24,7 @@ import structlog
 from mcm.drain.types import DrainOptions
 from mcm.runtime.cache import Lister
 from mcm.runtime.labels import selector_from_label_selector
+from mcm.runtime.objects import Obj
 
 __all__ = [
     "MIRROR_ANNOTATION",
@@ -36,7 +37,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = Mapping[str, Any]
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 LOCAL_STORAGE_WARNING = "Deleting pods with local storage"
 LOCAL_STORAGE_FATAL = "pods with local storage (use --delete-local-data to override)"
@@ -114,7 +114,7 @@ def _local_storage(pod: Obj, options: DrainOptions, selection: PodSelection) -> 
     return False
 
 
-def _controller_ref(pod: Obj) -> Obj | None:
+def _controller_ref(pod: Obj) -> Mapping[str, Any] | None:
     for ref in pod["metadata"].get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref

@@ -21,11 +21,11 @@ from mcm.drain.state import (
     LEFT_NODE_GONE,
     POD_POLL_INTERVAL,
     REATTACH_TIMEOUT_TEXT,
-    Obj,
     Removed,
 )
 from mcm.drain.volumes import TrackedVolume, VolumeWatch, is_attached
 from mcm.runtime.client.errors import NotFound, TooManyRequests
+from mcm.runtime.objects import Obj
 
 __all__ = ["SerialPass", "priority"]
 

@@ -28,7 +28,6 @@ from mcm.drain.state import (
     REASON_DRAIN_BLOCKED,
     TERMINATION_BUFFER,
     Deadline,
-    Obj,
     Removed,
     Tally,
 )
@@ -40,6 +39,7 @@ from mcm.runtime.client.errors import NotFound, TooManyRequests
 from mcm.runtime.client.resources import NODES, PODS
 from mcm.runtime.client.rest import delete_options
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 from mcm.runtime.workqueue import parallelize_until
 

@@ -30,6 +30,7 @@ from mcm.driver import CallContext, Driver, GetVolumeIDsRequest
 from mcm.runtime.cache import Lister
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 
 __all__ = [
     "TrackedVolume",
@@ -43,7 +44,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = Mapping[str, Any]
 DRIVER_CALL_TIMEOUT = 30.0
 """Bound of one ``get_volume_ids`` call (also bounded by the drain deadline)."""
 

@@ -19,6 +19,7 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 from mcm.emulator.validation import (
     DNS1123_LABEL_MESSAGE,
@@ -42,8 +43,6 @@ __all__ = [
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _SCOPES = ["Cluster", "Namespaced"]
-
-Obj = dict[str, Any]
 
 
 def _names(crd: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,11 +20,10 @@ from typing import Any
 
 from mcm.emulator.openapi import component_schemas
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import encode
+from mcm.emulator.store import Obj, encode
 
 __all__ = ["Discovery"]
 
-Obj = dict[str, Any]
 _SUB_VERBS = ["get", "patch", "update"]
 
 

@@ -44,7 +44,7 @@ from mcm.emulator.server import HttpServer
 from mcm.emulator.services import seed_kubernetes_service
 from mcm.emulator.stats import Stats
 from mcm.emulator.storage import Storage
-from mcm.emulator.store import Change, VersionedStore
+from mcm.emulator.store import Change, Obj, VersionedStore
 from mcm.emulator.watch import WatchHub
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -52,7 +52,6 @@ __all__ = ["Emulator"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 

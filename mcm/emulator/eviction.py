@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcm.emulator import errors
 from mcm.emulator.pdb import PDBS, PODS, disruption_allowed_condition, is_ready, selects
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EVICTION_BLOCKED", "MULTIPLE_PDBS", "evict"]
 
-Obj = dict[str, Any]
 MAX_DISRUPTED_PODS = 2000
 EVICTION_BLOCKED = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = (

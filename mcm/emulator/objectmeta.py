@@ -24,7 +24,6 @@ __all__ = [
     "validate_name",
 ]
 
-Obj = dict[str, Any]
 
 SYSTEM_FIELDS = (
     "uid",

@@ -22,19 +22,17 @@ import contextlib
 import datetime as _dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from mcm.emulator import builtinfields, errors, objectmeta
 from mcm.emulator.deletion import Deletion
 from mcm.emulator.errors import ApiStatusError, Raw
 from mcm.emulator.kinds import FieldError
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import StaleObjectError, Stored, VersionedStore
+from mcm.emulator.store import Obj, StaleObjectError, Stored, VersionedStore
 from mcm.emulator.timefmt import format_time
 
 __all__ = ["Storage", "WriteResult"]
 
-Obj = dict[str, Any]
 MAX_RETRIES = 5
 NAMESPACES = "namespaces"
 

@@ -44,6 +44,7 @@ __all__ = [
     "MAX_OBJECT_BYTES",
     "Change",
     "ChangeType",
+    "Obj",
     "ObjectTooLarge",
     "StaleObjectError",
     "Stored",
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+"""An API object as JSON: the one alias of the emulator's modules (the emulator imports nothing
+from ``mcm.runtime`` but the clock and labels, so not :data:`mcm.runtime.objects.Obj`)."""
 Key = tuple[str, str]
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 

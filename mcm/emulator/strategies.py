@@ -36,6 +36,7 @@ from mcm.emulator import podspec
 from mcm.emulator import schema as schemas
 from mcm.emulator.crdvalidation import crd_defaults, crd_errors
 from mcm.emulator.normalize import map_at, normalizer, time_map
+from mcm.emulator.store import Obj
 from mcm.emulator.validation import (
     DecodeError,
     FieldError,
@@ -57,7 +58,6 @@ __all__ = [
     "strategy_for",
 ]
 
-Obj = dict[str, Any]
 FieldGetter = Callable[[Obj], "str | None"]
 
 COMMON_SMP_LISTS: Mapping[str, str] = {

@@ -23,11 +23,11 @@ from typing import Any
 
 from mcm.emulator.printers import printer_for
 from mcm.emulator.registry import ResourceType
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import human_duration, parse_time
 
 __all__ = ["human_duration", "table", "wants_table"]
 
-Obj = dict[str, Any]
 _NAME_COLUMN = {
     "name": "Name",
     "type": "string",

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from mcm.runtime.client.errors import ApiError, is_not_found
 
 __all__ = [
+    "Obj",
     "annotation",
     "annotations_of",
     "cached",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+"""An API object as JSON (the one alias of the product packages, tests and benchmarks)."""
 
 
 class _Getter(Protocol):

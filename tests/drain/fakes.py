@@ -26,8 +26,8 @@ from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import ApiError, error_from_status
 from mcm.runtime.client.resources import NODES, PODS, VOLUME_ATTACHMENTS, Resource
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 
-Obj = dict[str, Any]
 Handler = Callable[[Obj], None]
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from mcm.drain import DrainListers, VolumeAttachmentHub
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from tests.drain.fakes import FakeCluster, listers
 
-Obj = dict[str, Any]
 NODE = "old-node"
 NEW_NODE = "new-node"
 NS = "default"

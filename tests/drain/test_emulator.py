@@ -14,10 +14,10 @@ from mcm.drain import DrainMetrics, DrainOptions, cordon_node, drain_node
 from mcm.driver import FakeDriver
 from mcm.emulator import Emulator
 from mcm.runtime.clock import REAL_CLOCK
+from mcm.runtime.objects import Obj
 from tests.drain.emulated import NS, Informers, held_pdb, pdb, pod, volume_objects
 from tests.emulator.ctl import create, node
 
-Obj = dict[str, Any]
 VAS = ("storage.k8s.io", "volumeattachments")
 PDBS = ("policy", "poddisruptionbudgets")
 

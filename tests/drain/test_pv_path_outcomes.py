@@ -7,7 +7,7 @@ import copy
 import dataclasses
 import threading
 import time
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -18,11 +18,10 @@ from mcm.runtime.cache import Lister
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import Conflict
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
 from tests.drain.test_regressions import drain_in_thread, misconfigured_pdb, options, run
-
-Obj = dict[str, Any]
 
 
 class _BrokenClaims:

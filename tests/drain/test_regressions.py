@@ -22,10 +22,9 @@ from mcm.runtime.client.errors import ApiError
 from mcm.runtime.client.resources import PODS
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
 from tests.drain.scenario import NEW_NODE, NODE, Scenario, attachment, build, pod, pvc
-
-Obj = dict[str, Any]
 
 
 def run(

@@ -17,11 +17,10 @@ from mcm.drain import (
 from mcm.drain.pods import blocking_pdb, select_pods
 from mcm.driver import FakeDriver
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 from tests.drain.fakes import ClockDriver, FakeCluster, lister, listers, server_error, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
-
-Obj = dict[str, Any]
 
 
 def names(pods: list[Any]) -> list[str]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 
 from mcm.emulator.pdb import PDBS, PODS, disruption_allowed_condition, is_ready, selects
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time, parse_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -42,7 +43,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 OFF_ANNOTATION = "emu.sim/pdb-controller"
 DELETION_TIMEOUT = 120.0
 

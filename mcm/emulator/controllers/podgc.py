@@ -9,11 +9,12 @@ terminating until the finalizers are removed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor, Scheduler
@@ -23,7 +24,6 @@ __all__ = ["PodGC"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 PODS = "pods"
 NODES = "nodes"
 
