@@ -29,6 +29,7 @@ from mcm.apis.machine import constants as c
 from mcm.controller.context import Deps
 from mcm.controller.indexes import machines_of_class
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.cache.keys import split_meta_namespace_key
 from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
 from mcm.runtime.client.rest import RESTClient
@@ -132,7 +133,7 @@ def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> Non
 def _enqueue_machines(deps: Deps, machines: list[Mapping[str, Any]]) -> None:
     for machine in machines:
         if not o.deletion_timestamp(machine):
-            deps.enqueue_machine(f"{o.namespace_of(machine)}/{o.name_of(machine)}", 0.0)
+            deps.enqueue_machine(object_key(machine), 0.0)
 
 
 # --- Secret ---------------------------------------------------------------------------------

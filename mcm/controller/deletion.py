@@ -50,7 +50,6 @@ from mcm.controller.common import (
     FlowInputs,
     drain_timeout,
     elapsed_since,
-    machine_key,
     max_evict_retries,
     now,
     phase_of,
@@ -78,6 +77,7 @@ from mcm.driver import (
     MachineError,
 )
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
@@ -117,7 +117,7 @@ def trigger_deletion_flow(
     if c.MCM_FINALIZER not in o.finalizers(machine):
         record_warning(deps, machine, "DeletionBlocked", c.ERR_MISSING_FINALIZERS.format(machine=name))
         return Result.after(c.LONG_RETRY)
-    key = machine_key(machine)
+    key = object_key(machine)
     with deps.creation.deleting(key) as taken:
         if not taken:
             log.info(
@@ -248,7 +248,7 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: FlowInputs)
 
 
 def _reinitiate(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
-    log.warning("undecodable_deletion_state", machine=machine_key(machine))
+    log.warning("undecodable_deletion_state", machine=object_key(machine))
     return set_machine_termination_status(deps, machine, inputs)
 
 
@@ -363,7 +363,7 @@ def _provider_ids(deps: Deps, machine: Obj, inputs: FlowInputs) -> set[str] | Ma
             provider=inputs.machine_class.provider,
         )
     except MachineError as err:
-        log.info("list_machines_failed", machine=machine_key(machine), error=str(err))
+        log.info("list_machines_failed", machine=object_key(machine), error=str(err))
         return err if err.code in RETRYABLE_CODES else set()
     return {pid for pid, owner in listed.machine_list.items() if owner == o.name_of(machine)}
 
@@ -533,9 +533,7 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> S
             deps.writers.volume_attachments.delete(o.name_of(va))
         except RequestError as err:
             if not is_not_found(err):
-                log.warning(
-                    "volume_attachment_delete_failed", machine=machine_key(machine), error=err.message
-                )
+                log.warning("volume_attachment_delete_failed", machine=object_key(machine), error=err.message)
     return StepOutcome(machine, Result.after(c.SHORT_RETRY))
 
 
@@ -626,7 +624,7 @@ def _remove_node_finalizer(deps: Deps, machine: Obj, node: Mapping[str, Any]) ->
         )
     except RequestError as err:
         if is_conflict(err):
-            log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
+            log.debug("node_finalizer_conflict", machine=object_key(machine), node=node_name)
             return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
         if not is_not_found(err):
             description = c.DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)

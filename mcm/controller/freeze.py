@@ -42,10 +42,11 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller.common import machine_key, now, phase_of, record_normal, record_warning
+from mcm.controller.common import now, phase_of, record_normal, record_warning
 from mcm.controller.context import Deps
 from mcm.controller.status import last_operation, write_status
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, is_not_found
 from mcm.runtime.worker import DONE, Result
 
@@ -179,7 +180,7 @@ class APIServerSafety:
             if phase_of(machine) == c.PHASE_UNKNOWN and not self.reset_health_timeout(o.name_of(machine)):
                 return False
         for machine in machines:
-            self.deps.enqueue_machine(machine_key(machine), self.requeue_delay)
+            self.deps.enqueue_machine(object_key(machine), self.requeue_delay)
         self.set_frozen(False)
         self.inactive_since = None
         log.warning("machine_controller_unfrozen", machines=len(machines))

@@ -29,7 +29,6 @@ from mcm.controller.common import (
     creation_timeout,
     elapsed_since,
     health_timeout,
-    machine_key,
     machine_node,
     node_condition_types,
     now,
@@ -42,6 +41,7 @@ from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.status import current_status, last_operation, write_status
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.objects import Obj
 from mcm.runtime.worker import Result
 
@@ -229,7 +229,7 @@ def _mark_running(
             failed = delete_bootstrap_token(deps.writers.target_secrets, name)
             if failed is not None:
                 log.warning(
-                    "bootstrap_token_delete_failed", machine=machine_key(machine), error=failed.message
+                    "bootstrap_token_delete_failed", machine=object_key(machine), error=failed.message
                 )
     else:
         description = c.DESC_REJOINED.format(machine=name)
@@ -303,7 +303,7 @@ def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout:
     group = o.label(machine, c.LABEL_DEPLOYMENT_NAME) or ""
     deps.permits.register_permits(group, 1)
     if not deps.permits.try_permit(group, PERMIT_TIMEOUT):
-        log.warning("permit_timeout", machine=machine_key(machine))
+        log.warning("permit_timeout", machine=object_key(machine))
         return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
     try:
         allowed = can_mark_machine_failed(deps, machine, marks, group)
@@ -313,7 +313,7 @@ def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout:
         deps.permits.release_permit(group)
     if not allowed:
         message = f'machine "{name}" couldn\'t be marked FAILED, other machines are getting replaced'
-        log.info("failed_marking_throttled", machine=machine_key(machine), message=message)
+        log.info("failed_marking_throttled", machine=object_key(machine), message=message)
         return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
     description = c.DESC_HEALTH_TIMEOUT.format(
         machine=name,

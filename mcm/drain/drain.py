@@ -26,7 +26,7 @@ import structlog
 
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.parallel import remove_in_parallel
-from mcm.drain.pods import pod_key, select_pods
+from mcm.drain.pods import select_pods
 from mcm.drain.serial import SerialPass, priority
 from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
@@ -41,6 +41,7 @@ from mcm.drain.state import (
 from mcm.drain.types import DrainListers, DrainOptions, DrainResult
 from mcm.drain.volumes import VolumeAttachmentHub, pod_volumes, uses_pvc
 from mcm.driver import Driver
+from mcm.runtime.cache import object_key
 from mcm.runtime.cache.shared_informer import wait_for_cache_sync
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
@@ -155,9 +156,9 @@ def _remove_serially(run: DrainRun, pods: list[Obj]) -> None:
         log.exception("drain_pv_path_failed", node=run.node)
         for pod in ordered:
             with run.tally.lock:
-                known = pod_key(pod) in run.tally.outcomes
+                known = object_key(pod) in run.tally.outcomes
             if not known:
-                run.tally.record(pod, "left", str(err), f"error draining pod {pod_key(pod)}: {err}")
+                run.tally.record(pod, "left", str(err), f"error draining pod {object_key(pod)}: {err}")
 
 
 def _result(run: DrainRun, error: str | None) -> DrainResult:

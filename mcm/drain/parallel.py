@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import structlog
 
-from mcm.drain.pods import pod_key
 from mcm.drain.shared import DrainRun
 from mcm.drain.state import API_ERRORS, EVICTION_RETRY_INTERVAL, Removed
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import NotFound, TooManyRequests
 from mcm.runtime.objects import Obj
 from mcm.runtime.workqueue import parallelize_until
@@ -74,5 +74,5 @@ def _evict_with_retries(run: DrainRun, pod: Obj) -> Removed | None:
 def _failed(run: DrainRun, pod: Obj, evict: bool, err: Exception) -> None:
     verb = "evicting" if evict else "deleting"
     error = f'error when {verb} pod "{pod["metadata"]["name"]}": {err} scheduled on node {run.node}'
-    log.error("drain_pod_failed", pod=pod_key(pod), node=run.node, error=str(err))
+    log.error("drain_pod_failed", pod=object_key(pod), node=run.node, error=str(err))
     run.tally.record(pod, "left", str(err), error)

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 from mcm.drain.types import DrainOptions
-from mcm.runtime.cache import Lister
+from mcm.runtime.cache import Lister, object_key
 from mcm.runtime.labels import selector_from_label_selector
 from mcm.runtime.objects import Obj
 
@@ -31,7 +31,6 @@ __all__ = [
     "PodSelection",
     "blocking_pdb",
     "is_misconfigured",
-    "pod_key",
     "select_pods",
 ]
 
@@ -49,11 +48,6 @@ UNREPLICATED_FATAL = (
 )
 DAEMONSET_WARNING = "Ignoring DaemonSet-managed pods"
 DAEMONSET_FATAL = "DaemonSet-managed pods (use --ignore-daemonsets to ignore)"
-
-
-def pod_key(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 @dataclass
@@ -91,7 +85,7 @@ def select_pods(pods: Sequence[Obj], node: str, options: DrainOptions) -> PodSel
         if keep:
             selection.pods.append(pod)
         else:
-            selection.skipped.append(pod_key(pod))
+            selection.skipped.append(object_key(pod))
     return selection
 
 
@@ -157,12 +151,12 @@ def blocking_pdb(pod: Obj, pdbs: Lister) -> Obj | None:
         key=lambda p: str(p["metadata"].get("name", "")),
     )
     if not matching:
-        log.debug("no_pdb_for_pod", pod=pod_key(pod))
+        log.debug("no_pdb_for_pod", pod=object_key(pod))
         return None
     if len(matching) > 1:
         log.warning(
             "pod_matches_several_pdbs_first_chosen",
-            pod=pod_key(pod),
+            pod=object_key(pod),
             pdb=matching[0]["metadata"].get("name"),
         )
     return matching[0]

@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from mcm.driver import CallContext, Driver, GetVolumeIDsRequest
-from mcm.runtime.cache import Lister
+from mcm.runtime.cache import Lister, object_key
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.clock import Clock
 from mcm.runtime.objects import Obj
@@ -95,7 +95,7 @@ def pod_volumes(
     deadline: float,
 ) -> dict[str, list[TrackedVolume]]:
     """The tracked volumes of each pod, keyed ``<ns>/<name>`` (every pod has an entry)."""
-    names = {_key(pod): _pv_names(pod, pvcs) for pod in pods}
+    names = {object_key(pod): _pv_names(pod, pvcs) for pod in pods}
     counts = Counter(name for pv_names in names.values() for name in pv_names)
     shared = {name for name, count in counts.items() if count > 1}
     if shared:
@@ -267,8 +267,3 @@ class VolumeAttachmentHub:
     def on_delete(self, obj: Any) -> None:
         """VolumeAttachment informer's listener thread (a tombstone is unwrapped); never blocks."""
         self.dispatch(getattr(obj, "obj", obj), deleted=True)
-
-
-def _key(pod: Obj) -> str:
-    meta = pod["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"
