@@ -1,11 +1,12 @@
-"""The recording pipeline's event copy shares nothing mutable with the original."""
+"""mcm.runtime.objects: a clone (of an API object or of an Event on its way to the sink) shares
+nothing mutable with the original."""
 
 from __future__ import annotations
 
 import datetime
 from typing import Any
 
-from mcm.runtime.record._clone import clone
+from mcm.runtime.objects import clone
 
 
 def test_a_clone_is_equal_and_shares_no_dict_or_list() -> None:
