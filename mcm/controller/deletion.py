@@ -80,6 +80,7 @@ from mcm.runtime import objects as o
 from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.objects import Obj
+from mcm.runtime.retry import DEFAULT_RETRY, retry_on_conflict
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["STEPS", "StepOutcome", "dispatch", "trigger_deletion_flow"]
@@ -95,7 +96,6 @@ FORCED_DRAIN_TIMEOUT = 60.0
 """Drain timeout of a forced drain (upstream: 1 min, one eviction attempt)."""
 EVICTION_RETRY_PERIOD = 20.0
 """Upstream caps evict retries at drain timeout / 20 s."""
-NODE_CONDITION_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -450,25 +450,23 @@ def _force_drain(deps: Deps, machine: Mapping[str, Any]) -> bool:
 
 
 def update_node_termination_condition(deps: Deps, machine: Mapping[str, Any]) -> str | None:
-    """Set the node's ``Terminating`` condition (live read, conflicts retried); the error text or ``None``."""
+    """Set the node's ``Terminating`` condition (live read, conflicts retried as client-go's
+    ``retry.DefaultRetry``); the error text or ``None``."""
     nodes = deps.writers.nodes
     node_name = _node_name(machine)
     if nodes is None or phase_of(machine) in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
         return None
-    last: RequestError | None = None
-    for _ in range(NODE_CONDITION_ATTEMPTS):
-        try:
-            node = nodes.get(node_name)
-            nodes.update_status(_with_termination_condition(deps, machine, node))
-        except RequestError as err:
-            if is_not_found(err):
-                return None
-            last = err
-            if is_conflict(err):
-                continue
-            break
-        return None
-    return f'failed to create update conditions for node "{node_name}": {last.message if last else ""}'
+
+    def write_once() -> None:
+        node = nodes.get(node_name)
+        nodes.update_status(_with_termination_condition(deps, machine, node))
+
+    try:
+        retry_on_conflict(DEFAULT_RETRY, write_once, clock=deps.clock)
+    except RequestError as err:
+        if not is_not_found(err):
+            return f'failed to create update conditions for node "{node_name}": {err.message}'
+    return None
 
 
 def _with_termination_condition(deps: Deps, machine: Mapping[str, Any], node: Mapping[str, Any]) -> Obj:

@@ -56,7 +56,7 @@ class Drainer:
 
     def cordon(self, node_name: str) -> None:
         """Mark the node unschedulable (a missing or cordoned node is fine); API errors raise."""
-        cordon_node(self.client, node_name)
+        cordon_node(self.client, node_name, clock=self.clock)
 
     def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Obj | None = None) -> DrainResult:
         """Drain ``node_name``; Events go to ``machine_ref`` (the Machine) when given."""

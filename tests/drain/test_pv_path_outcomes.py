@@ -19,6 +19,7 @@ from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import Conflict
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.objects import Obj
+from tests.clocks import SelfSteppingClock
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
 from tests.drain.test_regressions import drain_in_thread, misconfigured_pdb, options, run
@@ -183,13 +184,16 @@ class _ConflictingNodes:
         return body
 
 
-@pytest.mark.parametrize(("conflicts", "cordoned"), [(0, True), (2, True), (3, False)])
-def test_cordon_retries_conflicts_three_times(conflicts: int, cordoned: bool) -> None:
-    nodes = _ConflictingNodes(conflicts)
+@pytest.mark.parametrize(("conflicts", "cordoned"), [(0, True), (4, True), (5, False)])
+def test_cordon_retries_conflicts_as_client_go_default_retry(conflicts: int, cordoned: bool) -> None:
+    """Five tries about 10 ms apart (``retry.DefaultRetry``), slept on the injected clock."""
+    nodes, clock = _ConflictingNodes(conflicts), SelfSteppingClock()
     if cordoned:
-        cordon_node(cast(ClusterClient, nodes), NODE)
+        cordon_node(cast(ClusterClient, nodes), NODE, clock=clock)
         assert nodes.node["spec"]["unschedulable"] is True
     else:
         with pytest.raises(Conflict):
-            cordon_node(cast(ClusterClient, nodes), NODE)
-    assert nodes.updates == min(conflicts + 1, 3)
+            cordon_node(cast(ClusterClient, nodes), NODE, clock=clock)
+    assert nodes.updates == min(conflicts + 1, 5)
+    assert len(clock.slept) == min(conflicts, 4)
+    assert all(0.010 <= slept < 0.011 for slept in clock.slept)
