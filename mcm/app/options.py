@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcm.controller.options import DEFAULT_NODE_CONDITIONS
+from mcm.drain import DEFAULT_MACHINE_DRAIN_TIMEOUT
 from mcm.driver.endpoints import is_local_endpoint
 
 __all__ = [
@@ -139,7 +140,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "machine-drain-timeout",
         "duration",
-        2 * _H,
+        DEFAULT_MACHINE_DRAIN_TIMEOUT,
         "Timeout after which the drain of a deleted machine turns into a forced deletion.",
     ),
     Flag(

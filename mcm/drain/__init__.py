@@ -24,11 +24,11 @@ from mcm.drain.state import (
     REASON_DRAIN_SUCCEEDED,
 )
 from mcm.drain.types import (
+    DEFAULT_MACHINE_DRAIN_TIMEOUT,
     DEFAULT_MAX_EVICT_RETRIES,
     DEFAULT_MAX_PARALLEL_EVICTIONS,
     DEFAULT_PV_DETACH_TIMEOUT,
     DEFAULT_PV_REATTACH_TIMEOUT,
-    DEFAULT_TIMEOUT,
     DrainListers,
     DrainOptions,
     DrainResult,
@@ -37,11 +37,11 @@ from mcm.drain.types import (
 from mcm.drain.volumes import VolumeAttachmentHub
 
 __all__ = [
+    "DEFAULT_MACHINE_DRAIN_TIMEOUT",
     "DEFAULT_MAX_EVICT_RETRIES",
     "DEFAULT_MAX_PARALLEL_EVICTIONS",
     "DEFAULT_PV_DETACH_TIMEOUT",
     "DEFAULT_PV_REATTACH_TIMEOUT",
-    "DEFAULT_TIMEOUT",
     "EVICTION_RETRY_INTERVAL",
     "POD_POLL_INTERVAL",
     "REASON_DRAIN_BLOCKED",
