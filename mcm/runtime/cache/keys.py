@@ -25,6 +25,7 @@ __all__ = [
     "KeyFunc",
     "KeyFuncError",
     "deletion_handling_meta_namespace_key_func",
+    "key_with",
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "object_key",
@@ -65,6 +66,14 @@ class KeyFuncError(Exception):
         self.obj = obj
         self.err = err
         super().__init__(f"couldn't create key for object {_describe(obj)}: {err}")
+
+
+def key_with(key_func: KeyFunc, obj: Any) -> str:
+    """``key_func(obj)``; any failure is raised as :class:`KeyFuncError` (every store keys so)."""
+    try:
+        return key_func(obj)
+    except Exception as exc:
+        raise KeyFuncError(obj, exc) from exc
 
 
 def _describe(obj: object) -> str:
