@@ -1,6 +1,6 @@
 """Node drain: cordon, evict or delete the pods of a node, wait for their volumes, clean up.
 
-Start with :func:`drain_node` (after :func:`cordon_node`). The caller
+Start with :func:`run_drain` (after :func:`cordon_node`). The caller
 supplies the target-cluster client, :class:`DrainListers` over its informers, the driver (for
 ``get_volume_ids``), a clock and a stop event; :class:`VolumeAttachmentHub` turns the
 VolumeAttachment informer's events, :class:`PodDeletions` the pod informer's delete events,
@@ -9,7 +9,7 @@ controller, whose deletion step builds the options of each drain and calls it.
 ``docs/drain.md`` describes the flow and where mcm differs from upstream.
 """
 
-from mcm.drain.drain import drain_node
+from mcm.drain.drain import run_drain
 from mcm.drain.drainer import Drainer
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
@@ -57,6 +57,6 @@ __all__ = [
     "PodOutcome",
     "VolumeAttachmentHub",
     "cordon_node",
-    "drain_node",
     "is_misconfigured",
+    "run_drain",
 ]

@@ -1,6 +1,6 @@
 """The node drain: upstream's ``RunDrain`` (``pkg/util/provider/drain/drain.go``, as at HEAD) with
 its hangs, crashes and miscounts fixed (docs/drain.md, "Where mcm differs from upstream"):
-:func:`drain_node`.
+:func:`run_drain`.
 
 Guarantees:
 
@@ -48,12 +48,12 @@ from mcm.runtime.clock import Clock
 from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 
-__all__ = ["drain_node"]
+__all__ = ["run_drain"]
 
 log = structlog.get_logger(__name__)
 
 
-def drain_node(
+def run_drain(
     client: ClusterClient,
     listers: DrainListers,
     driver: Driver,

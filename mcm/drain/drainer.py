@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from mcm.drain.drain import drain_node
+from mcm.drain.drain import run_drain
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
 from mcm.drain.types import DrainListers, DrainOptions, DrainResult
@@ -60,7 +60,7 @@ class Drainer:
 
     def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Obj | None = None) -> DrainResult:
         """Drain ``node_name``; Events go to ``machine_ref`` (the Machine) when given."""
-        return drain_node(
+        return run_drain(
             self.client,
             self.listers,
             self.driver,

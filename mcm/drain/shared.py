@@ -1,6 +1,6 @@
 """One drain's state, and the calls its parallel and serial paths both make.
 
-:class:`DrainRun` is built once per drain by :func:`~mcm.drain.drain.drain_node` and handed to
+:class:`DrainRun` is built once per drain by :func:`~mcm.drain.drain.run_drain` and handed to
 :mod:`~mcm.drain.parallel` (pods without PVs) and :mod:`~mcm.drain.serial` (pods with PVs); neither
 path imports the other or the top level, so the modules form no cycle. What they share:
 

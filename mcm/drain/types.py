@@ -40,7 +40,7 @@ class DrainOptions:
     """How to drain one node. Durations are seconds."""
 
     timeout: float = DEFAULT_MACHINE_DRAIN_TIMEOUT
-    """Drain-wide deadline, measured from the start of :func:`~mcm.drain.drain_node` (HEAD)."""
+    """Drain-wide deadline, measured from the start of :func:`~mcm.drain.run_drain` (HEAD)."""
     max_evict_retries: int = DEFAULT_MAX_EVICT_RETRIES
     """Eviction attempts per pod (per pass for PV pods) before one delete; ≤ 0 deletes at once."""
     pv_detach_timeout: float = DEFAULT_PV_DETACH_TIMEOUT

@@ -11,7 +11,7 @@ from typing import cast
 
 import pytest
 
-from mcm.drain import DrainListers, DrainResult, PodDeletions, cordon_node, drain_node
+from mcm.drain import DrainListers, DrainResult, PodDeletions, cordon_node, run_drain
 from mcm.drain.state import DETACH_TIMEOUT_TEXT, LEFT_DEADLINE, LEFT_NODE_GONE, TERMINATION_BUFFER
 from mcm.driver import FakeDriver
 from mcm.runtime.cache import Lister
@@ -51,7 +51,7 @@ def test_an_unexpected_error_of_the_pv_path_leaves_its_pods_behind() -> None:
 
 def _run_with(s: Scenario, drain_listers: DrainListers) -> tuple[DrainResult, float]:
     with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
-        result = drain_node(
+        result = run_drain(
             s.cluster.as_client(),
             drain_listers,
             FakeDriver(),

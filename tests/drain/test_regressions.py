@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcm.drain import DrainOptions, DrainResult, PodDeletions, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain import DrainOptions, DrainResult, PodDeletions, VolumeAttachmentHub, cordon_node, run_drain
 from mcm.drain.state import LEFT_NODE_GONE, POD_POLL_INTERVAL, TERMINATION_BUFFER
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
@@ -36,7 +36,7 @@ def run(
     **listers_extra: Any,
 ) -> tuple[DrainResult, float]:
     with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
-        result = drain_node(
+        result = run_drain(
             s.cluster.as_client(),
             s.listers(**listers_extra),
             FakeDriver() if driver is None else driver,
@@ -271,7 +271,7 @@ def test_stop_event_ends_a_sleeping_drain_promptly() -> None:
     results: list[DrainResult] = []
     thread = threading.Thread(
         target=lambda: results.append(
-            drain_node(
+            run_drain(
                 s.cluster.as_client(), s.listers(), FakeDriver(), NODE, options(), clock=clock, stop=stop
             )
         )
@@ -385,18 +385,18 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
 def drain_in_thread(
     cluster: FakeCluster, drain_listers: Any, clock: FakeClock, drain_options: DrainOptions
 ) -> tuple[threading.Thread, list[DrainResult]]:
-    """``drain_node`` of NODE started in a thread (the test moves the fake clock); its result is
+    """``run_drain`` of NODE started in a thread (the test moves the fake clock); its result is
     appended to the list returned."""
     results: list[DrainResult] = []
 
-    def run_drain() -> None:
+    def drain_and_keep_result() -> None:
         client = cluster.as_client()
         stop = threading.Event()
         results.append(
-            drain_node(client, drain_listers, FakeDriver(), NODE, drain_options, clock=clock, stop=stop)
+            run_drain(client, drain_listers, FakeDriver(), NODE, drain_options, clock=clock, stop=stop)
         )
 
-    drain = threading.Thread(target=run_drain)
+    drain = threading.Thread(target=drain_and_keep_result)
     drain.start()
     return drain, results
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from mcm.drain import DrainOptions, VolumeAttachmentHub, drain_node
+from mcm.drain import DrainOptions, VolumeAttachmentHub, run_drain
 from mcm.driver import FakeDriver
 from mcm.runtime.clock import FakeClock
 from tests.drain.fakes import ClockDriver, FakeCluster, too_many_requests
@@ -209,7 +209,7 @@ def test_run_drain(entry: Entry) -> None:
     )
 
     with ClockDriver(clock, lambda: sum(cluster.calls.values())) as driver:
-        result = drain_node(
+        result = run_drain(
             cluster.as_client(),
             s.listers(),
             FakeDriver(),
