@@ -7,7 +7,7 @@ import pytest
 
 from mcm.apis.machine import constants as c
 from mcm.controller.classes import FinalizerUpdateError, update_finalizers
-from mcm.controller.deletion import update_node_termination_condition
+from mcm.controller.nodedrain import update_node_termination_condition
 from mcm.runtime.client.errors import Conflict
 from tests.clocks import SelfSteppingClock
 
