@@ -161,7 +161,11 @@ def _reinitiate(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
 
 
 def get_vm_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
-    """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
+    """Does the VM still exist? Every answer but a driver failure moves on to the drain; without a
+    target cluster there is nothing to drain and the flow goes on to the VM's deletion (HEAD's
+    ``updateMachineStatusAndNodeLabel``, which asks the driver nothing then)."""
+    if not deps.has_target:
+        return advance(deps, machine, c.DESC_NO_TARGET_SKIP_DRAIN)
     filled = fill_node_label(deps, machine, inputs)
     if isinstance(filled, Result):
         return StepOutcome(machine, filled)

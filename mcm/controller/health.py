@@ -142,8 +142,24 @@ def conditions_changed(
 
 
 def format_conditions(conditions: list[dict[str, Any]]) -> str:
-    """``[Ready=False, DiskPressure=False]``: the node conditions in descriptions."""
-    return "[" + ", ".join(f"{cond.get('type')}={cond.get('status')}" for cond in conditions) + "]"
+    """The node conditions in descriptions, exactly as upstream prints them: Go's ``%+v`` of a
+    ``[]v1.NodeCondition`` (``[{Type:Ready Status:False LastHeartbeatTime:2024-01-01 10:00:00 +0000
+    UTC LastTransitionTime:… Reason:KubeletNotReady Message:…} {Type:…}]``; times as
+    :func:`~mcm.runtime.objects.format_go_time` prints them, other fields as they are)."""
+    return "[" + " ".join(_go_node_condition(cond) for cond in conditions) + "]"
+
+
+def _go_node_condition(cond: Mapping[str, Any]) -> str:
+    def text(key: str) -> str:
+        value = cond.get(key)
+        return value if isinstance(value, str) else ""
+
+    return (
+        f"{{Type:{text('type')} Status:{text('status')} "
+        f"LastHeartbeatTime:{o.format_go_time(cond.get('lastHeartbeatTime'))} "
+        f"LastTransitionTime:{o.format_go_time(cond.get('lastTransitionTime'))} "
+        f"Reason:{text('reason')} Message:{text('message')}}}"
+    )
 
 
 def _has_critical_taint(node: Mapping[str, Any]) -> bool:

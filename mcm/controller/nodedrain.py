@@ -4,7 +4,7 @@ Upstream: ``drainNode`` in ``pkg/util/provider/machinecontroller/machine_util.go
 HEAD's changes); the drain itself is :mod:`mcm.drain` (upstream's ``RunDrain``), reached through
 ``deps.drainer``.
 
-- No ``node`` label, or no target cluster: the drain is skipped (``Initiate VM deletion``).
+- No target cluster, or no ``node`` label: the drain is skipped (``Initiate VM deletion``).
 - A Node whose providerID disagrees with the machine's is not touched (:func:`foreign_node`).
 - The drain is *forced* by the ``force-deletion`` label (any Go boolean true), a deletion older
   than the drain timeout, or (HEAD) a ``Ready`` condition not True / ``ReadonlyFilesystem`` not
@@ -52,8 +52,10 @@ EVICTION_RETRY_PERIOD = 20.0
 
 def drain_machine_node(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Termination condition, cordon and drain the node; forced drains go to the VolumeAttachments step."""
+    if not deps.has_target:
+        return advance(deps, machine, c.DESC_NO_TARGET_SKIP_DRAIN)
     node = node_name_of(machine)
-    if not node or not deps.has_target:
+    if not node:
         return advance(deps, machine, c.DESC_DRAIN_SKIPPED_NO_NODE)
     foreign = foreign_node(deps, machine, node, "not cordoned or drained")
     if foreign is not None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from mcm.runtime.objects import clone
+import pytest
+
+from mcm.runtime.objects import clone, format_go_time
 
 
 def test_a_clone_is_equal_and_shares_no_dict_or_list() -> None:
@@ -29,3 +31,23 @@ def test_a_clone_is_equal_and_shares_no_dict_or_list() -> None:
     assert event["tags"] == {"x": [1, 2]}
     assert event["involvedObject"]["name"] == "m"
     assert copied["when"] == stamp
+
+
+# Printed by Go 1.26 (fmt "%+v" of metav1.Time fields decoded by encoding/json, TZ=UTC) for the
+# same RFC 3339 inputs.
+@pytest.mark.parametrize(
+    ("rfc3339", "go"),
+    [
+        ("2024-01-01T10:00:00Z", "2024-01-01 10:00:00 +0000 UTC"),
+        ("2024-06-30T23:59:59+02:00", "2024-06-30 21:59:59 +0000 UTC"),
+        ("2024-01-01T10:00:00.500Z", "2024-01-01 10:00:00.5 +0000 UTC"),
+        ("2024-12-31T22:30:00.000000001-05:00", "2025-01-01 03:30:00.000000001 +0000 UTC"),
+        ("2024-03-10T01:02:03.120Z", "2024-03-10 01:02:03.12 +0000 UTC"),
+        (None, "0001-01-01 00:00:00 +0000 UTC"),
+        ("", "0001-01-01 00:00:00 +0000 UTC"),
+        ("yesterday", "0001-01-01 00:00:00 +0000 UTC"),
+        ("2024-02-30T10:00:00Z", "0001-01-01 00:00:00 +0000 UTC"),
+    ],
+)
+def test_format_go_time_prints_what_go_prints(rfc3339: object, go: str) -> None:
+    assert format_go_time(rfc3339) == go

@@ -259,6 +259,11 @@ DESC_GET_VM_UNDECODABLE: Final = (
 DESC_DRAIN_SKIPPED_NO_NODE: Final = (
     "Skipping drain as nodeName is not a valid one for machine. " + MARKER_INITIATE_VM_DELETION
 )
+DESC_NO_TARGET_SKIP_DRAIN: Final = (
+    "Running without target cluster, skipping node drain and volume attachment deletion. "
+    + MARKER_INITIATE_VM_DELETION
+)
+"""HEAD (``updateMachineStatusAndNodeLabel``): the get-VM-status step without a target cluster."""
 DESC_DRAIN_CONDITION_UPDATE_FAILED: Final = (
     "Drain failed due to failure in update of node conditions - {err}. Will retry in next sync. "
     + MARKER_INITIATE_DRAIN
