@@ -4,7 +4,8 @@
 # Works on a fresh machine with only python3 and pip. Extra arguments go to pytest (and skip the
 # benchmark smoke runs and the chaos suite's short profile).
 # With `go` on PATH it first builds (or finds cached) the real control plane for tests/realapi
-# (hack/envtest.sh); without it that tier is skipped, and under CI=true that fails the run.
+# (hack/envtest.sh, a wrapper over `python -m mcm.testing.envtest build`); without it that tier is
+# skipped, and under CI=true that fails the run.
 #
 # Ruff runs first; mypy with the import layers, the benchmark smoke runs and the chaos short profile
 # then run in the background next to pytest (they mostly wait, as do most tests, and the machine
