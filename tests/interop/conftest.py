@@ -1,0 +1,34 @@
+"""The interop tier: mcm beside upstream v0.47.0's Go binaries (``hack/upstream-mcm.sh`` builds
+them). Without them every test here is skipped with one line; under ``CI=true`` with Go
+installed they are required (``hack/test.sh`` builds them first)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .env import InteropEnv, Upstream, missing, upstream_paths
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Upstream:
+    paths = upstream_paths()
+    reason = missing(paths)
+    if reason is None:
+        return paths
+    if os.environ.get("CI") == "true" and shutil.which("go") is not None:
+        pytest.fail(f"interop tier required under CI=true with Go installed: {reason}", pytrace=False)
+    pytest.skip(f"interop tier skipped: {reason}")
+
+
+@pytest.fixture
+def env(tmp_path: Path, upstream: Upstream) -> Iterator[InteropEnv]:
+    environment = InteropEnv(tmp_path, upstream)
+    try:
+        yield environment
+    finally:
+        environment.close()
