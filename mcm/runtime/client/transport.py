@@ -47,6 +47,7 @@ from urllib3.util.retry import Retry
 from mcm.runtime.client import codec
 from mcm.runtime.client.connection import Connection
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
+from mcm.runtime.client.http11 import InvalidRequest, check_request
 from mcm.runtime.client.http11 import Response as LeanResponse
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -355,6 +356,7 @@ class Transport:
                 return lean.request(
                     method, self._base_path + url[len(self._base) :], headers, payload, timeout=self.timeout
                 )
+            check_request(url, headers)  # http.client would put a header's value into its error
             pool = self._direct_pool()
             if pool is None:
                 return self._pool.request(
@@ -378,7 +380,7 @@ class Transport:
                 assert_same_host=False,
                 preload_content=preload,
             )
-        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, InvalidRequest) as exc:
             raise connection_failed(exc, f"{method} {url}") from exc
 
     def _direct_pool(self) -> urllib3.HTTPConnectionPool | None:

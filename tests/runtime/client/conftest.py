@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.clock import FakeClock
+from tests.runtime.client.raw_server import RawServer, Script
 from tests.runtime.client.stub_server import StubServer
 
 
@@ -29,3 +31,18 @@ def stub_client(stub: StubServer, tmp_path: Path, fake_clock: FakeClock) -> Iter
     client = load_config(stub.write_kubeconfig(tmp_path / "kubeconfig"), clock=fake_clock, max_retries=0)
     yield client
     client.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., RawServer]]:
+    """Start loopback servers sending crafted bytes (stopped after the test)."""
+    servers: list[RawServer] = []
+
+    def start(script: Script | None = None, **kwargs: Any) -> RawServer:
+        server = RawServer(script, **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
