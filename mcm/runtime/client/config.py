@@ -37,8 +37,16 @@ from mcm.runtime.client.connection import (
     kubeconfig_connection,
     needs_kubernetes_package,
 )
-from mcm.runtime.client.identity import TlsMaterial, apply_ca, take_tls_material, use_identity
+from mcm.runtime.client.identity import (
+    TlsMaterial,
+    apply_ca,
+    check_ca,
+    check_identity,
+    take_tls_material,
+    use_identity,
+)
 from mcm.runtime.client.kubeconfig import ConfigError, select_context
+from mcm.runtime.client.proxy import cluster_proxy, proxy_from_environment
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
@@ -78,7 +86,15 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as exc:
         raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    _use_proxy(configuration, proxy_from_environment(str(configuration.host)))
     return _service_account_namespace()
+
+
+def _use_proxy(configuration: Configuration, proxy: str | None) -> None:
+    """Route the package's pool through ``proxy`` (chosen as client-go chooses it) and nothing
+    else: the package's own reading of the environment differs (loopback servers, NO_PROXY)."""
+    configuration.proxy = proxy
+    configuration.no_proxy = None
 
 
 def _service_account_namespace() -> str | None:
@@ -109,14 +125,25 @@ def _kubeconfig_configuration(
     try:
         merged = KubeConfigMerger(kubeconfig)  # type: ignore[no-untyped-call]
         material = take_tls_material(merged.config, context)
+        _check_material(material)
         loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
             config_dict=merged.config, config_base_path=None, active_context=context
         )
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         apply_ca(configuration, material)
+        _use_proxy(configuration, cluster_proxy(selection.cluster))
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
     return selection.namespace, material
+
+
+def _check_material(material: TlsMaterial) -> None:
+    """Raise ``ValueError`` for a CA or client identity that does not parse (checked at load
+    time, as on the path without the package)."""
+    if material.ca is not None:
+        check_ca(material.ca, "certificate-authority")
+    if material.identity is not None:
+        check_identity(material.identity, "client-certificate/client-key")
 
 
 def _package_configuration(
@@ -177,7 +204,7 @@ def new_connection(kubeconfig: str | None, *, context: str | None = None) -> tup
     assert kubeconfig is not None
     paths = _kubeconfig_paths(kubeconfig)
     selection = select_context(paths, context)
-    if needs_kubernetes_package(selection.cluster, selection.user):
+    if needs_kubernetes_package(selection.cluster, selection.user):  # reads os.environ too
         return _package_connection(kubeconfig, context)
     try:
         connection = kubeconfig_connection(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mcm.emulator.kubeconfig import TlsMaterial, issue_client_cert, make_tls_material, tls_available
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.clock import FakeClock
 from tests.runtime.client.raw_server import RawServer, Script
@@ -46,3 +47,14 @@ def serve() -> Iterator[Callable[..., RawServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> TlsMaterial:
+    """A CA, a server certificate (127.0.0.1, localhost) and a client certificate ``client.crt``
+    / ``client.key`` in the material's directory, made once per session."""
+    if not tls_available():
+        pytest.skip("needs the openssl command")
+    material = make_tls_material(tmp_path_factory.mktemp("pki"))
+    issue_client_cert(material, "client", "user")
+    return material
