@@ -15,7 +15,13 @@ Guarantees:
 - A kubeconfig is checked first (:func:`~mcm.runtime.client.kubeconfig.check_kubeconfig`): bad
   YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
   what is wrong, never a raw YAML error.
-- Failures of either path raise :class:`ConfigError` with the reason.
+- Failures of either path raise :class:`ConfigError` with the reason. The files a configuration
+  names (CA, client certificate and key, token file) are read and parsed here, so a missing or
+  unreadable file or PEM that does not parse is a :class:`ConfigError` naming the entry and the
+  file when the client is built, as client-go fails at start-up, not a request failure later.
+- Requests go through the proxy client-go would use (:mod:`mcm.runtime.client.proxy`): the
+  cluster's ``proxy-url``, else ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``; on the
+  ``kubernetes`` package's path too (its own reading of the environment is replaced).
 - No key material is written to disk by either path: inline CA, client certificate and key data
   stay in memory (:mod:`mcm.runtime.client.identity`); on the ``kubernetes`` package's path they
   are taken out of the kubeconfig before its loader (which would write them to temp files) sees

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import math
 import re
 import select
 import socket
@@ -175,18 +176,22 @@ def check_request(target: str, headers: Mapping[str, str]) -> None:
 
 
 class _Connection:
-    """One socket, the bytes received but not yet parsed, and the current request's deadline."""
+    """One non-blocking socket, the bytes received but not yet parsed, and the current request's
+    deadline (every wait is a ``poll`` bounded by it)."""
 
-    __slots__ = ("buf", "deadline", "poller", "pos", "reused", "sock")
+    __slots__ = ("buf", "deadline", "pos", "readable", "reused", "sock", "tls", "writable")
 
     def __init__(self, sock: socket.socket) -> None:
+        sock.settimeout(0)
         self.sock = sock
+        self.tls = isinstance(sock, ssl.SSLSocket)
         self.buf = bytearray()
         self.pos = 0
         self.deadline = 0.0
         self.reused = False
-        self.poller = select.poll()
-        self.poller.register(sock, select.POLLIN)
+        self.readable = select.poll()
+        self.readable.register(sock, select.POLLIN)
+        self.writable: select.poll | None = None
 
     def close(self) -> None:
         self.sock.close()
@@ -194,31 +199,39 @@ class _Connection:
     def dropped(self) -> bool:
         """Whether the idle connection has something to read (EOF, most likely): unusable."""
         try:
-            return bool(self.poller.poll(0))
+            return bool(self.readable.poll(0))
         except (OSError, ValueError):
             return True
 
     def drained(self) -> bool:
         """Whether every byte received so far was part of an answer (here and in the TLS layer)."""
-        if self.pos < len(self.buf):
-            return False
-        pending = getattr(self.sock, "pending", None)
-        return not (pending is not None and pending())
+        return self.pos == len(self.buf) and not (self.tls and self.sock.pending())  # type: ignore[attr-defined]
 
-    def remaining(self) -> float:
-        """Seconds left before the deadline; ``TimeoutError`` when there are none."""
+    def wait(self, poller: select.poll) -> None:
+        """Wait until ``poller`` reports the socket ready; ``TimeoutError`` at the deadline."""
         left = self.deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or not poller.poll(math.ceil(left * 1000)):
             raise TimeoutError("timed out")
-        return left
+
+    def wait_writable(self) -> None:
+        if self.writable is None:
+            self.writable = select.poll()
+            self.writable.register(self.sock, select.POLLOUT)
+        self.wait(self.writable)
 
     def fill(self) -> bool:
         """Receive the next bytes (waiting at most until the deadline); False at the end."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out")
-        self.sock.settimeout(left)
-        data = self.sock.recv(_RECV_SIZE)
+        sock = self.sock
+        while True:
+            if not (self.tls and sock.pending()):  # type: ignore[attr-defined]
+                self.wait(self.readable)
+            try:
+                data = sock.recv(_RECV_SIZE)
+                break
+            except (BlockingIOError, ssl.SSLWantReadError):
+                continue  # woken for nothing, or a TLS record without application data
+            except ssl.SSLWantWriteError:
+                self.wait_writable()
         if not data:
             return False
         if self.pos:
@@ -283,15 +296,15 @@ class _Connection:
     def send(self, data: bytes) -> None:
         """Send all of ``data`` before the deadline."""
         sock = self.sock
-        if not isinstance(sock, ssl.SSLSocket):
-            sock.settimeout(self.remaining())
-            sock.sendall(data)  # one deadline for the whole call
-            return
         with memoryview(data) as view:
-            sent = 0
-            while sent < len(view):
-                sock.settimeout(self.remaining())
-                sent += sock.send(view[sent:])
+            sent, total = 0, len(view)
+            while sent < total:
+                try:
+                    sent += sock.send(view[sent:])
+                except (BlockingIOError, ssl.SSLWantWriteError):
+                    self.wait_writable()
+                except ssl.SSLWantReadError:
+                    self.wait(self.readable)
 
 
 class HTTP11Pool:

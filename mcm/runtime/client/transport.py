@@ -21,13 +21,15 @@ Guarantees:
   the wait for a rate-limiter token, which then raises
   :class:`~mcm.runtime.client.errors.RequestCancelled`.
 - Every request has a deadline: ``timeout`` (default :data:`DEFAULT_TIMEOUT`; ``None`` means the
-  default, never "forever") bounds connecting and each read of a plain request and the wait for a
-  watch's response headers; a watch's body reads are bounded by the read timeout it asks for
-  (:data:`DEFAULT_WATCH_READ_TIMEOUT` without one).
+  default, never "forever") bounds a plain request on the lean pool as a whole (connecting,
+  sending, every read), connecting and each read of one through a proxy (urllib3), and the wait
+  for a watch's response headers; a watch's body reads are bounded by the read timeout it asks
+  for (:data:`DEFAULT_WATCH_READ_TIMEOUT` without one).
 - No HTTP answer at all raises :class:`~mcm.runtime.client.errors.ConnectionFailed`: every
   network exception (socket errors, TLS errors, urllib3 and ``http.client`` failures, a reset
-  mid-request) is wrapped into it, so callers catch
-  :class:`~mcm.runtime.client.errors.RequestError` and nothing else.
+  mid-request, a malformed answer) is wrapped into it, and so is a request refused before it was
+  sent (a header value with a line break: the message names the header, not the value), so
+  callers catch :class:`~mcm.runtime.client.errors.RequestError` and nothing else.
 """
 
 from __future__ import annotations
