@@ -54,6 +54,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from mcm.runtime.client.httphead import (
+    MAX_HEADERS,
+    TOKEN,
+    ProtocolError,
+    connection_tokens,
+    framing,
+    parse_headers,
+    parse_status_line,
+)
+
 __all__ = [
     "MAX_INTERIM_ANSWERS",
     "HTTP11Pool",
@@ -69,27 +79,14 @@ MAX_INTERIM_ANSWERS = 5
 
 _MAX_LINE = 65536
 _MAX_HEAD = 1 << 20
-_MAX_HEADERS = 200
-_MAX_CONTENT_LENGTH = 2**63 - 1
 _RECV_SIZE = 65536
 _NO_BODY_STATUS = frozenset({204, 304})
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _EARLY_ANSWER_ERRNOS = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE})
 
-_STATUS_LINE = re.compile(r"HTTP/1\.([0-9]) ([1-9][0-9][0-9])(?: ([^\r\n]*))?\r?")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_TOKENS = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?::[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*")
-_FIELD = re.compile(
-    r"^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[^\r\n]*[^ \t\r\n])?)[ \t]*\r?\n", re.MULTILINE
-)
-_DIGITS = re.compile(r"[0-9]{1,19}")
 _HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
 _BAD_TARGET = re.compile(r"[\x00-\x20\x7f]")
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-
-
-class ProtocolError(OSError):
-    """The server's answer is not HTTP/1.x as expected (or ended in the middle)."""
 
 
 class InvalidRequest(ValueError):
@@ -167,7 +164,7 @@ def check_request(target: str, headers: Mapping[str, str]) -> None:
     if _KNOWN_NAMES.issuperset(headers) and "".join(headers.values()).isprintable():
         return
     for name, value in headers.items():
-        if not _TOKEN.fullmatch(name):
+        if not TOKEN.fullmatch(name):
             raise InvalidRequest(f"invalid header name {name[:80]!r}")
         if _BAD_VALUE.search(value):
             raise InvalidRequest(f"invalid value for header {name!r}: control characters")
@@ -414,7 +411,7 @@ class HTTP11Pool:
             return self._exchange(self._connect(deadline), method, head, body)
 
     def _head(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
-        if method not in _METHODS and not _TOKEN.fullmatch(method):
+        if method not in _METHODS and not TOKEN.fullmatch(method):
             raise InvalidRequest(f"invalid method {method[:80]!r}")
         check_request(target, headers)
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
@@ -470,8 +467,8 @@ def _read_response(conn: _Connection, method: str) -> tuple[Response, bool]:
         text = _head_text(conn)
         conn.reused = False  # an answer has begun: whatever happens now is not a stale socket
         status_line, _, header_text = text.partition("\n")
-        minor, status, reason = _status_line(status_line)
-        fields, listed = _headers(header_text)
+        minor, status, reason = parse_status_line(status_line)
+        fields, listed = parse_headers(header_text)
         if status >= 200 or status == 101:
             return _final(conn, method, (minor, status, reason), fields, listed)
     raise ProtocolError(f"more than {MAX_INTERIM_ANSWERS} 1xx informational answers")
@@ -500,7 +497,7 @@ def _final(
     listed: dict[str, list[str]],
 ) -> tuple[Response, bool]:
     minor, status, reason = status_line
-    chunked, length = _framing(minor, listed)
+    chunked, length = framing(minor, listed)
     if method == "HEAD" or status in _NO_BODY_STATUS or status < 200:
         data, by_close = b"", False
     elif chunked:
@@ -509,92 +506,9 @@ def _final(
         data, by_close = (conn.take(length) if length else b""), False
     else:
         data, by_close = conn.rest(), True
-    tokens = _tokens(listed["connection"]) if "connection" in listed else ()
+    tokens = connection_tokens(listed["connection"]) if "connection" in listed else ()
     keep = not by_close and status != 101 and "close" not in tokens and (minor >= 1 or "keep-alive" in tokens)
     return Response(status, reason, Headers(fields), data), keep
-
-
-def _tokens(values: list[str]) -> set[str]:
-    """The comma-separated tokens of every value, in lower case."""
-    return {token.strip(" \t").lower() for value in values for token in value.split(",")}
-
-
-def _status_line(line: str) -> tuple[int, int, str]:
-    """(HTTP/1 minor version, status, reason) of ``HTTP/1.x NNN reason``."""
-    match = _STATUS_LINE.fullmatch(line)
-    if match is None:
-        raise ProtocolError(f"malformed status line {line[:80]!r}")
-    minor, status, reason = match.groups()
-    return int(minor), int(status), reason or ""
-
-
-_LISTED = ("content-length", "transfer-encoding", "connection")
-
-
-def _headers(text: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The header lines of ``text`` as a dict (names in lower case, the first value of each)
-    and every value of the framing headers (``Content-Length``, ``Transfer-Encoding``,
-    ``Connection``)."""
-    pairs = _FIELD.findall(text)
-    if len(pairs) != text.count("\n"):
-        pairs = _fold(text)  # folded lines, or a malformed line to name
-    if len(pairs) > _MAX_HEADERS:
-        raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
-    fields: dict[str, str] = {}
-    repeated = False
-    for name, value in pairs:
-        lowered = name.lower()
-        if lowered in fields:
-            repeated = True
-        else:
-            fields[lowered] = value
-    if not repeated:
-        return fields, {name: [fields[name]] for name in _LISTED if name in fields}
-    listed: dict[str, list[str]] = {}
-    for name, value in pairs:
-        if name.lower() in _LISTED:
-            listed.setdefault(name.lower(), []).append(value)
-    return fields, listed
-
-
-def _fold(text: str) -> list[tuple[str, str]]:
-    """The header lines one by one: an obsolete line folding (a line starting with a space or
-    tab) continues the previous value; a line that is not ``token: value`` is an error."""
-    pairs: list[tuple[str, str]] = []
-    for raw in text.split("\n")[:-1]:
-        line = raw[:-1] if raw.endswith("\r") else raw
-        if "\r" in line:
-            raise ProtocolError(f"a bare CR in header line {line[:80]!r}")
-        if line[:1] in (" ", "\t") and pairs:
-            name, value = pairs[-1]
-            pairs[-1] = (name, (value + " " + line.strip(" \t")).strip(" \t"))
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not _TOKEN.fullmatch(name):
-            raise ProtocolError(f"malformed header line {line[:80]!r}")
-        pairs.append((name, value.strip(" \t")))
-    return pairs
-
-
-def _framing(minor: int, listed: dict[str, list[str]]) -> tuple[bool, int | None]:
-    """(chunked, Content-Length or None), checked as Go's ``net/http`` checks a response
-    (``transferReader.parseTransferEncoding`` and ``fixLength``), for every status."""
-    encodings = listed.get("transfer-encoding")
-    if encodings is not None and minor >= 1:
-        if len(encodings) != 1:
-            raise ProtocolError(f"too many transfer encodings: {encodings!r}")
-        if encodings[0].lower() != "chunked":
-            raise ProtocolError(f"unsupported transfer encoding: {encodings[0]!r}")
-    lengths = listed.get("content-length")
-    if lengths is not None and any(value != lengths[0] for value in lengths):
-        raise ProtocolError(f"the answer has conflicting Content-Length headers: {lengths!r}")
-    if encodings is not None and minor >= 1:
-        return True, None
-    if lengths is None:
-        return False, None
-    if not _DIGITS.fullmatch(lengths[0]) or int(lengths[0]) > _MAX_CONTENT_LENGTH:
-        raise ProtocolError(f"malformed Content-Length {lengths[0][:40]!r}")
-    return False, int(lengths[0])
 
 
 def _read_chunked(conn: _Connection) -> bytes:
@@ -614,10 +528,10 @@ def _read_chunked(conn: _Connection) -> bytes:
         parts.append(conn.take(size))
         if conn.take(2) != b"\r\n":
             raise ProtocolError("a chunk did not end with CRLF")
-    for _ in range(_MAX_HEADERS):  # trailers
+    for _ in range(MAX_HEADERS):  # trailers
         line = conn.line()
         if line is None:
             raise ProtocolError("the chunked body's trailer ended in the middle")
         if line in (b"\r", b""):
             return b"".join(parts)
-    raise ProtocolError(f"more than {_MAX_HEADERS} trailer lines")
+    raise ProtocolError(f"more than {MAX_HEADERS} trailer lines")
