@@ -191,7 +191,12 @@ def _package_connection(kubeconfig: str, context: str | None) -> tuple[Connectio
     from kubernetes.client import ApiClient
 
     configuration, namespace, material = _package_configuration(kubeconfig, context)
-    api_client = ApiClient(configuration=configuration)
+    try:
+        api_client = ApiClient(configuration=configuration)
+    except ImportError as exc:  # urllib3's SOCKS support needs PySocks
+        raise ConfigError(
+            f"kubeconfig {kubeconfig!r}: a SOCKS proxy needs the PySocks package ({exc})"
+        ) from None
     if material.identity is not None:
         try:
             use_identity(api_client, material.identity)

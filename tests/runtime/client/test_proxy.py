@@ -13,7 +13,7 @@ import urllib3
 import yaml
 
 from mcm.emulator.kubeconfig import TlsMaterial, make_tls_material, tls_available
-from mcm.runtime.client import ClusterClient, load_config
+from mcm.runtime.client import ClusterClient, ConfigError, load_config
 from mcm.runtime.client.config import new_configuration
 from mcm.runtime.client.connection import in_cluster_connection
 from mcm.runtime.client.proxy import proxy_from_environment
@@ -267,3 +267,19 @@ def _kubeconfig(tmp_path: Path, cluster: dict[str, Any]) -> str:
 
 def _client(tmp_path: Path, cluster: dict[str, Any]) -> ClusterClient:
     return load_config(_kubeconfig(tmp_path, cluster), max_retries=0, timeout=10)
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.DependencyWarning")
+def test_a_socks_proxy_without_pysocks_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("kubernetes")
+    try:
+        import socks  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("PySocks is installed")
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ConfigError, match="a SOCKS proxy needs the PySocks package"):
+        load_config(_kubeconfig(tmp_path, {"server": "https://kube.example:6443"}))
