@@ -17,8 +17,8 @@ with two fixes: the patch carries the *whole* list (other owners' references kep
 release put a strategic-merge ``$patch: delete`` into a merge patch, which replaced the list
 with that one entry, and its adoption replaced the list too), and it carries the object's
 ``resourceVersion`` and ``uid``, so a list changed by another writer in between is refused
-with a conflict instead of overwritten. Errors other than NotFound are collected and raised
-together after every candidate was tried.
+with a conflict instead of overwritten. A conflict ends the claim at once (the caller looks again
+shortly); other errors but NotFound are collected and raised together after every candidate.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from mcm.manager import constants as k
 from mcm.manager.owners import controller_of, controller_ref, matches, owner_references
 from mcm.runtime import labels
 from mcm.runtime import objects as o
-from mcm.runtime.client.errors import ApiError, is_invalid, is_not_found
+from mcm.runtime.client.errors import ApiError, is_conflict, is_invalid, is_not_found
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.errors import TransientError
 
@@ -98,7 +98,12 @@ class Claimer:
         for obj in candidates:
             try:
                 kept = self._claim_one(obj)
-            except (ApiError, ClaimError) as err:
+            except ApiError as err:
+                if is_conflict(err):
+                    raise
+                errors.append(str(err))
+                continue
+            except ClaimError as err:
                 errors.append(str(err))
                 continue
             if kept is not None:

@@ -14,7 +14,7 @@ machine in place:
 
 Each machine that needs it gets one Update, built from a copy of the cached machine with its
 ``resourceVersion`` (upstream changed the shared cache object in place and wrote that); a
-conflict is an error and the MachineSet is retried. Error texts are upstream's
+conflict ends the pass and the MachineSet is looked at again shortly. Error texts are upstream's
 (``error in updating nodeTemplateSpec to machine "m": …``).
 """
 
@@ -30,7 +30,7 @@ from mcm.manager import gotypes
 from mcm.manager.context import Deps
 from mcm.manager.replicas import is_active
 from mcm.runtime import objects as o
-from mcm.runtime.client.errors import ApiError
+from mcm.runtime.client.errors import ApiError, is_conflict
 from mcm.runtime.errors import TransientError
 
 __all__ = ["PropagationError", "config_equal", "configuration_of", "propagate_template"]
@@ -116,6 +116,8 @@ def propagate_template(
                 _apply(template_spec, machine, changes), namespace=o.namespace_of(machine)
             )
         except ApiError as err:
+            if is_conflict(err):
+                raise
             raise PropagationError(_ERRORS[changes[0]].format(name=o.name_of(machine), err=err)) from err
         log.info("machine_template_fields_updated", machine=o.name_of(machine), fields=changes)
         result.append(updated)

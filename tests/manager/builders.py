@@ -11,7 +11,9 @@ from .fakes import NS
 API = "machine.sapcloud.io/v1alpha1"
 
 
-def template(labels: dict[str, str] | None = None, class_name: str = "class-a", **spec: Any) -> dict[str, Any]:
+def template(
+    labels: dict[str, str] | None = None, class_name: str = "class-a", **spec: Any
+) -> dict[str, Any]:
     return {
         "metadata": {"labels": labels if labels is not None else {"name": "pool"}},
         "spec": {"class": {"kind": "MachineClass", "name": class_name}, **spec},
@@ -91,7 +93,11 @@ def machine(
     phase: str = "",
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels if labels is not None else {"name": "set"}}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": NS,
+        "labels": labels if labels is not None else {"name": "set"},
+    }
     if owner is not None:
         metadata["ownerReferences"] = [controller_ref(owner, "MachineSet")]
     if annotations:

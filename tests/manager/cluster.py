@@ -130,8 +130,9 @@ class ManagerEnv:
     def start_manager(self, workers: int = 4) -> Manager:
         self._manager_stop = threading.Event()
         self.manager = Manager(self.control, self.target, self.options)
-        self._manager_thread = threading.Thread(target=self.manager.run, args=(workers, self._manager_stop),
-                                                daemon=True)
+        self._manager_thread = threading.Thread(
+            target=self.manager.run, args=(workers, self._manager_stop), daemon=True
+        )
         self._manager_thread.start()
         return self.manager
 
@@ -170,7 +171,8 @@ class ManagerEnv:
 
     def running(self, class_name: str | None = None) -> list[dict[str, Any]]:
         return [
-            m for m in self.all_machines()
+            m
+            for m in self.all_machines()
             if o.text(m, "status", "currentStatus", "phase") == c.PHASE_RUNNING
             and not o.deletion_timestamp(m)
             and (class_name is None or o.text(m, "spec", "class", "name") == class_name)
@@ -182,16 +184,24 @@ class ManagerEnv:
         if len(machines) != replicas or len(self.running(class_name)) != replicas:
             return False
         status = o.sub(self.deployment(name), "status")
-        return (status.get("availableReplicas") or 0) == replicas and (status.get("updatedReplicas") or 0) == replicas
+        return (status.get("availableReplicas") or 0) == replicas and (
+            status.get("updatedReplicas") or 0
+        ) == replicas
 
-    def update_deployment(self, change: Callable[[dict[str, Any]], None], name: str = "pool") -> dict[str, Any]:
+    def update_deployment(
+        self, change: Callable[[dict[str, Any]], None], name: str = "pool"
+    ) -> dict[str, Any]:
         for _ in range(20):
             body = self.deployment(name)
             change(body)
             try:
                 return dict(self.deployments.update(body, namespace=NS))
             except Exception as err:  # a conflict with the manager's own write: read again
-                if "409" not in str(err) and "modified" not in str(err) and "Conflict" not in type(err).__name__:
+                if (
+                    "409" not in str(err)
+                    and "modified" not in str(err)
+                    and "Conflict" not in type(err).__name__
+                ):
                     raise
         raise AssertionError("could not update the deployment")
 
@@ -258,11 +268,15 @@ class Monitor:
             return
         total = len(self._machines)
         running = sum(
-            1 for m in self._machines.values()
-            if o.text(m, "status", "currentStatus", "phase") == c.PHASE_RUNNING and not o.deletion_timestamp(m)
+            1
+            for m in self._machines.values()
+            if o.text(m, "status", "currentStatus", "phase") == c.PHASE_RUNNING
+            and not o.deletion_timestamp(m)
         )
         self.max_seen = max(self.max_seen, total)
-        self.min_running_seen = running if self.min_running_seen is None else min(self.min_running_seen, running)
+        self.min_running_seen = (
+            running if self.min_running_seen is None else min(self.min_running_seen, running)
+        )
         maximum, minimum = self.bounds
         if total > maximum:
             self.violations.append(f"{total} machines > {maximum}")

@@ -117,7 +117,9 @@ class Store:
 
     def by_index(self, index: str, value: str) -> list[Mapping[str, Any]]:
         assert index == CONTROLLER_UID_INDEX
-        return [copy.deepcopy(obj) for obj in self._view().values() if (controller_uid(obj) or ORPHAN) == value]
+        return [
+            copy.deepcopy(obj) for obj in self._view().values() if (controller_uid(obj) or ORPHAN) == value
+        ]
 
     # --- the REST client -----------------------------------------------------------------------------
 
@@ -254,7 +256,9 @@ class World:
         )
         self.errors: list[Exception] = []
         self.pending_events: list[tuple[Store, Obj | None, Obj | None]] = []
-        self.handlers = EventHandlers(self.deps, lambda queue, key, after: self.enqueued.append((queue, key, after)))
+        self.handlers = EventHandlers(
+            self.deps, lambda queue, key, after: self.enqueued.append((queue, key, after))
+        )
 
     def add(self, store: Store, obj: Mapping[str, Any]) -> Obj:
         """Create ``obj`` (and write its ``status`` and finalizers, which a create drops or keeps)."""
@@ -393,9 +397,13 @@ class FakeMachineController:
     def _join(self, machine: Obj) -> None:
         name = o.name_of(machine)
         if self.with_nodes and name not in self.world.nodes.objects:
-            self.world.nodes.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {}})
+            self.world.nodes.create(
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {}}
+            )
             labels = {**o.labels_of(machine), c.LABEL_NODE: name}
-            machine = self.world.machines.update({**machine, "metadata": {**machine["metadata"], "labels": labels}})
+            machine = self.world.machines.update(
+                {**machine, "metadata": {**machine["metadata"], "labels": labels}}
+            )
         self._set_phase(machine, c.PHASE_RUNNING)
 
     def _finish(self, machine: Obj) -> None:
@@ -410,7 +418,9 @@ class FakeMachineController:
         machine = self.world.machines.read(name)
         status = dict(machine.get("status") or {})
         status["currentStatus"] = {"phase": c.PHASE_FAILED}
-        status["lastOperation"] = {"state": c.STATE_FAILED, "type": c.OPERATION_HEALTH_CHECK,
-                                   "description": "health checks failing"}
+        status["lastOperation"] = {
+            "state": c.STATE_FAILED,
+            "type": c.OPERATION_HEALTH_CHECK,
+            "description": "health checks failing",
+        }
         self.world.machines.update_status({**machine, "status": status})
-

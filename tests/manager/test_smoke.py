@@ -23,6 +23,7 @@ def test_deployment_creates_running_machines() -> None:
 
 def test_debug_rollout() -> None:
     import json
+
     world = World()
     controller = FakeMachineController(world)
     world.add(world.machine_deployments, deployment(replicas=3))
@@ -33,7 +34,12 @@ def test_debug_rollout() -> None:
     print("rounds", world.settle(controller))
     print(json.dumps(world.machine_deployments["pool"], indent=1))
     for ms in world.machine_sets.objects.values():
-        print(ms["metadata"]["name"], ms["metadata"].get("annotations"), ms["spec"]["replicas"], ms.get("status", {}).get("replicas"))
+        print(
+            ms["metadata"]["name"],
+            ms["metadata"].get("annotations"),
+            ms["spec"]["replicas"],
+            ms.get("status", {}).get("replicas"),
+        )
     print(world.events.recorded)
     print(world.errors)
     print(len(world.machines.objects), sorted(world.machines.objects))
