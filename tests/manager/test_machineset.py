@@ -138,7 +138,7 @@ def test_reconcile_it_should_return_nil_if_machineset_validation_fails() -> None
 
 
 def test_reconcile_it_should_delete_all_the_machines_as_deletion_timestamp_is_set() -> None:
-    world, ms = _world_with_set(3)
+    world, _ = _world_with_set(3)
     world.reconcile_set("set")
     world.machine_sets.delete("set")
     controller = FakeMachineController(world)
@@ -216,7 +216,7 @@ def test_adoption_patch_is_refused_when_the_machine_changed_meanwhile() -> None:
 
 
 def test_machines_of_another_controller_are_ignored() -> None:
-    world, ms = _world_with_set(1)
+    world, _ = _world_with_set(1)
     foreign = {"metadata": {"name": "other", "uid": "other-uid"}}
     world.add(world.machines, machine("m0", owner=foreign))
     world.reconcile_set("set")
@@ -358,7 +358,7 @@ def test_should_not_mark_a_machine_as_terminating_when_deletion_fails() -> None:
     world, ms = _world_with_set(0)
     world.add(world.machines, machine("m0", owner=ms, phase=c.PHASE_RUNNING))
     world.machines.fail("delete", InternalError({"message": "forced machine deletion error", "code": 500}))
-    with pytest.raises(Exception, match="unable to delete machines: .*forced machine deletion error"):
+    with pytest.raises(Exception, match=r"unable to delete machines: .*forced machine deletion error"):
         world.reconcile_set("set")
     assert _phases(world)["m0"] == c.PHASE_RUNNING
     condition = world.machine_sets["set"]["status"]["machineSetCondition"][0]
@@ -635,7 +635,7 @@ def test_equal_durations_are_not_rewritten() -> None:
 
 
 def test_a_deleted_machine_set_with_an_invalid_spec_still_goes() -> None:
-    world, ms = _world_with_set(1)
+    world, _ = _world_with_set(1)
     world.reconcile_set("set")
     body = world.machine_sets.read("set")
     del body["spec"]["selector"]
