@@ -371,8 +371,12 @@ class FakeMachineController:
     hold: set[str] = field(default_factory=set)
     """Machines left as they are (neither advanced nor finished)."""
     with_nodes: bool = True
+    paused: bool = False
+    """Do nothing at all (machines stay as they are)."""
 
     def step(self) -> None:
+        if self.paused:
+            return
         store = self.world.machines
         for name in list(store.objects):
             if name in self.hold or name not in store.objects:
