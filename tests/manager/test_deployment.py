@@ -17,7 +17,7 @@ from mcm.runtime.client.errors import Conflict, InternalError
 from mcm.runtime.worker import Result
 
 from .builders import deployment, machine, machine_set
-from .fakes import NS, FakeMachineController, World
+from .fakes import FakeMachineController, World
 
 
 def _settled(md: dict[str, Any], *, with_controller: bool = True) -> tuple[World, FakeMachineController]:
@@ -225,7 +225,7 @@ def test_a_paused_deployment_still_scales() -> None:
 
 
 def test_paused_and_resumed_conditions_with_a_progress_deadline() -> None:
-    world, controller = _settled(deployment(replicas=1, progressDeadlineSeconds=600))
+    world, _ = _settled(deployment(replicas=1, progressDeadlineSeconds=600))
     _change(world, lambda d: d["spec"].update(paused=True))
     world.reconcile_deployment("pool")
     progressing = _condition(world, "Progressing")
