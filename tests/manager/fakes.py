@@ -9,7 +9,9 @@ resourceVersion of updates (409) and of merge patches that carry one, refuses a 
 but ``status`` out of status updates, and turns the DELETE of an object with finalizers into a
 ``deletionTimestamp`` (the object goes when the last finalizer is removed). ``fail(verb, err)``
 makes the next calls of a verb raise. ``World.lag()`` freezes what the caches show until
-``World.catch_up()``, to play an informer that has not delivered the latest writes.
+``World.catch_up()``, to play an informer that has not delivered the latest writes; as with the
+manager's mutation cache, objects the manager itself wrote meanwhile show its last write (objects
+it created do not show).
 
 :class:`FakeMachineController` plays the machine controller: it moves new machines to Pending
 and Running and lets deleted machines go.
@@ -71,6 +73,7 @@ class Store:
     failures: dict[str, list[Exception]] = field(default_factory=dict)
     writes: list[tuple[str, str]] = field(default_factory=list)
     snapshot: dict[str, Obj] | None = None
+    recorded: dict[str, Obj] = field(default_factory=dict)
 
     # --- setup and inspection ---------------------------------------------------------------------
 
@@ -107,7 +110,18 @@ class Store:
     # --- the cache (ObjectSource) ----------------------------------------------------------------
 
     def _view(self) -> dict[str, Obj]:
-        return self.snapshot if self.snapshot is not None else self.objects
+        """What the manager's cache shows: everything, or while lagging the snapshot, each
+        object replaced by the manager's own later write of it (its mutation cache)."""
+        if self.snapshot is None:
+            return self.objects
+        view = {}
+        for name, obj in self.snapshot.items():
+            mine = self.recorded.get(name)
+            newer = mine is not None and int(mine["metadata"]["resourceVersion"]) > int(
+                obj["metadata"]["resourceVersion"]
+            )
+            view[name] = mine if newer else obj
+        return view
 
     def get(self, key: str) -> Any:
         return copy.deepcopy(self._view().get(key.rpartition("/")[2]))
@@ -315,6 +329,7 @@ class World:
     def catch_up(self) -> None:
         for store in self.stores():
             store.snapshot = None
+            store.recorded.clear()
         self._deliver()
 
     # --- reconciling ------------------------------------------------------------------------------
@@ -351,13 +366,31 @@ class World:
 
 
 class _Client:
-    """The REST-client face of a store (``get`` reads the store, not the cache)."""
+    """The REST-client face of a store (``get`` reads the store, not the cache); what its writes
+    return is recorded, as the manager's RecordingRESTClient feeds its mutation cache."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
     def get(self, name: str, **_: Any) -> Obj:
         return self._store.read(name)
+
+    def _recorded(self, obj: Obj) -> Obj:
+        if isinstance(obj.get("metadata"), dict) and obj["metadata"].get("resourceVersion"):
+            self._store.recorded[obj["metadata"]["name"]] = copy.deepcopy(obj)
+        return obj
+
+    def create(self, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        return self._recorded(self._store.create(body, **kwargs))
+
+    def update(self, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        return self._recorded(self._store.update(body, **kwargs))
+
+    def update_status(self, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        return self._recorded(self._store.update_status(body, **kwargs))
+
+    def patch(self, name: str, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        return self._recorded(self._store.patch(name, body, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
