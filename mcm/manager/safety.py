@@ -19,10 +19,11 @@ One pass, on the single key ``""`` (at start, after every Machine add, every
    next pass freezes it again.
 
 Freezing writes the ``Frozen``/``True`` condition (status) and the label ``freeze=True`` on the
-set and its deployment, and records a ``FrozeMachineSet`` Event; unfreezing removes both (and
-the unfreeze annotation) from the deployment and then the set, with an ``UnfrozeMachineSet``
-Event. The frozen state is also the ``mcm_machine_set_status_condition{condition="Frozen"}``
-metric. A frozen set, and every set of a frozen deployment, creates no machine; deletions go on.
+set and its deployment (a write that conflicts is tried again on a fresh copy), and records a
+``FrozeMachineSet`` Event; unfreezing removes both (and the unfreeze annotation) from the
+deployment and then the set, with an ``UnfrozeMachineSet`` Event. The frozen state is also the
+``mcm_machine_set_status_condition{condition="Frozen"}`` metric. A frozen set, and every set of
+a frozen deployment, creates no machine; deletions go on.
 
 Errors of one set or deployment are logged and the pass goes on with the others; a pass with
 errors runs again after :data:`ERROR_RETRY` seconds, any other after the period.
@@ -50,7 +51,7 @@ from mcm.manager.context import Deps
 from mcm.manager.owners import controller_of
 from mcm.manager.validation import replicas_of
 from mcm.runtime import objects as o
-from mcm.runtime.client.errors import ApiError
+from mcm.runtime.client.errors import ApiError, is_conflict
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.intstr import get_scaled_value_from_int_or_percent
 from mcm.runtime.worker import Result
@@ -59,6 +60,7 @@ __all__ = ["ERROR_RETRY", "overshoot_limits", "reconcile_overshooting"]
 
 log = structlog.get_logger(__name__)
 
+WRITE_ATTEMPTS = 3
 ERROR_RETRY = 5.0
 """Seconds before a pass that had errors runs again (when the period is longer)."""
 
@@ -101,7 +103,7 @@ def _is_frozen(obj: Mapping[str, Any], conditions_key: str) -> bool:
     )
 
 
-def _write(
+def _apply_freeze(
     client: RESTClient,
     obj: Mapping[str, Any],
     conditions_key: str,
@@ -133,6 +135,25 @@ def _write(
         meta["labels"], meta["annotations"] = labels, annotations
         obj = client.update(updated, namespace=o.namespace_of(obj))
     return obj
+
+
+def _write(
+    client: RESTClient,
+    obj: Mapping[str, Any],
+    conditions_key: str,
+    condition: Mapping[str, Any] | None,
+    freeze: bool,
+) -> Mapping[str, Any]:
+    """:func:`_apply_freeze` on the cached object, then, after a conflict (the controllers write
+    these objects all the time), on fresh copies: at most :data:`WRITE_ATTEMPTS` tries."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            return _apply_freeze(client, obj, conditions_key, condition, freeze)
+        except ApiError as err:
+            if not is_conflict(err) or attempt == WRITE_ATTEMPTS - 1:
+                raise
+        obj = client.get(o.name_of(obj), namespace=o.namespace_of(obj))
+    raise AssertionError("unreachable")
 
 
 class _Pass:

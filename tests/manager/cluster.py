@@ -79,7 +79,13 @@ def md(
 class ManagerEnv:
     """See the module docstring."""
 
-    def __init__(self, directory: Path, *, options: ManagerOptions | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        options: ManagerOptions | None = None,
+        controller_options: ControllerOptions | None = None,
+    ) -> None:
         self.pair = ClusterPair.start(directory)
         self.control: ClusterClient = load_config(str(self.pair.control_kubeconfig), qps=-1, burst=0)
         self.target: ClusterClient = load_config(str(self.pair.target_kubeconfig), qps=-1, burst=0)
@@ -90,6 +96,7 @@ class ManagerEnv:
         self.driver = FakeDriver()
         self.sim = NodeSimulator(self.target, self.driver, heartbeat_interval=3600.0, poll_interval=0.05)
         self.options = options or ManagerOptions(namespace=NS, machine_safety_overshooting_period=1.0)
+        self.controller_options = controller_options or ControllerOptions(namespace=NS)
         self.manager: Manager | None = None
         self._manager_stop = threading.Event()
         self._manager_thread: threading.Thread | None = None
@@ -111,7 +118,7 @@ class ManagerEnv:
     def start_machine_side(self) -> None:
         self._controller_stop = threading.Event()
         self.controller = Controller(
-            self.control, self.target, self.driver, ControllerOptions(namespace=NS), drainer=StubDrainer()
+            self.control, self.target, self.driver, self.controller_options, drainer=StubDrainer()
         )
         self._controller_thread = threading.Thread(
             target=self.controller.run, args=(4, self._controller_stop), daemon=True
