@@ -100,71 +100,76 @@ class _SetCollector(Collector):
         yield from _set_families(sets)
 
 
-def _set_families(sets: Sequence[Mapping[str, Any]]) -> Iterator[GaugeMetricFamily]:
-    info = _gauge(
-        "mcm_machine_set_info",
-        "Information of the Machinesets currently managed by the mcm.",
-        (
-            *_NAME,
-            "createdAt",
-            "spec_machine_class_api_group",
-            "spec_machine_class_kind",
-            "spec_machine_class_name",
+def _set_gauges() -> dict[str, GaugeMetricFamily]:
+    text = "Information of the mcm managed Machinesets'"
+    gauges = {
+        "info": _gauge(
+            "mcm_machine_set_info",
+            "Information of the Machinesets currently managed by the mcm.",
+            (
+                *_NAME,
+                "createdAt",
+                "spec_machine_class_api_group",
+                "spec_machine_class_kind",
+                "spec_machine_class_name",
+            ),
         ),
-    )
-    spec = {
-        "replicas": _gauge("mcm_machine_set_info_spec_replicas", "Count of the Machinesets Spec Replicas."),
-        "minReadySeconds": _gauge(
+        "spec.replicas": _gauge(
+            "mcm_machine_set_info_spec_replicas", "Count of the Machinesets Spec Replicas."
+        ),
+        "spec.minReadySeconds": _gauge(
             "mcm_machine_set_info_spec_min_ready_seconds",
             "Information of the Machinesets currently managed by the mcm.",
         ),
+        "conditions": _gauge(
+            "mcm_machine_set_status_condition", f"{text} status conditions.", (*_NAME, "condition")
+        ),
+        "failed": _gauge("mcm_machine_set_failed_machines", f"{text} failed machines.", _FAILED),
     }
-    status = {
-        field: _gauge(
-            f"mcm_machine_set_status_{metric}",
-            f"Information of the mcm managed Machinesets' status for {text}.",
-        )
-        for field, metric, text in (
-            ("availableReplicas", "available_replicas", "available replicas"),
-            ("fullyLabeledReplicas", "fully_labelled_replicas", "fully labelled replicas"),
-            ("readyReplicas", "ready_replicas", "ready replicas"),
-            ("replicas", "replicas", "replicas"),
-        )
-    }
-    conditions = _gauge(
-        "mcm_machine_set_status_condition",
-        "Information of the mcm managed Machinesets' status conditions.",
-        (*_NAME, "condition"),
+    for field, metric, words in _MS_STATUS:
+        gauges[f"status.{field}"] = _gauge(f"mcm_machine_set_status_{metric}", f"{text} status for {words}.")
+    return gauges
+
+
+_MS_STATUS = (
+    ("availableReplicas", "available_replicas", "available replicas"),
+    ("fullyLabeledReplicas", "fully_labelled_replicas", "fully labelled replicas"),
+    ("readyReplicas", "ready_replicas", "ready replicas"),
+    ("replicas", "replicas", "replicas"),
+)
+
+
+def _add_set(gauges: dict[str, GaugeMetricFamily], machine_set: Mapping[str, Any]) -> None:
+    key = [o.name_of(machine_set), o.namespace_of(machine_set)]
+    spec, status = o.sub(machine_set, "spec"), o.sub(machine_set, "status")
+    machine_class = o.sub(spec, "machineClass")
+    gauges["info"].add_metric(
+        [
+            *key,
+            _created_at(machine_set),
+            o.text(machine_class, "apiGroup"),
+            o.text(machine_class, "kind"),
+            o.text(machine_class, "name"),
+        ],
+        1,
     )
-    failed = _gauge(
-        "mcm_machine_set_failed_machines",
-        "Information of the mcm managed Machinesets' failed machines.",
-        _FAILED,
-    )
+    gauges["spec.replicas"].add_metric(key, _number(spec.get("replicas")))
+    gauges["spec.minReadySeconds"].add_metric(key, _number(spec.get("minReadySeconds")))
+    for field, _, _ in _MS_STATUS:
+        gauges[f"status.{field}"].add_metric(key, _number(status.get(field)))
+    for condition in conditions_of(status, MS_CONDITIONS):
+        gauges["conditions"].add_metric(
+            [*key, str(condition.get("type", ""))], CONDITION_VALUES.get(str(condition.get("status")), 0)
+        )
+    for row in _failed_rows(machine_set):
+        gauges["failed"].add_metric(row, 1)
+
+
+def _set_families(sets: Sequence[Mapping[str, Any]]) -> Iterator[GaugeMetricFamily]:
+    gauges = _set_gauges()
     for machine_set in sets:
-        key = [o.name_of(machine_set), o.namespace_of(machine_set)]
-        machine_class = o.sub(machine_set, "spec", "machineClass")
-        info.add_metric(
-            [
-                *key,
-                _created_at(machine_set),
-                o.text(machine_class, "apiGroup"),
-                o.text(machine_class, "kind"),
-                o.text(machine_class, "name"),
-            ],
-            1,
-        )
-        for field, family in spec.items():
-            family.add_metric(key, _number(o.sub(machine_set, "spec").get(field)))
-        for field, family in status.items():
-            family.add_metric(key, _number(o.sub(machine_set, "status").get(field)))
-        for condition in conditions_of(o.sub(machine_set, "status"), MS_CONDITIONS):
-            conditions.add_metric(
-                [*key, str(condition.get("type", ""))], CONDITION_VALUES.get(str(condition.get("status")), 0)
-            )
-        for row in _failed_rows(machine_set):
-            failed.add_metric(row, 1)
-    yield from (info, *spec.values(), conditions, *status.values(), failed)
+        _add_set(gauges, machine_set)
+    yield from gauges.values()
 
 
 class _DeploymentCollector(Collector):
