@@ -15,6 +15,7 @@ an event recorder and a Prometheus registry.
 - Three named rate-limited queues (client-go's default controller rate limiter):
   ``machineset``, ``machinedeployment``, ``machinesafetyovershooting`` (single key ``""``, added
   at construction).
+- :meth:`Manager.has_synced` says whether the caches have synced (for ``/readyz``).
 - :meth:`Manager.run` waits for the caches, calls ``after_sync`` if given, registers the metrics
   collectors, starts up to ``workers`` workers per queue and blocks until ``stop``; then it
   shuts every queue down with drain and joins the workers. :meth:`Manager.reconcile` runs one
@@ -223,6 +224,16 @@ class Manager:
             factory.start(stop)
         synced = all(all(factory.wait_for_cache_sync(stop).values()) for factory in factories)
         return synced and not stop.is_set()
+
+    def has_synced(self) -> bool:
+        """Whether the Machine, MachineSet, MachineDeployment (and, with a target cluster, Node)
+        caches have synced (``/readyz``)."""
+        informers = [
+            self.control_factory.informer_for(r) for r in (MACHINES, MACHINE_SETS, MACHINE_DEPLOYMENTS)
+        ]
+        if self.target_factory is not None:
+            informers.append(self.target_factory.informer_for(NODES))
+        return all(informer.has_synced() for informer in informers)
 
     def run(self, workers: int, stop: threading.Event) -> None:
         """Run until ``stop`` is set; see the module docstring."""

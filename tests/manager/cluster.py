@@ -27,7 +27,8 @@ from mcm.manager import Manager, ManagerOptions
 from mcm.runtime import objects as o
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
-from mcm.runtime.client.resources import NODES, SECRETS
+from mcm.runtime.client.resources import EVENTS, NODES, SECRETS
+from mcm.runtime.record import EventBroadcaster
 from mcm.testing.nodesim import NodeSimulator
 
 from ..controller.fixtures import StubDrainer, machine_class, secret
@@ -98,6 +99,7 @@ class ManagerEnv:
         self.options = options or ManagerOptions(namespace=NS, machine_safety_overshooting_period=1.0)
         self.controller_options = controller_options or ControllerOptions(namespace=NS)
         self.manager: Manager | None = None
+        self.broadcaster: EventBroadcaster | None = None
         self._manager_stop = threading.Event()
         self._manager_thread: threading.Thread | None = None
         self._controller_stop = threading.Event()
@@ -136,7 +138,10 @@ class ManagerEnv:
 
     def start_manager(self, workers: int = 4) -> Manager:
         self._manager_stop = threading.Event()
-        self.manager = Manager(self.control, self.target, self.options)
+        self.broadcaster = EventBroadcaster()
+        self.broadcaster.start_recording_to_sink(self.control)
+        recorder = self.broadcaster.new_recorder("machine-controller-manager")
+        self.manager = Manager(self.control, self.target, self.options, recorder=recorder)
         self._manager_thread = threading.Thread(
             target=self.manager.run, args=(workers, self._manager_stop), daemon=True
         )
@@ -149,6 +154,22 @@ class ManagerEnv:
         if self._manager_thread is not None:
             self._manager_thread.join(30)
             assert not self._manager_thread.is_alive()
+        if self.broadcaster is not None:
+            self.broadcaster.shutdown()
+            self.broadcaster = None
+
+    def events(self) -> list[tuple[str, str, str, str]]:
+        """``(kind, name, reason, message)`` of the Events in the control cluster."""
+        items = self.control.resource(EVENTS).list(namespace=NS)["items"]
+        return [
+            (
+                e["involvedObject"]["kind"],
+                e["involvedObject"]["name"],
+                e.get("reason", ""),
+                e.get("message", ""),
+            )
+            for e in items
+        ]
 
     def start(self) -> None:
         self.start_machine_side()

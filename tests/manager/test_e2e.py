@@ -190,6 +190,13 @@ def test_bad_input_leaves_valid_deployments_working(env: ManagerEnv) -> None:
     eventually(lambda: invalid("bad") and invalid("inplace"), what="InvalidSpec conditions")
     eventually(lambda: len(env.running()) == 2, what="the valid deployment's machines")
     assert {o.labels_of(m)["name"] for m in env.all_machines()} == {"good"}
+    assert env.manager is not None and env.manager.has_synced()
+
+    def reasons(name: str) -> set[str]:
+        return {reason for kind, who, reason, _ in env.events() if who == name}
+
+    eventually(lambda: "InvalidSpec" in reasons("bad") and "InvalidSpec" in reasons("inplace"), what="Events")
+    eventually(lambda: "ScalingMachineSet" in reasons("good"), what="the valid deployment's Events")
 
 
 def test_a_manager_restarted_mid_roll_out_resumes_without_extra_machines(env: ManagerEnv) -> None:
