@@ -64,7 +64,13 @@ def _status_only(old: Obj, new: Obj) -> bool:
 
 
 class EventHandlers:
-    """Handlers bound to the manager's queues; see the module docstring."""
+    """Handlers bound to the manager's queues; see the module docstring.
+
+    Threads: each method runs on the listener thread the informer starts for its registration,
+    never on a worker. What a handler must not do: call the API server, wait on anything, or
+    change the object it is given (the cache's); it reads the caches, notes expectations and
+    enqueues keys.
+    """
 
     def __init__(self, deps: Deps, enqueue: Callable[[str, str, float], None]) -> None:
         self.deps = deps
@@ -101,6 +107,7 @@ class EventHandlers:
     # --- Machines ---------------------------------------------------------------------------------
 
     def machine_added(self, obj: Any) -> None:
+        """Machine added. Machine informer's listener thread; only reads the caches and enqueues."""
         machine = _unwrap(obj)
         if machine is None:
             return
@@ -118,6 +125,7 @@ class EventHandlers:
             self._add(MACHINE_SET_QUEUE, machine_set)
 
     def machine_updated(self, old: Any, new: Any) -> None:
+        """Machine updated. Machine informer's listener thread; only reads the caches and enqueues."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping) or _rv(old) == _rv(new):
             return
         labels_changed = o.labels_of(old) != o.labels_of(new)
@@ -149,6 +157,8 @@ class EventHandlers:
         return machine_set
 
     def machine_deleted(self, obj: Any) -> None:
+        """Machine deleted (or its tombstone). Machine informer's listener thread; only reads the
+        caches and enqueues."""
         machine = _unwrap(obj)
         if machine is None:
             return
@@ -160,6 +170,7 @@ class EventHandlers:
     # --- MachineSets ------------------------------------------------------------------------------
 
     def machine_set_added(self, obj: Any) -> None:
+        """MachineSet added. MachineSet informer's listener thread; only reads the caches and enqueues."""
         machine_set = _unwrap(obj)
         if machine_set is None:
             return
@@ -167,6 +178,8 @@ class EventHandlers:
         self._wake_deployments(machine_set)
 
     def machine_set_updated(self, old: Any, new: Any) -> None:
+        """MachineSet updated. MachineSet informer's listener thread; only reads the caches and
+        enqueues."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return
         if not _status_only(old, new):
@@ -188,6 +201,8 @@ class EventHandlers:
                 self._add(MACHINE_DEPLOYMENT_QUEUE, deployment)
 
     def machine_set_deleted(self, obj: Any) -> None:
+        """MachineSet deleted (or its tombstone). MachineSet informer's listener thread; only reads
+        the caches and enqueues."""
         machine_set = _unwrap(obj)
         if machine_set is None:
             return
@@ -208,11 +223,15 @@ class EventHandlers:
     # --- MachineDeployments ----------------------------------------------------------------------
 
     def machine_deployment_added_or_deleted(self, obj: Any) -> None:
+        """MachineDeployment added or deleted. MachineDeployment informer's listener thread; only
+        enqueues."""
         deployment = _unwrap(obj)
         if deployment is not None:
             self._add(MACHINE_DEPLOYMENT_QUEUE, deployment)
 
     def machine_deployment_updated(self, old: Any, new: Any) -> None:
+        """MachineDeployment updated. MachineDeployment informer's listener thread; only reads the
+        caches and enqueues."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return
         if not _status_only(old, new):
