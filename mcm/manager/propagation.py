@@ -59,6 +59,8 @@ def _comparable(value: object) -> object:
 def config_equal(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
     """Whether two specs carry the same machine configuration (durations by value)."""
     a, b = configuration_of(left), configuration_of(right)
+    if a == b:
+        return True
     return a.keys() == b.keys() and all(_comparable(a[key]) == _comparable(b[key]) for key in a)
 
 

@@ -76,7 +76,8 @@ def test_scale_up_down_and_to_zero(env: ManagerEnv) -> None:
     env.start()
     env.deployments.create(md(replicas=1), namespace=NS)
     eventually(lambda: env.settled(1), what="1 machine")
-    env.update_deployment(lambda d: d["spec"].update(replicas=4))
+    scale = env.deployments.get("pool", namespace=NS, subresource="scale")  # as kubectl scale does
+    env.deployments.update({**scale, "spec": {"replicas": 4}}, namespace=NS, subresource="scale")
     eventually(lambda: env.settled(4), what="scaled up to 4")
     env.update_deployment(lambda d: d["spec"].update(replicas=2))
     eventually(lambda: env.settled(2), what="scaled down to 2")
