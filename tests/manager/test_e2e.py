@@ -239,3 +239,45 @@ def test_kubectl_get_shows_ready_updated_and_available(env: ManagerEnv) -> None:
         "Current": 2,
         "Ready": 2,
     }
+
+
+def test_a_manager_killed_again_and_again_mid_roll_out_resumes_without_extra_machines(
+    env: ManagerEnv,
+) -> None:
+    """SIGKILL, not a clean stop: whatever write was in flight is cut off."""
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.manager.manager_process",
+        str(env.pair.control_kubeconfig),
+        str(env.pair.target_kubeconfig),
+        NS,
+    ]
+    env.start_machine_side()
+    process = subprocess.Popen(command, cwd=root)
+    rng = random.Random(7)
+    try:
+        with Monitor(env) as monitor:
+            env.deployments.create(md(replicas=4, max_surge=1, max_unavailable=1), namespace=NS)
+            eventually(lambda: env.settled(4), what="4 machines")
+            monitor.watch(max_machines=5, min_running=3)
+            env.update_deployment(_to_class("class-b"))
+            for _ in range(4):
+                time.sleep(rng.uniform(0.3, 1.5))
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(10)
+                process = subprocess.Popen(command, cwd=root)
+            eventually(lambda: env.settled(4, "class-b"), what="roll-out finished after the kills")
+        assert monitor.violations == [] and monitor.max_seen <= 5
+        assert len(env.driver.vms) == 4
+    finally:
+        process.kill()
+        process.wait(10)
