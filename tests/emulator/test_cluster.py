@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import urllib.request
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from mcm.emulator import ClusterPair
+from mcm.emulator import KUBERNETES_VERSION, ClusterPair
 from mcm.emulator.kubeconfig import tls_available
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,12 +38,21 @@ def test_cluster_pair_single_shares_one_server(tmp_path: Path) -> None:
         assert pair.target_kubeconfig.exists()
 
 
+def test_the_emulator_reports_the_release_the_real_tier_runs() -> None:
+    """``KUBERNETES_VERSION`` follows the kube-apiserver that ``hack/envtest/go.mod`` pins (the
+    real server of the conformance tests): bumping one without the other fails here."""
+    go_mod = (Path(__file__).resolve().parents[2] / "hack" / "envtest" / "go.mod").read_text()
+    pinned = re.search(r"^\s*k8s\.io/kubernetes (v\S+)", go_mod, re.MULTILINE)
+    assert pinned is not None
+    assert pinned.group(1) == KUBERNETES_VERSION
+
+
 @pytest.mark.skipif(not tls_available(), reason="TLS material needs the openssl command")
 def test_tls_with_ca_and_token(tmp_path: Path) -> None:
     with ClusterPair.single(tmp_path, tls=True) as pair:
         assert pair.control.url.startswith("https://")
         api = config.new_client_from_config(config_file=str(pair.control_kubeconfig))
-        assert client.VersionApi(api).get_code().git_version == "v1.32.0"
+        assert client.VersionApi(api).get_code().git_version == KUBERNETES_VERSION
         assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
         conf = client.Configuration()
         conf.host = pair.control.url
