@@ -37,9 +37,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _report import Report, Yardstick, at_least, at_most, equals  # noqa: E402
 
-from mcm.emulator.process import spawn  # noqa: E402  (after the path insert)
+from mcm import packaged  # noqa: E402  (after the path insert)
+from mcm.emulator.process import spawn  # noqa: E402
 
-CRDS = REPO / "charts" / "machine-controller" / "crds"
+CRDS = packaged.machine_crds()
 NS = "/api/v1/namespaces/default"
 PAYLOAD = "x" * 1800  # ~2 KiB objects
 
