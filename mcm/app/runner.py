@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
-import importlib
 import os
 import socket
 import sys
@@ -51,6 +50,7 @@ from mcm.app.process import ControllerProcess, RunnableController, StartupError,
 from mcm.app.startup import check_control_cluster, check_target_cluster
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
+from mcm.driver.importing import import_driver_module
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
 from mcm.runtime.client.resources import NODES, SECRETS
@@ -175,7 +175,7 @@ def _import_driver(spec: str, options: Options) -> Driver:
     if not module_name or not attr:
         raise StartupError(f"--driver must be local, fake or MODULE:ATTR, got {spec!r}")
     try:
-        module = importlib.import_module(module_name)
+        module = import_driver_module(module_name)
     except Exception as exc:
         raise StartupError(f"--driver: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     target = getattr(module, attr, None)

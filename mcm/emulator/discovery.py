@@ -31,8 +31,8 @@ Obj = dict[str, Any]
 KUBERNETES_VERSION = "v1.37.2"
 """The Kubernetes release the emulator reports (``/version``, the OpenAPI ``info.version``): the
 release of the real kube-apiserver its conformance tests (tests/conformance) hold it to, pinned
-by ``hack/envtest/go.mod``. A test checks the two agree, so version-gated behaviour and tests
-see one version."""
+by envtest's Go module (``mcm/testing/envtest/gomodule/go.mod``). A test checks the two agree,
+so version-gated behaviour and tests see one version."""
 _SUB_VERBS = ["get", "patch", "update"]
 
 

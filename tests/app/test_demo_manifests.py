@@ -4,14 +4,15 @@ users byte for byte; ``--machines N`` picks or extends the Machines of the file.
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from mcm import packaged
-from mcm.app.demo import MANIFESTS, demo_objects, manifests
+from mcm.app.demo import MANIFESTS, _apply_target_manifests, demo_objects, manifests
+from mcm.emulator import Emulator
+from mcm.runtime.client import load_config
+from mcm.runtime.client.resources import POD_DISRUPTION_BUDGETS, PODS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,13 +64,13 @@ def test_boot_delay_overrides_the_class_and_the_rest_stays_as_in_the_file() -> N
     assert objects["Secret"] == from_file["Secret"]
 
 
-def test_the_demo_needs_two_machines_for_its_workload() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "mcm.app.cli", "demo", "--machines", "1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert "--machines" in result.stderr and "1 is not in the range 2<=x<=50" in result.stderr
+def test_with_one_machine_there_is_no_workload(emulator: Emulator, kubeconfig: str) -> None:
+    """``--machines 1``: the web workload's second pod would have no Node (and its budget would
+    then block the drain of the first), so the demo applies none of it."""
+    target = load_config(kubeconfig)
+    try:
+        assert _apply_target_manifests(target, ["demo-machine-1"], timeout=5) is False
+        assert target.resource(PODS).list(namespace="default")["items"] == []
+        assert target.resource(POD_DISRUPTION_BUDGETS).list(namespace="default")["items"] == []
+    finally:
+        target.close()

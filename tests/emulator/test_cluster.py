@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import urllib.request
 from pathlib import Path
@@ -14,6 +13,7 @@ from kubernetes import client, config
 from mcm import packaged
 from mcm.emulator import KUBERNETES_VERSION, ClusterPair
 from mcm.emulator.kubeconfig import tls_available
+from mcm.testing.envtest.build import pinned_version
 
 
 def test_cluster_pair_two_independent_clusters(tmp_path: Path) -> None:
@@ -38,12 +38,9 @@ def test_cluster_pair_single_shares_one_server(tmp_path: Path) -> None:
 
 
 def test_the_emulator_reports_the_release_the_real_tier_runs() -> None:
-    """``KUBERNETES_VERSION`` follows the kube-apiserver that ``hack/envtest/go.mod`` pins (the
-    real server of the conformance tests): bumping one without the other fails here."""
-    go_mod = (Path(__file__).resolve().parents[2] / "hack" / "envtest" / "go.mod").read_text()
-    pinned = re.search(r"^\s*k8s\.io/kubernetes (v\S+)", go_mod, re.MULTILINE)
-    assert pinned is not None
-    assert pinned.group(1) == KUBERNETES_VERSION
+    """``KUBERNETES_VERSION`` follows the kube-apiserver that envtest's packaged ``go.mod`` pins
+    (the real server of the conformance tests): bumping one without the other fails here."""
+    assert pinned_version() == KUBERNETES_VERSION
 
 
 @pytest.mark.skipif(not tls_available(), reason="TLS material needs the openssl command")
