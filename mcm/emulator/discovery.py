@@ -1,4 +1,5 @@
-"""Discovery, version and OpenAPI documents, generated from the registry (spec §1.3, §1.6).
+"""Discovery, version and OpenAPI documents, generated from the registry (the
+documents kube-apiserver serves at ``/api``, ``/apis``, ``/version`` and ``/openapi/v3``).
 
 Guarantees:
 
@@ -22,17 +23,16 @@ from typing import Any
 
 from mcm.emulator.openapi import component_schemas
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import encode
+from mcm.emulator.store import Obj, encode
 
 __all__ = ["KUBERNETES_VERSION", "Discovery"]
-
-Obj = dict[str, Any]
 
 KUBERNETES_VERSION = "v1.37.2"
 """The Kubernetes release the emulator reports (``/version``, the OpenAPI ``info.version``): the
 release of the real kube-apiserver its conformance tests (tests/conformance) hold it to, pinned
 by envtest's Go module (``mcm/testing/envtest/gomodule/go.mod``). A test checks the two agree,
 so version-gated behaviour and tests see one version."""
+
 _SUB_VERBS = ["get", "patch", "update"]
 
 

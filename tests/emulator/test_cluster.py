@@ -1,4 +1,4 @@
-"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (spec §4)."""
+"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (docs/emulator.md)."""
 
 from __future__ import annotations
 
