@@ -1,9 +1,10 @@
-"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (app-and-controller.md §2).
+"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (v0.47.0
+``pkg/util/provider/app/app.go``, ``Run`` and ``StartControllers``).
 
-1. Resolve the kubeconfigs (§2.2): empty target → in-cluster; ``none`` → no target cluster;
+1. Resolve the kubeconfigs: empty target → in-cluster; ``none`` → no target cluster;
    empty control → the target's config; ``inClusterConfig`` → in-cluster.
 2. One :class:`~mcm.runtime.client.ClusterClient` per cluster with ``--kube-api-qps``/``-burst``
-   and upstream's user-agent suffixes (§2.3).
+   and upstream's user-agent suffixes.
 3. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts first, so
    standbys and a process still waiting for its clusters serve it too.
 4. Discovery: the control cluster must answer ``/healthz`` and discovery, the target
@@ -113,7 +114,7 @@ def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterC
 
 
 def build_clients(options: Options) -> Clients:
-    """Resolve the kubeconfigs (§2.2) and build the clients (§2.3)."""
+    """Resolve the kubeconfigs and build the clients."""
     target = (
         None
         if options.no_target

@@ -1,5 +1,5 @@
 """Two clusters side by side: ``control`` (Machines, classes, secrets, leases) and ``target``
-(nodes, pods, volumes, PDBs), each with its own kubeconfig (spec §4.1).
+(nodes, pods, volumes, PDBs), each with its own kubeconfig (docs/emulator.md).
 
 Guarantees:
 
