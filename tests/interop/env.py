@@ -100,7 +100,12 @@ def eventually(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str
 
 
 def machine_deployment(
-    name: str = "pool", replicas: int = 3, *, class_name: str = "class-a", max_surge: Any = 1, max_unavailable: Any = 0
+    name: str = "pool",
+    replicas: int = 3,
+    *,
+    class_name: str = "class-a",
+    max_surge: Any = 1,
+    max_unavailable: Any = 0,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "machine.sapcloud.io/v1alpha1",
@@ -219,7 +224,8 @@ class History:
         running = sum(
             1
             for m in self.machines.values()
-            if o.text(m, "status", "currentStatus", "phase") == c.PHASE_RUNNING and not o.deletion_timestamp(m)
+            if o.text(m, "status", "currentStatus", "phase") == c.PHASE_RUNNING
+            and not o.deletion_timestamp(m)
         )
         if len(self.machines) > self.max_machines:
             self.max_machines = len(self.machines)
@@ -255,7 +261,10 @@ class InteropEnv:
 
     def _install_classes(self) -> None:
         self.control.resource(SECRETS).create(
-            {"metadata": {"name": "cloud-secret", "namespace": NS}, "data": {"userData": "I2Nsb3VkLWNvbmZpZw=="}},
+            {
+                "metadata": {"name": "cloud-secret", "namespace": NS},
+                "data": {"userData": "I2Nsb3VkLWNvbmZpZw=="},
+            },
             namespace=NS,
         )
         for name in ("class-a", "class-b"):
@@ -287,7 +296,10 @@ class InteropEnv:
         ]
 
     def _process(self, name: str, command: list[str]) -> Managed:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        }
         process = Managed(name, command, env, self.directory / f"{name}.log")
         process.start()
         return process
@@ -296,7 +308,12 @@ class InteropEnv:
         """The machine controller of ``side`` (``mcm`` or ``go``) and the node simulator."""
         port = free_port()
         if side == "go":
-            command = [str(self.upstream.controller), *self._kubeconfig_flags(), f"--port={port}", "--address=127.0.0.1"]
+            command = [
+                str(self.upstream.controller),
+                *self._kubeconfig_flags(),
+                f"--port={port}",
+                "--address=127.0.0.1",
+            ]
         else:
             command = [*controller_command(), *self._kubeconfig_flags(), "--driver=fake", f"--port={port}"]
         self.controller = self._process(f"{side}-controller", command)
@@ -307,7 +324,12 @@ class InteropEnv:
         """The MachineSet/MachineDeployment manager of ``side`` (``mcm`` or ``go``)."""
         port = free_port()
         if side == "go":
-            command = [str(self.upstream.manager), *self._kubeconfig_flags(), f"--port={port}", "--address=127.0.0.1"]
+            command = [
+                str(self.upstream.manager),
+                *self._kubeconfig_flags(),
+                f"--port={port}",
+                "--address=127.0.0.1",
+            ]
         else:
             command = mcm_manager_command(self._kubeconfig_flags(), port, self.pair)
         assert self.manager is None or not self.manager.alive(), "one manager at a time"
@@ -400,7 +422,7 @@ class InteropEnv:
 
 def mcm_manager_command(flags: list[str], port: int, pair: ClusterPair) -> list[str]:
     """mcm's manager: the ``machine-controller-manager`` command when this environment has it,
-    else the test runner of ``tests/manager`` (no flags, no HTTP endpoints)."""
+    else ``tests/interop/mcm_manager.py`` (no flags, no HTTP endpoints)."""
     script = Path(sys.executable).with_name("machine-controller-manager")
     found = str(script) if script.exists() else shutil.which("machine-controller-manager")
     if found:
@@ -408,7 +430,7 @@ def mcm_manager_command(flags: list[str], port: int, pair: ClusterPair) -> list[
     return [
         sys.executable,
         "-m",
-        "tests.manager.manager_process",
+        "tests.interop.mcm_manager",
         str(pair.control_kubeconfig),
         str(pair.target_kubeconfig),
         NS,

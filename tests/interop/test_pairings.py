@@ -20,7 +20,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 @pytest.mark.parametrize(
     ("manager", "controller"),
-    [pytest.param("go", "mcm", id="go-manager-mcm-controller"), pytest.param("mcm", "go", id="mcm-manager-go-controller")],
+    [
+        pytest.param("go", "mcm", id="go-manager-mcm-controller"),
+        pytest.param("mcm", "go", id="mcm-manager-go-controller"),
+    ],
 )
 def test_create_scale_and_roll(env: InteropEnv, manager: str, controller: str) -> None:
     if manager == "mcm":

@@ -1,0 +1,36 @@
+"""mcm's manager as a process, with Events recorded to the control cluster as upstream's
+manager records them (component ``machine-controller-manager``), for as long as this tree has no
+``machine-controller-manager`` command (``env.mcm_manager_command`` prefers the command).
+
+    python -m tests.interop.mcm_manager CONTROL_KUBECONFIG TARGET_KUBECONFIG NAMESPACE
+
+Runs until killed; SIGTERM stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from mcm.manager import Manager, ManagerOptions
+from mcm.runtime.client import load_config
+from mcm.runtime.record import EventBroadcaster
+
+
+def main(argv: list[str]) -> int:
+    control_path, target_path, namespace = argv
+    control = load_config(control_path, qps=-1, burst=0)
+    target = load_config(target_path, qps=-1, burst=0)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    broadcaster = EventBroadcaster()
+    broadcaster.start_recording_to_sink(control)
+    recorder = broadcaster.new_recorder("machine-controller-manager")
+    Manager(control, target, ManagerOptions(namespace=namespace), recorder=recorder).run(10, stop)
+    broadcaster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
