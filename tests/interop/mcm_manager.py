@@ -1,6 +1,7 @@
 """mcm's manager as a process, with Events recorded to the control cluster as upstream's
-manager records them (component ``machine-controller-manager``), for as long as this tree has no
-``machine-controller-manager`` command (``env.mcm_manager_command`` prefers the command).
+manager records them (components ``machine-controller-manager`` and ``machineset-controller``),
+for as long as this tree has no ``machine-controller-manager`` command
+(``env.mcm_manager_command`` prefers the command).
 
     python -m tests.interop.mcm_manager CONTROL_KUBECONFIG TARGET_KUBECONFIG NAMESPACE
 
@@ -26,8 +27,13 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     broadcaster = EventBroadcaster()
     broadcaster.start_recording_to_sink(control)
-    recorder = broadcaster.new_recorder("machine-controller-manager")
-    Manager(control, target, ManagerOptions(namespace=namespace), recorder=recorder).run(10, stop)
+    Manager(
+        control,
+        target,
+        ManagerOptions(namespace=namespace),
+        recorder=broadcaster.new_recorder("machine-controller-manager"),
+        machine_set_recorder=broadcaster.new_recorder("machineset-controller"),
+    ).run(10, stop)
     broadcaster.shutdown()
     return 0
 
