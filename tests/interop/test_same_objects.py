@@ -1,15 +1,16 @@
-"""Both managers write the same objects: the same scenario (create 2 machines, roll them to
-another class) runs once with upstream's Go manager and once with mcm's, each on mcm's machine
-controller, and what each left behind is compared: the MachineDeployment's annotations,
-finalizers and status, every MachineSet (name, machine-template-hash, labels, annotations, owner
-references, finalizers, spec, status) and Machine (labels, annotations, owner references,
-finalizers, generateName, spec), and the Events on the MachineDeployment and MachineSets
-(type, reason, message, source).
+"""Both managers write the same objects: the same scenario (create 2 machines, scale to 3,
+roll them to another class, scale to 1) runs once with upstream's Go manager and once with
+mcm's, each on mcm's machine controller, and what each left behind is compared: the
+MachineDeployment's annotations, finalizers and status, every MachineSet (name,
+machine-template-hash, labels, annotations, owner references, finalizers, spec, status) and
+Machine (labels, annotations, owner references, finalizers, generateName, spec), and the Events
+on the MachineDeployment and MachineSets (type, reason, message, source).
 
 Values are compared as Go reads them: a field that is absent equals its zero value (upstream's
-types omit empty numbers and write empty structs), and times, UIDs, resourceVersions and machine
-names (random) are left out. The deployment's ``metadata.generation`` is left out too: upstream's
-manager rewrites the whole MachineDeployment when it adds its finalizer (its typed object adds
+types omit empty numbers and write empty structs), and times, UIDs, resourceVersions, machine
+names (random) and the sizes of single scaling steps (timing) are left out. The deployment's
+``metadata.generation`` is left out too: upstream's manager rewrites the whole
+MachineDeployment when it adds its finalizer (its typed object adds
 ``spec.template.spec.nodeTemplate: {metadata: {}, spec: {}}`` and drops ``minReadySeconds: 0``),
 which bumps the generation; mcm's adds the finalizer alone.
 """
@@ -39,6 +40,13 @@ LEFT_OUT = {
     "observedGeneration",
 }
 MACHINE_NAME = re.compile(r"\bpool-[0-9bcdfghjklmnpqrstvwxz]{5}-[0-9a-z]{5}\b")
+SCALED_TO = re.compile(r" to \d+$")
+
+
+def event_message(message: str) -> str:
+    """``message`` without machine names (random) and scaling targets (how many machines a step
+    scales depends on how many became Running together)."""
+    return SCALED_TO.sub(" to <n>", MACHINE_NAME.sub("<machine>", message))
 
 
 def as_go_reads_it(value: Any) -> Any:
@@ -73,7 +81,7 @@ def snapshot(env: InteropEnv) -> dict[str, Any]:
             e.get("type"),
             e["involvedObject"]["kind"],
             e.get("reason"),
-            MACHINE_NAME.sub("<machine>", e.get("message", "")),
+            event_message(e.get("message", "")),
             (e.get("source") or {}).get("component"),
         )
         for e in env.events()
@@ -99,8 +107,12 @@ def run(tmp_path: Path, upstream: Upstream, manager: str) -> dict[str, Any]:
         env.start_manager(manager)
         env.deployments.create(machine_deployment(replicas=2), namespace=NS)
         eventually(lambda: env.settled(2), what=f"2 Running machines\n{env.logs()}")
+        env.scale(3)
+        eventually(lambda: env.settled(3), what=f"scaled to 3\n{env.logs()}")
         env.roll_to("class-b")
-        eventually(lambda: env.settled(2, "class-b"), what=f"rolled to class-b\n{env.logs()}")
+        eventually(lambda: env.settled(3, "class-b"), what=f"rolled to class-b\n{env.logs()}")
+        env.scale(1)
+        eventually(lambda: env.settled(1, "class-b"), what=f"scaled to 1\n{env.logs()}")
         # the last condition and old-set annotations are written a pass after the last machine
         # is Running
         eventually(
