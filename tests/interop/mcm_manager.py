@@ -18,11 +18,15 @@ from mcm.manager import Manager, ManagerOptions
 from mcm.runtime.client import load_config
 from mcm.runtime.record import EventBroadcaster
 
+AGENT = "machine-controller-manager"
+
 
 def main(argv: list[str]) -> int:
     control_path, target_path, namespace = argv
-    control = load_config(control_path, qps=-1, burst=0)
-    target = load_config(target_path, qps=-1, burst=0)
+    # upstream's user agent suffix, by which benchmarks/manager.py tells the manager's requests
+    # from the machine controller's
+    control = load_config(control_path, qps=-1, burst=0, user_agent_suffix=AGENT)
+    target = load_config(target_path, qps=-1, burst=0, user_agent_suffix=AGENT)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     broadcaster = EventBroadcaster()
