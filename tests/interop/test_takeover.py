@@ -92,6 +92,10 @@ def test_takeover_in_the_middle_of_a_rollout(
     env.kill_manager()
     sets_before = {identity(s) for s in env.all_sets()}
     assert len(sets_before) == 2
+    # upstream's manager may have gone past maxSurge already, in machines or in its sets'
+    # spec.replicas (its caches lag behind its writes): the second keeps within what it found
+    left = max(len(env.all_machines()), sum(s["spec"].get("replicas") or 0 for s in env.all_sets()))
+    env.history.reset_bounds()
 
     env.start_manager(second)
     env.vms.release()
@@ -103,4 +107,4 @@ def test_takeover_in_the_middle_of_a_rollout(
         assert classes == ["class-b"] * 3
         assert env.history.min_running is not None and env.history.min_running >= 3
         if second == "mcm":
-            assert env.history.max_machines <= 4, env.history.at_max
+            assert env.history.max_machines <= max(4, left), env.history.at_max
