@@ -49,7 +49,7 @@ from mcm.app.process import (
     serve,
 )
 from mcm.app.process import leader_identity as process_identity
-from mcm.app.startup import check_control_cluster, check_target_cluster
+from mcm.app.startup import check_control_cluster, wait_for_clusters
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
 from mcm.driver.importing import import_driver_module
@@ -271,15 +271,7 @@ class _Process(ControllerProcess):
 
     def wait_for_clusters(self) -> bool:
         """The control cluster answers and serves the Machine CRDs, then the target answers."""
-        self.waiting_for = "the control cluster"
-        if not check_control_cluster(self.clients.control, self.stop):
-            return False
-        if self.clients.target is not None:
-            self.waiting_for = "the target cluster"
-            if not check_target_cluster(self.clients.target, self.stop):
-                return False
-        self.waiting_for = None
-        return True
+        return wait_for_clusters(self, self.clients)
 
 
 def start(

@@ -22,7 +22,8 @@ from collections.abc import Callable
 import structlog
 
 from mcm.apis.machine.v1alpha1 import API_VERSION
-from mcm.app.process import StartupError
+from mcm.app.clients import Clients
+from mcm.app.process import ControllerProcess, StartupError
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -35,6 +36,7 @@ __all__ = [
     "check_target_cluster",
     "describe",
     "retry_until_stopped",
+    "wait_for_clusters",
 ]
 
 log = structlog.get_logger("startup")
@@ -123,3 +125,23 @@ def check_target_cluster(target: ClusterClient, stop: threading.Event, *, clock:
         return None
 
     return retry_until_stopped(answers, f"target {target.host}", stop, clock)
+
+
+def wait_for_clusters(
+    process: ControllerProcess,
+    clients: Clients,
+    resources: tuple[str, ...] = ("machines",),
+    component: str = "machine controller",
+) -> bool:
+    """A process's start-up wait: the control cluster answers and serves ``resources`` of the
+    Machine API, then the target (if any) answers; ``process.waiting_for`` names the cluster
+    waited for (``/readyz`` says it). ``False`` if the process's stop event came first."""
+    process.waiting_for = "the control cluster"
+    if not check_control_cluster(clients.control, process.stop, resources=resources, component=component):
+        return False
+    if clients.target is not None:
+        process.waiting_for = "the target cluster"
+        if not check_target_cluster(clients.target, process.stop):
+            return False
+    process.waiting_for = None
+    return True
