@@ -87,6 +87,7 @@ class ManagerEnv:
         options: ManagerOptions | None = None,
         controller_options: ControllerOptions | None = None,
     ) -> None:
+        self.directory = directory
         self.pair = ClusterPair.start(directory)
         self.control: ClusterClient = load_config(str(self.pair.control_kubeconfig), qps=-1, burst=0)
         self.target: ClusterClient = load_config(str(self.pair.target_kubeconfig), qps=-1, burst=0)
