@@ -29,9 +29,10 @@ from tests.realapi.env import eventually
 NS = "default"
 
 
-def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    command = manager_command(*args)
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=command_env(), check=False)
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        manager_command(*args), capture_output=True, text=True, timeout=60, env=command_env(), check=False
+    )
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], code: int, *fragments: str) -> None:
