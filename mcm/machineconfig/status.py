@@ -26,7 +26,7 @@ from typing import Any
 
 from mcm.machineconfig import api
 from mcm.machineconfig.conditions import condition, set_condition
-from mcm.machineconfig.nodes import DEGRADED, UNAVAILABLE_PHASES, UPDATED, UPDATING, is_ready, node_phase
+from mcm.machineconfig.nodes import DEGRADED, UPDATED, UPDATING, is_ready, is_unavailable, node_phase
 from mcm.machineconfig.pools import PoolSpecError
 from mcm.runtime.client import Object
 from mcm.runtime.clock import Clock
@@ -49,7 +49,9 @@ class PoolCounts:
 
     @property
     def all_updated(self) -> bool:
-        return self.updated == self.total
+        """Every node runs the target, is Ready, and none is unavailable (machine-config-operator's
+        ``allUpdated`` in ``calculateStatus``, ``pkg/controller/node/status.go``)."""
+        return self.updated == self.total and self.unavailable == 0
 
     def as_metrics(self) -> dict[str, int]:
         return {
@@ -74,7 +76,7 @@ def count_nodes(nodes: Sequence[Object], target: str, known: Mapping[str, str] |
         total=len(nodes),
         updated=phases.count(UPDATED),
         ready=sum(1 for n in nodes if is_ready(n)),
-        unavailable=sum(1 for p in phases if p in UNAVAILABLE_PHASES),
+        unavailable=sum(1 for n, p in zip(nodes, phases, strict=True) if is_unavailable(n, p)),
         updating=phases.count(UPDATING),
         degraded=phases.count(DEGRADED),
         degraded_reasons=reasons,

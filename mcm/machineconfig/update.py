@@ -45,7 +45,7 @@ from mcm.machineconfig.base import CONFLICT_RETRY, SubController
 from mcm.machineconfig.conditions import condition
 from mcm.machineconfig.context import Context, object_of
 from mcm.machineconfig.ledger import NodeLedger
-from mcm.machineconfig.nodes import desired_config, is_ready
+from mcm.machineconfig.nodes import desired_config, is_ready, not_schedulable_reason
 from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, spec_problem
 from mcm.machineconfig.status import PoolCounts, announce_status_change, pool_status
 from mcm.runtime.cache import ResourceEventHandlerFuncs
@@ -76,8 +76,11 @@ WATCHED_ANNOTATIONS = (
 
 
 def _node_changed(old: Object, new: Object) -> bool:
-    """Whether a node update matters to a pool: labels, the daemon's annotations or readiness."""
+    """Whether a node update matters to a pool: labels, the daemon's annotations, readiness or
+    whether it can take workloads (cordon, disk pressure, network)."""
     if api.labels_of(old) != api.labels_of(new) or is_ready(old) != is_ready(new):
+        return True
+    if not_schedulable_reason(old) != not_schedulable_reason(new):
         return True
     old_annotations, new_annotations = api.annotations_of(old), api.annotations_of(new)
     return any(old_annotations.get(key) != new_annotations.get(key) for key in WATCHED_ANNOTATIONS)

@@ -14,7 +14,6 @@ from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
 from mcm.machineconfig.ignition import data_url
-from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, is_ready, node_phase
 from mcm.runtime.client import ClusterClient, Object
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import EVENTS, NODES
@@ -80,8 +79,33 @@ def machine_config(name: str, role: str, files: Mapping[str, str] | None = None,
     }
 
 
+def _condition_status(node: Object, kind: str) -> str | None:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c.get("status") for c in conditions if c.get("type") == kind), None)
+
+
+def unavailable(node: Object) -> bool:
+    """The test's own judgement, independent of the controller's code: a node cannot take work
+    when it is not Ready, cordoned, under disk pressure or without network (as MCO's
+    ``LayeredNodeState.CheckNodeReady``), or while its daemon has a config to apply, is working
+    or is degraded."""
+    notes = api.annotations_of(node)
+    desired = notes.get(api.DESIRED_CONFIG_ANNOTATION, "")
+    current = notes.get(api.CURRENT_CONFIG_ANNOTATION, "")
+    state = notes.get(api.STATE_ANNOTATION, "")
+    return (
+        _condition_status(node, "Ready") != "True"
+        or _condition_status(node, "DiskPressure") not in (None, "False")
+        or _condition_status(node, "NetworkUnavailable") not in (None, "False")
+        or bool((node.get("spec") or {}).get("unschedulable"))
+        or desired != current
+        or state in (api.STATE_WORKING, api.STATE_DEGRADED)
+    )
+
+
 class BoundMonitor:
-    """Watches Nodes and records, after every event, how many of a pool's nodes are unavailable."""
+    """Watches Nodes and records, after every event, how many of a pool's nodes are unavailable
+    (judged by :func:`unavailable`, not by the controller's code)."""
 
     def __init__(self, client: ClusterClient, selector: Mapping[str, str], limit: int) -> None:
         self.client, self.selector, self.limit = client, dict(selector), limit
@@ -117,8 +141,8 @@ class BoundMonitor:
             for n in self.nodes.values()
             if all(api.labels_of(n).get(k) == v for k, v in self.selector.items())
         ]
-        down = sorted(api.name_of(n) for n in mine if node_phase(n, "") in UNAVAILABLE_PHASES)
-        self.seen_not_ready.update(api.name_of(n) for n in mine if not is_ready(n))
+        down = sorted(api.name_of(n) for n in mine if unavailable(n))
+        self.seen_not_ready.update(api.name_of(n) for n in mine if _condition_status(n, "Ready") != "True")
         self.max_seen = max(self.max_seen, len(down))
         if len(down) > self.limit:
             self.violations.append((self.events, down))
@@ -237,6 +261,10 @@ class Cluster:
 
     def annotations(self, node: str) -> dict[str, str]:
         return api.annotations_of(self.client.resource(NODES).get(node))
+
+    def cordon(self, node: str, unschedulable: bool = True) -> None:
+        """``kubectl cordon`` (or ``uncordon``)."""
+        self.client.resource(NODES).patch(node, {"spec": {"unschedulable": unschedulable or None}})
 
     def set_ready(self, node: str, ready: bool) -> None:
         condition = {

@@ -8,11 +8,13 @@ from typing import Any
 from mcm.machineconfig import api
 from mcm.machineconfig.ledger import NodeLedger
 from mcm.machineconfig.nodes import (
+    DEGRADED,
     OUTDATED,
-    UNAVAILABLE_PHASES,
+    UPDATING,
     candidate_order,
     desired_config,
     is_ready,
+    is_unavailable,
     node_phase,
 )
 from mcm.machineconfig.pools import PoolIndex, nodes_of_pool
@@ -35,9 +37,23 @@ class Nodes:
         self.items: dict[str, Obj] = {}
         self.version = 100
 
-    def put(self, name: str, roles: list[str], current: str, desired: str, state: str, ready: bool) -> Obj:
+    def put(
+        self,
+        name: str,
+        roles: list[str],
+        current: str,
+        desired: str,
+        state: str,
+        ready: bool,
+        cordoned: bool = False,
+        pressure: bool = False,
+    ) -> Obj:
         self.version += 1
         manifest = node_manifest(name, {f"role/{r}": "" for r in roles}, ready=ready)
+        if cordoned:
+            manifest["spec"]["unschedulable"] = True
+        if pressure:
+            manifest["status"]["conditions"].append({"type": "DiskPressure", "status": "True"})
         manifest["metadata"]["resourceVersion"] = str(self.version)
         manifest["metadata"]["creationTimestamp"] = f"2020-01-{1 + int(name[1:]) % 28:02d}T00:00:00Z"
         annotations = {
@@ -57,11 +73,12 @@ def from_scratch(pools: list[Obj], nodes: Nodes, name: str, target: str, limit: 
     mine, _ = nodes_of_pool(the_pool, PoolIndex(pools), nodes.items.values())
     counts = count_nodes(sorted(mine, key=api.name_of), target)
     phases = {api.name_of(n): node_phase(n, target) for n in mine}
-    unavailable = [n for n in mine if phases[api.name_of(n)] in UNAVAILABLE_PHASES]
-    retarget = sorted(
-        (n for n in unavailable if desired_config(n) != target and is_ready(n)), key=candidate_order
+    unavailable = [n for n in mine if is_unavailable(n, phases[api.name_of(n)])]
+    busy = [n for n in mine if phases[api.name_of(n)] in (UPDATING, DEGRADED)]
+    retarget = sorted((n for n in busy if desired_config(n) != target and is_ready(n)), key=candidate_order)
+    outdated = sorted(
+        (n for n in mine if phases[api.name_of(n)] == OUTDATED and n not in unavailable), key=candidate_order
     )
-    outdated = sorted((n for n in mine if phases[api.name_of(n)] == OUTDATED), key=candidate_order)
     chosen = retarget + outdated[: max(0, limit - len(unavailable))]
     return counts, [api.name_of(n) for n in chosen]
 
@@ -78,7 +95,17 @@ def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
         roles = rng.sample(ROLES, rng.randint(0, 2))
         configs = ["w0", "w1", "w2", "i1", ""]
         state = rng.choice([api.STATE_DONE, api.STATE_DONE, api.STATE_WORKING, api.STATE_DEGRADED, ""])
-        nodes.put(name, roles, rng.choice(configs), rng.choice(configs), state, rng.random() > 0.2)
+        cordoned, pressure = rng.random() < 0.15, rng.random() < 0.05
+        nodes.put(
+            name,
+            roles,
+            rng.choice(configs),
+            rng.choice(configs),
+            state,
+            rng.random() > 0.2,
+            cordoned,
+            pressure,
+        )
 
     for i in range(60):
         random_node(f"n{i}")

@@ -24,7 +24,10 @@ def _rollout(cluster: Cluster, pool: str, count: int, limit: int, version: str =
     return target
 
 
-@pytest.mark.parametrize(("max_unavailable", "nodes", "limit"), [(1, 4, 1), (2, 6, 2), ("30%", 7, 2)])
+@pytest.mark.parametrize(
+    ("max_unavailable", "nodes", "limit"),
+    [(1, 4, 1), (2, 6, 2), ("30%", 7, 2), ("50%", 5, 2), ("10%", 4, 1), ("100%", 3, 3)],
+)
 def test_rollout_never_exceeds_max_unavailable(
     cluster: Cluster, max_unavailable: Any, nodes: int, limit: int
 ) -> None:
@@ -64,6 +67,36 @@ def test_nodes_already_not_ready_count_against_the_bound(cluster: Cluster) -> No
     cluster.set_ready("worker-4", True)
     cluster.wait_updated("worker", target, 5)
     assert monitor.settle().violations == []
+
+
+def test_a_cordoned_node_counts_as_unavailable(cluster: Cluster) -> None:
+    """``kubectl cordon`` on one node of a ``maxUnavailable: 1`` pool uses the one slot: the rollout
+    waits for the uncordon instead of taking a second node out of scheduling."""
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 3})
+    cluster.start_controller()
+    cluster.start_daemons()
+    first = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", first, 3)
+    monitor = cluster.monitor("worker", 1)
+    cluster.cordon("worker-2")
+    eventually(lambda: cluster.status("worker").get("unavailableMachines") == 1, what="the cordon counted")
+    updated = cluster.condition("worker", api.POOL_UPDATED)
+    assert updated["status"] == "False", "a pool with an unavailable node is not Updated"
+    cluster.client.resource(api.MACHINE_CONFIGS).create(
+        machine_config("50-worker-v1", "worker", {"/etc/a": "1"})
+    )
+    target = cluster.wait_for_target("worker", different_from=first)
+    eventually(
+        lambda: target in cluster.condition("worker", api.POOL_UPDATING).get("message", ""),
+        what="a pass over the new target",
+    )
+    desired = [cluster.annotations(f"worker-{i}")[api.DESIRED_CONFIG_ANNOTATION] for i in range(3)]
+    assert desired == [first] * 3
+    assert monitor.settle().violations == []
+    cluster.cordon("worker-2", False)
+    cluster.wait_updated("worker", target, 3)
+    assert monitor.settle().violations == []
+    assert monitor.max_seen == 1
 
 
 def test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds(cluster: Cluster) -> None:

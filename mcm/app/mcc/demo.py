@@ -35,7 +35,7 @@ from mcm.app.demo import (
 )
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import data_url
-from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, node_phase
+from mcm.machineconfig.nodes import is_unavailable, node_phase
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed
 from mcm.runtime.client.resources import NODES
@@ -221,7 +221,7 @@ class _Watcher:
     def _record(self, nodes: list[dict[str, Any]]) -> None:
         for name, rollout in self.rollouts.items():
             mine = [n for n in nodes if _pool_of(n) == name]
-            down = sum(1 for n in mine if node_phase(n, "") in UNAVAILABLE_PHASES)
+            down = sum(1 for n in mine if is_unavailable(n, node_phase(n, "")))
             rollout.max_unavailable = max(rollout.max_unavailable, down)
             if down > rollout.limit:
                 raise DemoFailed(
