@@ -36,9 +36,11 @@ from mcm.machineconfig import api
 from mcm.machineconfig.base import SubController
 from mcm.machineconfig.conditions import set_condition
 from mcm.machineconfig.context import Context, object_of, same_content
-from mcm.machineconfig.ignition import data_url, file_text, merge_specs, validate_spec
+from mcm.machineconfig.ignition import data_url, file_text
 from mcm.machineconfig.kubelet import merge_kubelet_config, validate_kubelet_config
+from mcm.machineconfig.merge import merge_specs
 from mcm.machineconfig.render import RenderError, select_configs
+from mcm.machineconfig.validation import validate_spec
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import AlreadyExists, NotFound

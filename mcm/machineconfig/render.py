@@ -35,9 +35,11 @@ from mcm.machineconfig import api
 from mcm.machineconfig.base import SubController
 from mcm.machineconfig.conditions import condition, set_condition
 from mcm.machineconfig.context import Context, object_of, same_content
-from mcm.machineconfig.ignition import content_digest, merge_specs, validate_spec
+from mcm.machineconfig.ignition import content_digest
+from mcm.machineconfig.merge import merge_specs
 from mcm.machineconfig.pools import PoolIndex, PoolSpecError, config_selector, nodes_of_pool, spec_problem
 from mcm.machineconfig.status import announce_status_change, count_nodes, pool_status, with_degraded
+from mcm.machineconfig.validation import validate_spec
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import AlreadyExists

@@ -36,7 +36,7 @@ def test_render_merges_by_name_order_and_owns_an_immutable_rendered_config(clust
     assert rendered is not None
     files = _files(rendered)
     assert files["/etc/x"] == "from b" and files["/etc/b"] == "b"  # later name wins
-    assert rendered["spec"]["kernelArguments"] == ["b", "c", "a=1"]  # appended, no duplicates
+    assert rendered["spec"]["kernelArguments"] == ["b", "c", "a=1", "b"]  # concatenated, as MCO
     assert rendered["spec"]["osImageURL"] == "os:a"  # last non-empty (the template's is before 10-a)
     owner = rendered["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("MachinePool", "worker", True)
