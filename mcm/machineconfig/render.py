@@ -22,7 +22,12 @@ Event on the pool (and on the bad MachineConfig) when the condition changes, and
 pool's previous ``currentMachineConfig`` — never a crash. A MachineConfig change re-renders the
 pools that select it (before or after the change) after ``render_delay`` seconds, so a burst of
 changes yields one rendered config (OpenShift's ``renderDelay``); a pool change re-renders at
-once. Rendering does not stop for a paused pool (OpenShift): pausing stops the UpdateController.
+once.
+
+A paused pool is not rendered: its ``currentMachineConfig`` stays as it is until it is unpaused
+(the original design: pausing "includes generating new desiredMachineConfig and update of
+machines"; machine-config-operator renders paused pools and only stops their node updates). A
+Normal Event ``Paused`` names the config the pool would get, once per change of it.
 """
 
 from __future__ import annotations
@@ -115,6 +120,8 @@ class RenderController(SubController):
         self.controller_configs = ctx.cached(api.CONTROLLER_CONFIGS)
         self.nodes = ctx.cached(NODES)
         self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS, api.CONTROLLER_CONFIGS, NODES)
+        self._held: dict[str, str] = {}
+        """pool → the config a paused pool would get, as last announced."""
         ctx.informers.informer_for(api.CONTROLLER_CONFIGS).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=lambda _: self._enqueue_all(),
@@ -185,9 +192,24 @@ class RenderController(SubController):
         except RenderError as err:
             self._set_status(pool, err)
             return None
+        if api.spec_of(pool).get("paused") is True:
+            self._hold(pool, api.name_of(rendered))
+            self._set_status(pool, None, str(api.status_of(pool).get("currentMachineConfig") or ""))
+            return None
+        self._held.pop(key, None)
         self._ensure_rendered(pool, rendered)
         self._set_status(pool, None, api.name_of(rendered))
         return None
+
+    def _hold(self, pool: Object, name: str) -> None:
+        """A paused pool: say (once per config) what it would get, write nothing."""
+        key = api.name_of(pool)
+        if name == api.status_of(pool).get("currentMachineConfig") or self._held.get(key) == name:
+            return
+        self._held[key] = name
+        log.info("render_paused", pool=key, config=name)
+        message = f"Pool {key} is paused; {name} will be rendered and rolled out when it is unpaused"
+        self.recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.PAUSED, message)
 
     def _templates_pending(self) -> str:
         """Why the role templates are not rendered yet ("" when they are, or when there is no

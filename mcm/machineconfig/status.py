@@ -7,7 +7,8 @@ The JSON names are seed 004's: ``machineCount``, ``updatingMachines`` (the seed'
 - ``Updated``: True when every node is updated to ``currentMachineConfig`` (never while the
   ``machineSelector`` is invalid: the pool's nodes are then unknown).
 - ``Updating``: True while nodes still have to update; False when all are updated, when the pool
-  is paused ("Pool is paused; will not update to …"), or when its spec stops the rollout.
+  is paused (reason ``Paused``: "Pool is paused; will not update to …" while nodes are behind,
+  :data:`PAUSED_MESSAGE` otherwise), or when its spec stops the rollout.
 - ``NodeDegraded``: True when a node's daemon reports ``degraded`` (message: each node's reason).
 - ``RenderDegraded``: set by the RenderController.
 - ``Degraded``: True when the spec cannot be acted on (bad ``machineSelector`` or
@@ -32,7 +33,16 @@ from mcm.runtime.client import Object
 from mcm.runtime.clock import Clock
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 
-__all__ = ["PoolCounts", "announce_status_change", "count_nodes", "pool_status", "with_degraded"]
+__all__ = [
+    "PAUSED_MESSAGE",
+    "PoolCounts",
+    "announce_status_change",
+    "count_nodes",
+    "pool_status",
+    "with_degraded",
+]
+
+PAUSED_MESSAGE = "Pool is paused; changed MachineConfigs are not rendered until it is unpaused"
 
 
 @dataclass(frozen=True)
@@ -87,13 +97,16 @@ def _updating(
     pool: Object, target: str, counts: PoolCounts, problem: PoolSpecError | None
 ) -> tuple[bool, str, str]:
     line = f"MachineConfig {target}"
+    paused = api.spec_of(pool).get("paused") is True
     if problem is not None:
         return False, problem.reason, str(problem)
+    if paused and (counts.all_updated or not target):
+        return False, api.Reason.PAUSED, PAUSED_MESSAGE
     if not target:
         return False, "NoRenderedConfig", "waiting for the RenderController to render a configuration"
     if counts.all_updated:
         return False, "", ""
-    if api.spec_of(pool).get("paused") is True:
+    if paused:
         return False, api.Reason.PAUSED, f"Pool is paused; will not update to {line}"
     return True, "", f"All nodes are updating to {line}"
 

@@ -116,24 +116,41 @@ def test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds(cluster: 
     )
 
 
-def test_paused_pool_starts_nothing_and_says_why(cluster: Cluster) -> None:
-    cluster.setup(pools=[("worker", 2)], nodes={"worker": 3})
+def test_paused_pool_renders_nothing_starts_nothing_and_says_why(cluster: Cluster) -> None:
+    """A paused pool generates no new rendered config and updates no node (the original design's
+    ``paused``: "This includes generating new desiredMachineConfig and update of machines"); the
+    unpaused ``master`` pool, changed at the same moment, shows the controller did its passes."""
+    cluster.setup(pools=[("worker", 2), ("master", 1)], nodes={"worker": 3, "master": 1})
     cluster.start_controller()
     cluster.start_daemons()
     first = cluster.wait_for_target("worker")
     cluster.wait_updated("worker", first, 3)
+    masters = cluster.wait_for_target("master")
     cluster.client.resource(api.MACHINE_POOLS).patch("worker", {"spec": {"paused": True}})
-    cluster.client.resource(api.MACHINE_CONFIGS).create(
-        machine_config("50-worker-v1", "worker", {"/etc/a": "1"})
-    )
-    target = cluster.wait_for_target("worker", different_from=first)
     updating = eventually(
         lambda: (c := cluster.condition("worker", api.POOL_UPDATING)).get("reason") == api.Reason.PAUSED and c
     )
-    assert updating["status"] == "False" and target in updating["message"]
+    assert updating["status"] == "False" and "not rendered until it is unpaused" in updating["message"]
+    for pool in ("worker", "master"):
+        cluster.client.resource(api.MACHINE_CONFIGS).create(
+            machine_config(f"50-{pool}-v1", pool, {"/etc/a": "1"})
+        )
+    cluster.wait_updated("master", cluster.wait_for_target("master", different_from=masters), 1)
+    assert cluster.target("worker") == first, "a paused pool generates no new config"
     assert all(cluster.annotations(f"worker-{i}")[api.DESIRED_CONFIG_ANNOTATION] == first for i in range(3))
-    eventually(lambda: cluster.events(api.Reason.PAUSED, kind="MachinePool"), what="Paused event")
+    held = eventually(
+        lambda: [
+            e
+            for e in cluster.events(api.Reason.PAUSED, name="worker")
+            if "when it is unpaused" in e["message"]
+        ],
+        what="the Paused event naming the held config",
+    )
+    pending = held[0]["message"].split("; ")[1].split(" ")[0]
+    assert pending.startswith("rendered-worker-") and cluster.get_config(pending) is None
     cluster.client.resource(api.MACHINE_POOLS).patch("worker", {"spec": {"paused": False}})
+    target = cluster.wait_for_target("worker", different_from=first)
+    assert target == pending
     cluster.wait_updated("worker", target, 3)
 
 

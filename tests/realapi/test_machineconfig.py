@@ -98,7 +98,9 @@ test_nodes_already_not_ready_count_against_the_bound = (
 test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds = (
     rollout_tests.test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds
 )
-test_paused_pool_starts_nothing_and_says_why = rollout_tests.test_paused_pool_starts_nothing_and_says_why
+test_paused_pool_renders_nothing_starts_nothing_and_says_why = (
+    rollout_tests.test_paused_pool_renders_nothing_starts_nothing_and_says_why
+)
 test_degraded_node_holds_the_rollout_and_sets_degraded = (
     rollout_tests.test_degraded_node_holds_the_rollout_and_sets_degraded
 )
