@@ -1,11 +1,15 @@
 """A MachinePool's status: machine counts and conditions, computed from its nodes.
 
-The JSON names are seed 004's: ``machineCount``, ``updatingMachines`` (the seed's name for the
-*updated* count), ``readyMachines``, ``unavailableMachines``, ``currentMachineConfig``,
-``observedGeneration``, ``conditions``. Conditions (OpenShift's ``calculateStatus``):
+The JSON names are the original design's: ``machineCount``, ``updatingMachines`` (its name for the
+*updated* count), ``readyMachines``, ``unavailableMachines``, ``currentMachineConfig`` (the
+target: the rendered config the nodes are brought to), ``observedGeneration``, ``conditions``;
+and machine-config-operator's ``degradedMachineCount`` and ``configuration.name`` (the rendered
+config every node of the pool last completed, set when ``Updated`` becomes True: what the nodes
+run while they head to a new target). Conditions (OpenShift's ``calculateStatus``,
+``pkg/controller/node/status.go``):
 
-- ``Updated``: True when every node is updated to ``currentMachineConfig`` (never while the
-  ``machineSelector`` is invalid: the pool's nodes are then unknown).
+- ``Updated``: True when every node is updated to ``currentMachineConfig`` and none is
+  unavailable (never while the ``machineSelector`` is invalid: the pool's nodes are then unknown).
 - ``Updating``: True while nodes still have to update; False when all are updated, when the pool
   is paused (reason ``Paused``: "Pool is paused; will not update to …" while nodes are behind,
   :data:`PAUSED_MESSAGE` otherwise), or when its spec stops the rollout.
@@ -141,6 +145,7 @@ def pool_status(
             "updatingMachines": counts.updated,
             "readyMachines": counts.ready,
             "unavailableMachines": counts.unavailable,
+            "degradedMachineCount": counts.degraded,
         }
     )
     nodes_unknown = problem is not None and problem.reason in (
@@ -148,6 +153,8 @@ def pool_status(
         api.Reason.INVALID_SELECTOR,
     )
     done = bool(target) and counts.all_updated and not nodes_unknown
+    if done:
+        status["configuration"] = {"name": target}
     conditions = set_condition(
         status.get("conditions"),
         api.POOL_UPDATED,

@@ -63,7 +63,13 @@ log = structlog.get_logger(__name__)
 STATUS_INTERVAL = 0.5
 """Seconds between status writes that only change machine counts (conditions, the target and
 the observed generation are written at once): a wave of 100 nodes is a few writes, not 100."""
-COUNT_FIELDS = ("machineCount", "updatingMachines", "readyMachines", "unavailableMachines")
+COUNT_FIELDS = (
+    "machineCount",
+    "updatingMachines",
+    "readyMachines",
+    "unavailableMachines",
+    "degradedMachineCount",
+)
 PATCH_WORKERS = 16
 """Concurrent ``desiredConfig`` patches of one pass (a wave of 100 nodes is not 100 round trips)."""
 
@@ -96,7 +102,11 @@ def _only_counts_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def _count_fields(counts: PoolCounts) -> dict[str, int]:
     """The status fields of the counts (:func:`~mcm.machineconfig.status.pool_status`'s names)."""
     return dict(
-        zip(COUNT_FIELDS, (counts.total, counts.updated, counts.ready, counts.unavailable), strict=True)
+        zip(
+            COUNT_FIELDS,
+            (counts.total, counts.updated, counts.ready, counts.unavailable, counts.degraded),
+            strict=True,
+        )
     )
 
 

@@ -98,6 +98,8 @@ def test_crds_validate_and_have_printer_columns() -> None:
         (CHART / "crds" / "machineconfiguration.openshift.io_machinepools.yaml").read_text()
     )
     columns = {c["name"]: c["jsonPath"] for c in pools["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert columns["Config"] == ".status.configuration.name", "what the nodes run, not the target"
+    assert columns["DegradedMachineCount"] == ".status.degradedMachineCount"
     assert columns["MachineCount"] == ".status.machineCount"
     assert columns["UpdatedMachineCount"] == ".status.updatingMachines"
     assert columns["Updated"] == '.status.conditions[?(@.type=="Updated")].status'

@@ -69,6 +69,33 @@ def test_nodes_already_not_ready_count_against_the_bound(cluster: Cluster) -> No
     assert monitor.settle().violations == []
 
 
+def test_status_shows_what_the_nodes_run_apart_from_the_target(cluster: Cluster) -> None:
+    """``currentMachineConfig`` is the target; ``configuration.name`` (the ``Config`` column of
+    ``kubectl get machinepools``) is the config every node completed, and moves on completion."""
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 3})
+    cluster.start_controller()
+    cluster.start_daemons(DaemonOptions(apply_seconds=0.3))
+    first = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", first, 3)
+    assert cluster.status("worker")["configuration"] == {"name": first}
+    cluster.client.resource(api.MACHINE_CONFIGS).create(
+        machine_config("50-worker-v1", "worker", {"/etc/a": "1"})
+    )
+    target = cluster.wait_for_target("worker", different_from=first)
+    seen = []
+
+    def done() -> bool:
+        status = cluster.status("worker")
+        seen.append((status["configuration"]["name"], status.get("updatingMachines")))
+        return status["configuration"]["name"] == target
+
+    eventually(done, what="the completed rollout")
+    assert cluster.status("worker")["updatingMachines"] == 3
+    assert (first, 1) in seen or (first, 2) in seen, "mid-rollout the nodes' config was shown"
+    assert all(count == 3 for name, count in seen if name == target)
+    assert cluster.status("worker")["degradedMachineCount"] == 0
+
+
 def test_a_cordoned_node_counts_as_unavailable(cluster: Cluster) -> None:
     """``kubectl cordon`` on one node of a ``maxUnavailable: 1`` pool uses the one slot: the rollout
     waits for the uncordon instead of taking a second node out of scheduling."""
@@ -170,6 +197,7 @@ def test_degraded_node_holds_the_rollout_and_sets_degraded(cluster: Cluster) -> 
     )
     assert degraded["reason"] == api.Reason.NODE_DEGRADED and "worker-0" in degraded["message"]
     assert cluster.condition("worker", api.POOL_NODE_DEGRADED)["status"] == "True"
+    eventually(lambda: cluster.status("worker").get("degradedMachineCount") == 1, what="degradedMachineCount")
     eventually(
         lambda: cluster.events(api.Reason.NODE_DEGRADED, kind="Node", name="worker-0"), what="node event"
     )

@@ -146,7 +146,7 @@ def pool(name: str = "worker", **spec: Any) -> dict[str, Any]:
         (None, 10, 1),
         (1, 10, 1),
         (3, 10, 3),
-        (0, 10, 1),
+        ("10%", 5, 1),
         ("30%", 10, 3),
         ("30%", 3, 1),
         ("100%", 7, 7),
@@ -158,7 +158,7 @@ def test_max_unavailable(value: Any, nodes: int, expected: int) -> None:
     assert max_unavailable(pool(**spec), nodes) == expected
 
 
-@pytest.mark.parametrize("value", ["abc", "150%", -1, "2", "x%", 1.5, True])
+@pytest.mark.parametrize("value", ["abc", "150%", -1, "2", "x%", 1.5, True, 0, "0%"])
 def test_bad_max_unavailable_is_a_spec_error(value: Any) -> None:
     with pytest.raises(PoolSpecError) as err:
         max_unavailable(pool(maxUnavailable=value), 10)

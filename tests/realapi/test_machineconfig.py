@@ -28,6 +28,7 @@ from tests.conftest import REALAPI_MARKS
 from tests.machineconfig import fixtures
 from tests.machineconfig import test_kubelet_and_templates as kubelet_tests
 from tests.machineconfig import test_render_and_bad_input as render_tests
+from tests.machineconfig import test_render_merge_validation as merge_tests
 from tests.machineconfig import test_rollout as rollout_tests
 from tests.machineconfig.conftest import no_reconcile_bugs
 from tests.machineconfig.fixtures import Cluster, eventually
@@ -125,8 +126,25 @@ test_duplicate_file_path_degrades_the_render_and_keeps_the_old_config = (
 test_machine_config_selector_problems_are_conditions = (
     render_tests.test_machine_config_selector_problems_are_conditions
 )
+test_the_api_server_refuses_an_unknown_selector_operator = (
+    render_tests.test_the_api_server_refuses_an_unknown_selector_operator
+)
+test_a_cordoned_node_counts_as_unavailable = rollout_tests.test_a_cordoned_node_counts_as_unavailable
+test_status_shows_what_the_nodes_run_apart_from_the_target = (
+    rollout_tests.test_status_shows_what_the_nodes_run_apart_from_the_target
+)
+test_a_later_config_changes_fields_and_keeps_the_earlier_ones = (
+    merge_tests.test_a_later_config_changes_fields_and_keeps_the_earlier_ones
+)
+test_an_invalid_machine_config_degrades_the_render_and_keeps_the_last_good_config = (
+    merge_tests.test_an_invalid_machine_config_degrades_the_render_and_keeps_the_last_good_config
+)
+
 test_pool_spec_problems_stop_the_rollout_with_a_condition_and_event = (
     render_tests.test_pool_spec_problems_stop_the_rollout_with_a_condition_and_event
+)
+test_the_crd_schema_refuses_a_bad_max_unavailable = (
+    render_tests.test_the_crd_schema_refuses_a_bad_max_unavailable
 )
 test_kubelet_config_create_update_delete_rolls_through_the_pool = (
     kubelet_tests.test_kubelet_config_create_update_delete_rolls_through_the_pool
