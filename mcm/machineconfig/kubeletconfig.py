@@ -64,6 +64,10 @@ def _deleting(obj: Object) -> bool:
 def pools_of(kubelet_config: Object, pools: list[Object]) -> list[Object]:
     """The pools the KubeletConfig's ``machineConfigPoolSelector`` selects, sorted by name."""
     raw = api.spec_of(kubelet_config).get("machineConfigPoolSelector")
+    if raw is None:
+        raise KubeletConfigError(
+            "spec.machineConfigPoolSelector is required: without it the KubeletConfig applies to no pool"
+        )
     if isinstance(raw, dict) and not raw.get("matchLabels") and not raw.get("matchExpressions"):
         raise KubeletConfigError(
             "spec.machineConfigPoolSelector selects every pool; a non-empty selector is required"
@@ -163,17 +167,20 @@ class KubeletConfigController(SubController):
         if problems:
             self._set_status(kubelet_config, api.Reason.KUBELET_CONFIG_INVALID, "; ".join(problems))
             return None
+        invalid = ""
         try:
             selected = pools_of(kubelet_config, self.pools.list())
-        except KubeletConfigError as err:
-            self._set_status(kubelet_config, api.Reason.KUBELET_CONFIG_INVALID, str(err))
-            return None
+        except KubeletConfigError as err:  # it applies to no pool: take it out of those it was in
+            selected, invalid = [], str(err)
         errors = []
         for pool in self._pools_touched(kubelet_config, selected):
             try:
                 self._sync_pool(pool, kubelet_config)
             except KubeletConfigError as err:
                 errors.append(f"pool {api.name_of(pool)}: {err}")
+        if invalid:
+            self._set_status(kubelet_config, api.Reason.KUBELET_CONFIG_INVALID, invalid)
+            return None
         if not selected:
             errors.append("no MachinePool matches spec.machineConfigPoolSelector")
         self._set_status(

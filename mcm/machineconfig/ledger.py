@@ -151,6 +151,8 @@ class NodeLedger:
         self._all_touched = True
         self._index: PoolIndex | None = None
         self._entries: dict[str, NodeEntry] = {}
+        self._contested: dict[str, NodeEntry] = {}
+        """The nodes several pools claim (so none owns them), by name."""
         self._books: dict[str, _Book] = {}
 
     # -- marking (informer handlers) -------------------------------------------------------------
@@ -217,6 +219,7 @@ class NodeLedger:
                 updating=len(book.named(UPDATING)),
                 degraded=len(degraded),
                 degraded_reasons=reasons,
+                contested=self.contested(pool),
             )
 
     def degraded(self, pool: str) -> list[Object]:
@@ -224,6 +227,18 @@ class NodeLedger:
         with self._lock:
             book = self._books.get(pool) or _Book()
             return [book.members[name].node for name in sorted(book.named(DEGRADED))]
+
+    def contested(self, pool: str) -> tuple[str, ...]:
+        """Why each node the pool selects belongs to no pool (several claim it), by node name."""
+        with self._lock:
+            if self._index is None:
+                return ()
+            found = sorted(
+                (name, entry.contested)
+                for name, entry in self._contested.items()
+                if pool in {api.name_of(p) for p in self._index.selecting(entry.node)}
+            )
+            return tuple(why for _, why in found)
 
     def is_degraded(self, name: str) -> bool:
         with self._lock:
@@ -263,12 +278,15 @@ class NodeLedger:
         if old is not None:
             self._drop(old)
         self._entries[name] = entry
+        if entry.contested:
+            self._contested[name] = entry
         if entry.pool:
             self._books.setdefault(entry.pool, _Book()).add(entry)
         return entry
 
     def _drop(self, entry: NodeEntry) -> None:
         self._entries.pop(entry.name, None)
+        self._contested.pop(entry.name, None)
         book = self._books.get(entry.pool)
         if book is not None:
             book.remove(entry)

@@ -288,9 +288,11 @@ class RenderController(SubController):
         announce_status_change(self.recorder, written, old, status, spec_problem(pool))
 
     def _status_for_target(self, pool: Object, target: str) -> dict[str, Any]:
-        nodes, _ = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
+        nodes, contested = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
         problem = spec_problem(pool, len(nodes))
-        return pool_status(pool, count_nodes(nodes, target), target, problem, self.ctx.clock)
+        whys = [why for _, why in sorted(contested, key=lambda item: api.name_of(item[0]))]
+        counts = count_nodes(nodes, target, contested=whys)
+        return pool_status(pool, counts, target, problem, self.ctx.clock)
 
     def _announce(
         self, pool: Object, old: dict[str, Any], new: dict[str, Any], error: RenderError | None

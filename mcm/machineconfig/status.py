@@ -15,8 +15,11 @@ run while they head to a new target). Conditions (OpenShift's ``calculateStatus`
   :data:`PAUSED_MESSAGE` otherwise), or when its spec stops the rollout.
 - ``NodeDegraded``: True when a node's daemon reports ``degraded`` (message: each node's reason).
 - ``RenderDegraded``: set by the RenderController.
+- ``NodesInMultiplePools``: True while nodes the pool selects belong to no pool because several
+  pools select them (message: each node and the pools; the pools' updates go on without them).
 - ``Degraded``: True when the spec cannot be acted on (bad ``machineSelector`` or
-  ``maxUnavailable``), or ``RenderDegraded`` or ``NodeDegraded`` is True; its reason says which.
+  ``maxUnavailable``), or ``RenderDegraded``, ``NodeDegraded`` or ``NodesInMultiplePools`` is
+  True; its reason and message are the first of these.
 
 ``readyMachines`` counts every node reporting ``NodeReady`` (the seed's definition; OpenShift
 counts only updated ready nodes, which ``updatingMachines`` already does).
@@ -60,6 +63,8 @@ class PoolCounts:
     updating: int = 0
     degraded: int = 0
     degraded_reasons: tuple[str, ...] = field(default=())
+    contested: tuple[str, ...] = field(default=())
+    """Why each node the pool selects belongs to no pool (several pools select it)."""
 
     @property
     def all_updated(self) -> bool:
@@ -78,8 +83,14 @@ class PoolCounts:
         }
 
 
-def count_nodes(nodes: Sequence[Object], target: str, known: Mapping[str, str] | None = None) -> PoolCounts:
-    """The pool's counts; ``known`` maps node names to phases already computed."""
+def count_nodes(
+    nodes: Sequence[Object],
+    target: str,
+    known: Mapping[str, str] | None = None,
+    contested: Sequence[str] = (),
+) -> PoolCounts:
+    """The pool's counts; ``known`` maps node names to phases already computed, ``contested`` says
+    why nodes the pool selects belong to no pool."""
     phases = [(known or {}).get(api.name_of(node)) or node_phase(node, target) for node in nodes]
     reasons = tuple(
         f"Node {api.name_of(n)} is reporting: {api.annotations_of(n).get(api.REASON_ANNOTATION, '')!r}"
@@ -94,6 +105,7 @@ def count_nodes(nodes: Sequence[Object], target: str, known: Mapping[str, str] |
         updating=phases.count(UPDATING),
         degraded=phases.count(DEGRADED),
         degraded_reasons=reasons,
+        contested=tuple(contested),
     )
 
 
@@ -117,16 +129,19 @@ def _updating(
 
 def with_degraded(conditions: Any, problem: PoolSpecError | None, clock: Clock) -> list[dict[str, Any]]:
     """``conditions`` with ``Degraded`` derived from the spec problem and the other conditions."""
-    render = condition(conditions, api.POOL_RENDER_DEGRADED)
-    node = condition(conditions, api.POOL_NODE_DEGRADED)
+    status, reason, message = False, "", ""
     if problem is not None:
         status, reason, message = True, problem.reason, str(problem)
-    elif render is not None and render.get("status") == "True":
-        status, reason, message = True, str(render.get("reason") or ""), str(render.get("message") or "")
-    elif node is not None and node.get("status") == "True":
-        status, reason, message = True, str(node.get("reason") or ""), str(node.get("message") or "")
     else:
-        status, reason, message = False, "", ""
+        for kind in (api.POOL_RENDER_DEGRADED, api.POOL_NODE_DEGRADED, api.POOL_NODES_CONFLICT):
+            found = condition(conditions, kind)
+            if found is not None and found.get("status") == "True":
+                status, reason, message = (
+                    True,
+                    str(found.get("reason") or ""),
+                    str(found.get("message") or ""),
+                )
+                break
     return set_condition(
         conditions, api.POOL_DEGRADED, status=status, reason=reason, message=message, clock=clock
     )
@@ -176,6 +191,15 @@ def pool_status(
         + ", ".join(counts.degraded_reasons)
         if degraded
         else "",
+        clock=clock,
+    )
+    conflict = bool(counts.contested)
+    conditions = set_condition(
+        conditions,
+        api.POOL_NODES_CONFLICT,
+        status=conflict,
+        reason=api.Reason.NODE_IN_MULTIPLE_POOLS if conflict else "",
+        message="; ".join(counts.contested),
         clock=clock,
     )
     status["conditions"] = with_degraded(conditions, problem, clock)

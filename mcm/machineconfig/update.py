@@ -126,6 +126,7 @@ def _condition_inputs(
         spec_problem_key,
         counts.all_updated,
         counts.degraded_reasons,
+        counts.contested,
     )
 
 
@@ -163,9 +164,9 @@ class UpdateController(SubController):
         self.ledger = NodeLedger(self.nodes.get, self.nodes.lister.indexer.list_keys)
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(
-                on_add=self._pool_event,
-                on_update=lambda old, new: self._pool_event(new) if _pool_changed(old, new) else None,
-                on_delete=self._pool_event,
+                on_add=lambda _: self._enqueue_all_pools(),
+                on_update=self._pool_updated,
+                on_delete=self._pool_deleted,
             )
         )
         ctx.informers.informer_for(NODES).add_event_handler(
@@ -177,9 +178,24 @@ class UpdateController(SubController):
         )
 
     # -- handlers (enqueue only) -----------------------------------------------------------------
-    def _pool_event(self, obj: Any) -> None:
+    def _pool_updated(self, old: Object, new: Object) -> None:
+        """A changed ``machineSelector`` can move nodes between pools: every pool; another change
+        that matters: this pool."""
+        if api.spec_of(old).get("machineSelector") != api.spec_of(new).get("machineSelector"):
+            self._enqueue_all_pools()
+        elif _pool_changed(old, new):
+            self.enqueue(api.name_of(new))
+
+    def _pool_deleted(self, obj: Any) -> None:
+        """Its nodes may now belong to another pool (or to none): every pool, and the deleted one
+        (its pass forgets it)."""
         pool = object_of(obj)
         if pool is not None:
+            self.enqueue(api.name_of(pool))
+        self._enqueue_all_pools()
+
+    def _enqueue_all_pools(self) -> None:
+        for pool in self.pools.list():
             self.enqueue(api.name_of(pool))
 
     def _pool_index(self) -> PoolIndex:

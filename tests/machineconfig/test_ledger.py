@@ -70,8 +70,9 @@ class Nodes:
 def from_scratch(pools: list[Obj], nodes: Nodes, name: str, target: str, limit: int) -> tuple[Any, list[str]]:
     """What the UpdateController computed on every pass before the ledger: counts and candidates."""
     the_pool = next(p for p in pools if api.name_of(p) == name)
-    mine, _ = nodes_of_pool(the_pool, PoolIndex(pools), nodes.items.values())
-    counts = count_nodes(sorted(mine, key=api.name_of), target)
+    mine, contested = nodes_of_pool(the_pool, PoolIndex(pools), nodes.items.values())
+    whys = [why for _, why in sorted(contested, key=lambda item: api.name_of(item[0]))]
+    counts = count_nodes(sorted(mine, key=api.name_of), target, contested=whys)
     phases = {api.name_of(n): node_phase(n, target) for n in mine}
     unavailable = [n for n in mine if is_unavailable(n, phases[api.name_of(n)])]
     busy = [n for n in mine if phases[api.name_of(n)] in (UPDATING, DEGRADED)]
@@ -86,10 +87,10 @@ def from_scratch(pools: list[Obj], nodes: Nodes, name: str, target: str, limit: 
 def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
     rng = random.Random(28)
     nodes = Nodes()
-    pools = [pool("worker"), pool("infra")]
+    pools = [pool("worker"), pool("infra"), pool("gpu", "master")]
     ledger = NodeLedger(nodes.items.get, lambda: list(nodes.items))
     index = PoolIndex(pools)
-    targets = {"worker": "w1", "infra": "i1"}
+    targets = {"worker": "w1", "infra": "i1", "gpu": "w1"}
 
     def random_node(name: str) -> None:
         roles = rng.sample(ROLES, rng.randint(0, 2))
@@ -107,6 +108,7 @@ def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
             pressure,
         )
 
+    contested = 0
     for i in range(60):
         random_node(f"n{i}")
     for step in range(400):
@@ -120,7 +122,7 @@ def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
                     random_node(name)
                 ledger.touch(name)
         elif action < 0.85:  # a pool's selector changes: a new index
-            pools = [pool("worker"), pool("infra", rng.choice(["infra", "master"]))]
+            pools = [pool("worker"), pool("infra", rng.choice(["infra", "master"])), pool("gpu", "master")]
             index = PoolIndex(pools)
         else:
             targets[rng.choice(list(targets))] = rng.choice(["w1", "w2", "i1"])
@@ -132,6 +134,8 @@ def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
             assert ledger.counts(name) == counts, f"step {step}, pool {name}"
             assert [api.name_of(n) for n in ledger.candidates(name, limit)] == chosen, f"step {step}"
             assert ledger.size(name) == counts.total
+            contested += len(counts.contested)
+    assert contested > 0, "nodes claimed by several pools were part of the test"
 
 
 def test_an_untouched_change_waits_for_its_touch_and_an_older_copy_never_wins() -> None:

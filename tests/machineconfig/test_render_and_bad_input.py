@@ -203,20 +203,44 @@ def test_the_api_server_refuses_an_unknown_selector_operator(
     assert refused.value.code == 422 and "operator" in str(refused.value)
 
 
-def test_a_node_selected_by_two_pools_belongs_to_none_and_gets_a_warning(cluster: Cluster) -> None:
-    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
-    both = pool_manifest("infra", 1)
-    both["spec"]["machineSelector"] = {"matchLabels": {"kubernetes.io/hostname": "worker-0"}}
-    other = pool_manifest("gpu", 1)
-    other["spec"]["machineSelector"] = {
-        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "Exists"}]
+def test_a_node_three_pools_select_is_named_on_each_and_a_custom_pool_takes_it_from_worker(
+    cluster: Cluster,
+) -> None:
+    """worker-0 is selected by ``worker``, ``infra`` and ``gpu``: it belongs to none, and each of the
+    three pools says so. Once ``gpu`` is gone, the custom pool ``infra`` carved out of the workers
+    takes it (as OpenShift) and rolls its own config out to it."""
+    cluster.setup(pools=[("worker", 1), ("infra", 1), ("gpu", 1)], nodes={"worker": 2})
+    only_worker_0 = {
+        "matchLabels": None,
+        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["worker-0"]}],
     }
-    for pool in (both, other):
-        cluster.client.resource(api.MACHINE_POOLS).create(pool)
+    for pool in ("infra", "gpu"):
+        cluster.client.resource(api.MACHINE_POOLS).patch(pool, {"spec": {"machineSelector": only_worker_0}})
     cluster.start_controller()
+    cluster.start_daemons()
+    for pool in ("worker", "infra", "gpu"):
+        conflict = eventually(
+            lambda p=pool: (c := cluster.condition(p, api.POOL_NODES_CONFLICT)).get("status") == "True" and c,
+            what=f"the conflict on pool {pool}",
+        )
+        assert "node worker-0 is selected by 3 pools (gpu, infra, worker)" in conflict["message"]
+        degraded = cluster.condition(pool, api.POOL_DEGRADED)
+        assert degraded["status"] == "True" and degraded["reason"] == api.Reason.NODE_IN_MULTIPLE_POOLS
     eventually(lambda: cluster.events(api.Reason.NODE_IN_MULTIPLE_POOLS, kind="Node", name="worker-0"))
-    eventually(lambda: cluster.status("worker").get("machineCount") == 0, what="worker pool counted")
-    assert cluster.status("gpu").get("machineCount") == 0
+    workers = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", workers, 1)  # worker-1 goes on
+    assert cluster.annotations("worker-0").get(api.DESIRED_CONFIG_ANNOTATION) is None
+    cluster.client.resource(api.MACHINE_POOLS).delete("gpu")
+    infra = cluster.wait_for_target("infra")
+    cluster.wait_updated("infra", infra, 1)
+    assert cluster.annotations("worker-0")[api.CURRENT_CONFIG_ANNOTATION] == infra != workers
+    for pool in ("worker", "infra"):
+        eventually(
+            lambda p=pool: cluster.condition(p, api.POOL_DEGRADED).get("status") == "False",
+            what=f"pool {pool} healthy again",
+        )
+        assert cluster.condition(pool, api.POOL_NODES_CONFLICT)["status"] == "False"
+    assert cluster.status("worker")["machineCount"] == 1
 
 
 def test_kubectl_get_machinepools_shows_counts_and_conditions(cluster: Cluster, mcc_emulator: Any) -> None:

@@ -155,3 +155,9 @@ test_refused_field_gives_a_failure_condition_and_writes_nothing = (
 test_template_configs_are_owned_and_user_edits_are_overwritten = (
     kubelet_tests.test_template_configs_are_owned_and_user_edits_are_overwritten
 )
+test_a_node_three_pools_select_is_named_on_each_and_a_custom_pool_takes_it_from_worker = (
+    render_tests.test_a_node_three_pools_select_is_named_on_each_and_a_custom_pool_takes_it_from_worker
+)
+test_a_kubelet_config_without_a_selector_says_so_and_leaves_the_pools = (
+    kubelet_tests.test_a_kubelet_config_without_a_selector_says_so_and_leaves_the_pools
+)
