@@ -103,6 +103,17 @@ def unavailable(node: Object) -> bool:
     )
 
 
+def _done(node: Object | None) -> bool:
+    notes = api.annotations_of(node or {})
+    return notes.get(api.STATE_ANNOTATION) == api.STATE_DONE and notes.get(
+        api.CURRENT_CONFIG_ANNOTATION
+    ) == notes.get(api.DESIRED_CONFIG_ANNOTATION, "")
+
+
+def _became_done(before: Object | None, after: Object) -> bool:
+    return before is not None and not _done(before) and _done(after)
+
+
 class BoundMonitor:
     """Watches Nodes and records, after every event, how many of a pool's nodes are unavailable
     (judged by :func:`unavailable`, not by the controller's code)."""
@@ -114,6 +125,8 @@ class BoundMonitor:
         self.max_seen = 0
         self.violations: list[tuple[int, list[str]]] = []
         self.seen_not_ready: set[str] = set()
+        self.done_while_cordoned: list[str] = []
+        """Nodes whose daemon reported ``done`` while the node was still cordoned."""
         self.last_rv = 0
         self.lock = threading.Lock()
         listing = client.resource(NODES).list()
@@ -127,10 +140,13 @@ class BoundMonitor:
         for event in self.stream:
             node = event.object
             with self.lock:
+                before = self.nodes.get(node["metadata"]["name"])
                 if event.type == "DELETED":
                     self.nodes.pop(node["metadata"]["name"], None)
                 else:
                     self.nodes[node["metadata"]["name"]] = node
+                    if _became_done(before, node) and (node.get("spec") or {}).get("unschedulable"):
+                        self.done_while_cordoned.append(api.name_of(node))
                 self.events += 1
                 self.last_rv = max(self.last_rv, int(node["metadata"].get("resourceVersion") or 0))
                 self._check()

@@ -41,6 +41,7 @@ def test_rollout_never_exceeds_max_unavailable(
     assert monitor.settle().violations == []
     assert monitor.max_seen == limit, "the rollout should use all the parallelism it is allowed"
     assert monitor.events > nodes  # the check ran on every watch event, not once at the end
+    assert monitor.done_while_cordoned == [], "the daemon uncordons before it reports done"
     assert {
         n: cluster.annotations(n)[api.CURRENT_CONFIG_ANNOTATION]
         for n in (x["metadata"]["name"] for x in cluster.nodes("worker"))
