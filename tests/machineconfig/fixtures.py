@@ -10,9 +10,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mcm.app.mcd.runner import build_daemon
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
+from mcm.machineconfig.daemon import Commands, MachineConfigDaemon
 from mcm.machineconfig.ignition import data_url
 from mcm.runtime.client import ClusterClient, Object
 from mcm.runtime.client.errors import NotFound
@@ -189,6 +191,8 @@ class Cluster:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.fleet: DaemonFleet | None = None
+        self.daemons: dict[str, MachineConfigDaemon] = {}
+        """The real daemons by node (:meth:`start_machine_daemons`)."""
         self.monitors: list[BoundMonitor] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -212,11 +216,29 @@ class Cluster:
         self.fleet = DaemonFleet(self.client, options or self.daemon_options).start()
         return self.fleet
 
+    def start_machine_daemons(self, roots: Path, nodes: Iterable[str], reboot: str = "") -> None:
+        """A real ``machine-config-daemon`` per node, as its command builds it, writing under
+        ``roots/<node>`` and running ``systemctl --root=roots/<node>`` (a fake on ``PATH``)."""
+        for node in nodes:
+            self.start_machine_daemon(roots / node, node, reboot)
+
+    def start_machine_daemon(self, root: Path, node: str, reboot: str = "") -> MachineConfigDaemon:
+        root.mkdir(parents=True, exist_ok=True)
+        commands = Commands(systemctl=f"systemctl --root={root}", reboot=reboot)
+        daemon = build_daemon(self.client, node, root=str(root), commands=commands, drain_timeout=60)
+        self.daemons[node] = daemon.start()
+        return daemon
+
+    def stop_machine_daemon(self, node: str) -> None:
+        self.daemons.pop(node).stop()
+
     def close(self) -> None:
         for monitor in self.monitors:
             monitor.close()
         if self.fleet is not None:
             self.fleet.stop()
+        for node in list(self.daemons):
+            self.stop_machine_daemon(node)
         self.stop_controller()
 
     # -- objects ---------------------------------------------------------------------------------

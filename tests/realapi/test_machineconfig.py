@@ -22,16 +22,18 @@ import pytest
 from mcm.machineconfig import api
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import NotFound
-from mcm.runtime.client.resources import EVENTS, NODES, Resource
+from mcm.runtime.client.resources import EVENTS, NODES, PODS, Resource
 from mcm.testing.envtest import ControlPlane
 from tests.conftest import REALAPI_MARKS
 from tests.machineconfig import fixtures
+from tests.machineconfig import test_daemon as daemon_tests
 from tests.machineconfig import test_kubelet_and_templates as kubelet_tests
 from tests.machineconfig import test_render_and_bad_input as render_tests
 from tests.machineconfig import test_render_merge_validation as merge_tests
 from tests.machineconfig import test_rollout as rollout_tests
 from tests.machineconfig.conftest import no_reconcile_bugs
 from tests.machineconfig.fixtures import Cluster, eventually
+from tests.machineconfig.test_daemon import fake_systemctl
 
 pytestmark = list(REALAPI_MARKS)
 
@@ -43,11 +45,11 @@ CLUSTER_SCOPED: tuple[Resource, ...] = (
     NODES,
 )
 
-__all__ = ["no_reconcile_bugs"]  # the autouse fixture of tests/machineconfig, here too
+__all__ = ["fake_systemctl", "no_reconcile_bugs"]  # fixtures of tests/machineconfig, here too
 
 
 def empty(client: ClusterClient) -> None:
-    """Delete every object of the MachineConfig kinds, every Node and every Event in ``default``,
+    """Delete every object of the MachineConfig kinds, every Node, every Event and Pod in ``default``,
     and wait until they are gone (KubeletConfig finalizers are removed first)."""
     for item in client.resource(api.KUBELET_CONFIGS).list()["items"]:
         if item["metadata"].get("finalizers"):
@@ -59,6 +61,11 @@ def empty(client: ClusterClient) -> None:
             except NotFound:
                 pass
     client.resource(EVENTS).delete_collection(namespace="default")
+    for pod in client.resource(PODS).list(namespace="default")["items"]:  # the daemon tests' pods
+        try:
+            client.resource(PODS).delete(api.name_of(pod), namespace="default", grace_period_seconds=0)
+        except NotFound:
+            pass
     for resource in CLUSTER_SCOPED:
         eventually(
             lambda r=resource: not client.resource(r).list()["items"], what=f"no {resource.resource} left"
@@ -160,4 +167,18 @@ test_a_node_three_pools_select_is_named_on_each_and_a_custom_pool_takes_it_from_
 )
 test_a_kubelet_config_without_a_selector_says_so_and_leaves_the_pools = (
     kubelet_tests.test_a_kubelet_config_without_a_selector_says_so_and_leaves_the_pools
+)
+
+# machine-config-daemon next to the controller, on a real API server.
+test_a_rollout_of_three_nodes_writes_the_files_and_holds_the_bound = (
+    daemon_tests.test_a_rollout_of_three_nodes_writes_the_files_and_holds_the_bound
+)
+test_a_config_that_cannot_be_written_degrades_the_node_and_holds_the_rollout = (
+    daemon_tests.test_a_config_that_cannot_be_written_degrades_the_node_and_holds_the_rollout
+)
+test_a_config_the_daemon_cannot_apply_is_refused_without_touching_the_node = (
+    daemon_tests.test_a_config_the_daemon_cannot_apply_is_refused_without_touching_the_node
+)
+test_with_a_reboot_command_the_update_completes_when_the_daemon_starts_again = (
+    daemon_tests.test_with_a_reboot_command_the_update_completes_when_the_daemon_starts_again
 )
