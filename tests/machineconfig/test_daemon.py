@@ -262,3 +262,30 @@ def test_with_a_reboot_command_the_update_completes_when_the_daemon_starts_again
     assert not (root / "rebooted").exists(), "no second reboot"
     assert not cluster.client.resource(NODES).get("worker-0")["spec"].get("unschedulable")
     assert "restart" not in (root / "systemctl.log").read_text(), "a reboot restarts everything"
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--root=/"], 2, "--node-name (or the NODE_NAME environment variable) is required"),
+        (["--node-name=n", "--root=relative"], 2, "--root must be an absolute path"),
+        (["--node-name=n", "--drain-timeout=forever"], 2, "drain-timeout"),
+        (["--node-name=n", "--root=/does/not/exist"], 1, "error: --root /does/not/exist is not a directory"),
+        (["--node-name=n", "--kubeconfig=/does/not/exist"], 1, "error:"),
+    ],
+)
+def test_bad_flags_exit_2_and_start_up_failures_exit_1(
+    args: list[str],
+    code: int,
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mcm.app.mcd.cli import main
+
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    assert main(args) == code
+    assert message in capsys.readouterr().err

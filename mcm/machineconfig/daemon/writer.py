@@ -161,6 +161,12 @@ class ConfigWriter:
         raise ApplyError(f"no {'user' if database == 'passwd' else 'group'} {name!r} in /etc/{database}")
 
     def _write(self, path: str, data: bytes, mode: int, owner: tuple[int, int] = (-1, -1)) -> None:
+        try:
+            self._write_file(path, data, mode, owner)
+        except OSError as err:
+            raise ApplyError(f"cannot write {path}: {err.strerror or err}") from None
+
+    def _write_file(self, path: str, data: bytes, mode: int, owner: tuple[int, int]) -> None:
         target = self.host_path(path)
         self._make_parents(target.parent)
         self._save(target)
