@@ -1,7 +1,7 @@
-"""KubeletConfigController (seed 004): a KubeletConfig becomes MachineConfig
+"""KubeletConfigController: a KubeletConfig becomes MachineConfig
 ``99-<pool>-kubelet-managed``, which the RenderController then picks up.
 
-For each KubeletConfig (queue ``machineconfigcontroller-kubeletconfigcontroller``) the seed's
+For each KubeletConfig (queue ``machineconfigcontroller-kubeletconfigcontroller``) the design's
 steps, for every MachinePool its ``machineConfigPoolSelector`` selects (by the pool's labels):
 
 1. **Validate** the user's fields (:mod:`mcm.machineconfig.kubelet`); a refused or unknown field

@@ -1,13 +1,13 @@
-"""RenderController (seed 004): one rendered MachineConfig per pool, from the pool's selection.
+"""RenderController: one rendered MachineConfig per pool, from the pool's selection.
 
 For each MachinePool (queue ``machineconfigcontroller-rendercontroller``, keyed by pool name):
 
 1. **Find the MachineConfigs**: ``spec.machineConfigSelector`` with Deployment selector
    semantics, over every MachineConfig that no MachinePool controls (rendered configs are never
    inputs). An empty selector is refused (``SelectingAll``), as OpenShift does.
-2. **Validate** each one (:func:`~mcm.machineconfig.ignition.validate_spec`); a bad one (e.g. a
-   duplicate file path) stops the render.
-3. **Merge** them as the seed says (:func:`~mcm.machineconfig.ignition.merge_specs`).
+2. **Validate** each one (:func:`~mcm.machineconfig.validation.validate_spec`, MCO's
+   ``ValidateMachineConfig``); a bad one (e.g. an unknown Ignition version) stops the render.
+3. **Merge** them as Ignition merges configs (:func:`~mcm.machineconfig.merge.merge_specs`).
 4. **Write** ``rendered-<pool>-<md5 of the content>`` if it does not exist, controlled by the
    pool (ownerReference). It is immutable: the same content always gets the same name, old ones
    are kept (for rollback), and a rendered config someone edited is written back.

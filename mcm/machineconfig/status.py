@@ -21,7 +21,7 @@ run while they head to a new target). Conditions (OpenShift's ``calculateStatus`
   ``maxUnavailable``), or ``RenderDegraded``, ``NodeDegraded`` or ``NodesInMultiplePools`` is
   True; its reason and message are the first of these.
 
-``readyMachines`` counts every node reporting ``NodeReady`` (the seed's definition; OpenShift
+``readyMachines`` counts every node reporting ``NodeReady`` (the design's definition; OpenShift
 counts only updated ready nodes, which ``updatingMachines`` already does).
 """
 

@@ -1,6 +1,6 @@
-"""UpdateController (seed 004): brings each pool's nodes to ``status.currentMachineConfig``.
+"""UpdateController: brings each pool's nodes to ``status.currentMachineConfig``.
 
-It coordinates with the daemon on each node through the seed's annotations: it sets
+It coordinates with the daemon on each node through the design's annotations: it sets
 ``desiredConfig``; the daemon sets ``state`` (done / working / degraded) and ``currentConfig``.
 One queue (``machineconfigcontroller-updatecontroller``) keyed by pool name; Node and MachinePool
 events only enqueue (a Node event also marks the node's name for the
@@ -29,7 +29,7 @@ Guarantees of one pass over a pool:
   pools. A node that joins later is an ``outdated`` node like any other and is brought to the
   current config.
 
-Where the seed is silent this follows OpenShift's node controller, except that node events are
+Where the design is silent this follows OpenShift's node controller, except that node events are
 handled at once (OpenShift delays every pool sync by 5 s, which would add up on every wave) and
 that already-unavailable nodes are retargeted without using capacity.
 """

@@ -204,7 +204,7 @@ def node(current: str = "", desired: str = "", state: str = "", ready: bool = Tr
         ({"current": "o", "desired": "o", "state": "done"}, OUTDATED),
     ],
 )
-def test_node_phase_follows_the_seed_cases(kwargs: dict[str, Any], phase: str) -> None:
+def test_node_phase_follows_the_daemon_interface_cases(kwargs: dict[str, Any], phase: str) -> None:
     assert node_phase(node(**kwargs), "t") == phase
 
 
