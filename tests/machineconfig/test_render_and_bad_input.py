@@ -1,4 +1,4 @@
-"""RenderController on the emulator, and bad input of every kind the issue names: each gives a
+"""RenderController on the emulator, and bad input of every kind: each gives a
 condition and an Event, never a crash (the autouse fixture fails the test on any reconcile bug)."""
 
 from __future__ import annotations

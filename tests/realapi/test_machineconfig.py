@@ -1,8 +1,9 @@
 """The MachineConfigController on a real kube-apiserver (with etcd and kube-controller-manager's
-garbage collector): the emulator tests of ``tests/machineconfig`` that the issue lists — render
-merging, rollouts with ``maxUnavailable`` 1, 2 and ``30%`` checked on every Node watch event,
-nodes already NotReady, a paused pool, a degraded node, a config changed mid-rollout, a node
-joining mid-rollout, a controller restart, KubeletConfig create/update/delete and bad input — run
+garbage collector): the emulator tests of ``tests/machineconfig`` — render merging and
+validation, rollouts with ``maxUnavailable`` 1, 2 and percentages checked on every Node watch
+event, cordoned and NotReady nodes, a paused pool, a degraded node, a config changed mid-rollout,
+a node joining mid-rollout, a controller restart, nodes several pools select, KubeletConfig
+create/update/delete, bad input, and ``machine-config-daemon`` next to the controller — run
 unchanged on a control plane of their own (the kinds are cluster-scoped, so they do not share
 the real pair), emptied between tests.
 
