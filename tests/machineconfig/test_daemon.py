@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -277,15 +279,15 @@ def test_with_a_reboot_command_the_update_completes_when_the_daemon_starts_again
         (["--node-name=n", "--kubeconfig=/does/not/exist"], 1, "error:"),
     ],
 )
-def test_bad_flags_exit_2_and_start_up_failures_exit_1(
-    args: list[str],
-    code: int,
-    message: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from mcm.app.mcd.cli import main
-
-    monkeypatch.delenv("NODE_NAME", raising=False)
-    assert main(args) == code
-    assert message in capsys.readouterr().err
+def test_bad_flags_exit_2_and_start_up_failures_exit_1(args: list[str], code: int, message: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NODE_NAME"}
+    result = subprocess.run(
+        [sys.executable, "-m", "mcm.app.mcd.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr

@@ -114,9 +114,10 @@ def _client(options: McdOptions) -> ClusterClient:
         raise StartupError(f"kubeconfig {options.kubeconfig!r} is not valid YAML: {exc}") from None
 
 
-def run(options: McdOptions, *, stop: threading.Event | None = None) -> int:
-    """Run until SIGTERM/SIGINT (or ``stop``); start-up failures print ``error: …`` and return 1."""
-    runtime_errors.configure_crash(really_crash=True)
+def run(options: McdOptions, *, stop: threading.Event | None = None, really_crash: bool = True) -> int:
+    """Run until SIGTERM/SIGINT (or ``stop``); start-up failures print ``error: …`` and return 1.
+    ``REALLY_CRASH`` is on (a bug ends the process) unless ``really_crash`` is false."""
+    runtime_errors.configure_crash(really_crash=really_crash)
     stop = stop or threading.Event()
     with signals_set(stop):
         try:
