@@ -33,6 +33,7 @@ from typing import IO, Any
 
 import click
 
+from mcm import packaged
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.apis.machine.v1alpha1 import API_VERSION
 from mcm.driver.local import DEFAULT_NAMESPACE, VM_LABEL
@@ -42,7 +43,6 @@ from mcm.runtime.client.resources import CONFIG_MAPS, NODES, PODS, SECRETS
 
 __all__ = ["DemoFailed", "Processes", "Screen", "demo", "keep_running"]
 
-REPO_CRDS = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
 NAMESPACE = "default"
 CLASS_NAME = "local-small"
 
@@ -392,7 +392,7 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
 
 def _start_clusters(procs: Processes) -> _Clusters:
     _say("starting a control and a target cluster (API server emulators)")
-    control_cfg = _start_emulator(procs, "control", REPO_CRDS)
+    control_cfg = _start_emulator(procs, "control", packaged.machine_crds())
     target_cfg = _start_emulator(procs, "target", None)
     control = load_config(str(control_cfg), qps=-1)
     target = load_config(str(target_cfg), qps=-1)

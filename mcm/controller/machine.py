@@ -1,4 +1,5 @@
-"""Machine entry points (spec §1 with HEAD §9.1): the ``machine`` and ``machinetermination`` queues.
+"""Machine entry points: the ``machine`` and ``machinetermination`` queues (upstream v0.47.0
+``machine.go``, ``reconcileClusterMachineKey`` and ``reconcileClusterMachine``; HEAD's termination queue).
 
 ``reconcile_machine_key`` (queue ``machine``): not found → done; deleting → handed to the
 termination queue; frozen → Long; then ``reconcile_machine``: validate the spec, resolve the
@@ -27,7 +28,7 @@ from mcm.apis.machine.validation import (
     resolve_machine_class,
     validate_machine,
 )
-from mcm.controller.common import machine_key, phase_of, record_warning, record_write_failure
+from mcm.controller.common import phase_of, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.creation import trigger_creation_flow
 from mcm.controller.deletion import trigger_deletion_flow
@@ -35,14 +36,14 @@ from mcm.controller.health import FailedMarks, reconcile_machine_health
 from mcm.controller.nodesync import sync_node_templates
 from mcm.controller.status import write_object
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.cache.keys import split_meta_namespace_key
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["MachineReconciler"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 def _sooner(result: Result, recheck: float | None) -> Result:
@@ -76,7 +77,7 @@ class MachineReconciler:
         if machine is None:
             return DONE
         if o.deletion_timestamp(machine):
-            self.deps.enqueue_termination(machine_key(machine), 0.0)
+            self.deps.enqueue_termination(object_key(machine), 0.0)
             return DONE
         if self.deps.frozen():
             log.error("machine_controller_frozen", machine=key)
@@ -89,7 +90,7 @@ class MachineReconciler:
         if machine is None:
             return DONE
         if not o.deletion_timestamp(machine):
-            self.deps.enqueue_machine(machine_key(machine), 0.0)
+            self.deps.enqueue_machine(object_key(machine), 0.0)
             return DONE
         resolution = self.resolve_class(machine)
         if not resolution.ok or resolution.machine_class is None:

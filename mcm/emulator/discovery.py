@@ -1,4 +1,5 @@
-"""Discovery, version and OpenAPI documents, generated from the registry (spec §1.3, §1.6).
+"""Discovery, version and OpenAPI documents, generated from the registry (the
+documents kube-apiserver serves at ``/api``, ``/apis``, ``/version`` and ``/openapi/v3``).
 
 Guarantees:
 
@@ -19,11 +20,10 @@ from typing import Any
 
 from mcm.emulator.openapi import component_schemas
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import encode
+from mcm.emulator.store import Obj, encode
 
 __all__ = ["Discovery"]
 
-Obj = dict[str, Any]
 _SUB_VERBS = ["get", "patch", "update"]
 
 

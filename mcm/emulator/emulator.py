@@ -1,4 +1,4 @@
-"""The in-process Kubernetes API server emulator (spec §3, §4).
+"""The in-process Kubernetes API server emulator (docs/emulator.md).
 
 ``Emulator`` is a facade: it builds and wires the parts and offers the controls tests use; the
 behaviour lives in the parts: ``store.py`` (objects, resourceVersions, history), ``storage.py``,
@@ -44,7 +44,7 @@ from mcm.emulator.server import HttpServer
 from mcm.emulator.services import seed_kubernetes_service
 from mcm.emulator.stats import Stats
 from mcm.emulator.storage import Storage
-from mcm.emulator.store import Change, VersionedStore
+from mcm.emulator.store import Change, Obj, VersionedStore
 from mcm.emulator.watch import WatchHub
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -52,7 +52,6 @@ __all__ = ["Emulator"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 

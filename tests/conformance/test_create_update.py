@@ -1,5 +1,4 @@
-"""Conformance: create, update, status, generation, leases, time and quantities, events
-(spec §2.1-§2.5, §2.12, §2.13; §7.2 "Create", "Update, concurrency, status, generation", "Events")."""
+"""Conformance: create, update, status, generation, leases, time and quantities, events."""
 
 from __future__ import annotations
 

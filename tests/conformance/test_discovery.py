@@ -1,4 +1,4 @@
-"""Conformance: discovery, version, health, unknown resources (spec §1.3, §7.2 "Discovery and basics")."""
+"""Conformance: discovery, version, health, unknown resources."""
 
 from __future__ import annotations
 

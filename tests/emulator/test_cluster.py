@@ -1,4 +1,4 @@
-"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (spec §4)."""
+"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (docs/emulator.md)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from mcm import packaged
 from mcm.emulator import ClusterPair
 from mcm.emulator.kubeconfig import tls_available
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_cluster_pair_two_independent_clusters(tmp_path: Path) -> None:
@@ -55,7 +54,7 @@ def test_tls_with_ca_and_token(tmp_path: Path) -> None:
 def test_serve_command_ready_file_and_sigterm(tmp_path: Path) -> None:
     from mcm.emulator.process import spawn
 
-    with spawn(tmp_path, "serve", crds=REPO / "charts" / "machine-controller" / "crds") as process:
+    with spawn(tmp_path, "serve", crds=packaged.machine_crds()) as process:
         info = process.ready_info
         assert info["kubeconfig"] == str(process.kubeconfig)
         with urllib.request.urlopen(info["url"] + "/apis/machine.sapcloud.io/v1alpha1", timeout=5) as resp:

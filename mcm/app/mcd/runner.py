@@ -1,6 +1,6 @@
 """``machine-config-daemon``'s run sequence: client, the daemon of ``--node-name``, SIGTERM.
 
-:func:`build_daemon` wires the daemon's drain (:func:`mcm.drain.drain_node`, evictions only, one
+:func:`build_daemon` wires the daemon's drain (:func:`mcm.drain.run_drain`, evictions only, one
 deadline of ``--drain-timeout``, no wait for volumes to detach: as MCO's daemon drains, with the
 ``kubectl drain`` library) — the tests build the daemon the same way.
 """
@@ -19,7 +19,7 @@ import yaml
 from mcm.app.logs import configure_logging
 from mcm.app.mcd.options import McdOptions
 from mcm.app.process import StartupError, signals_set
-from mcm.drain import EVICTION_RETRY_INTERVAL, DrainListers, DrainOptions, DrainResult, drain_node
+from mcm.drain import EVICTION_RETRY_INTERVAL, DrainListers, DrainOptions, DrainResult, run_drain
 from mcm.driver import (
     CallContext,
     Code,
@@ -94,7 +94,7 @@ def build_daemon(
     volumes, options = NoVolumes(), drain_options(drain_timeout)
 
     def drain(listers: DrainListers, stop: threading.Event) -> DrainResult:
-        return drain_node(client, listers, volumes, node, options, clock=clock, stop=stop)
+        return run_drain(client, listers, volumes, node, options, clock=clock, stop=stop)
 
     settings = DaemonOptions(node=node, root=root, commands=commands or Commands())
     return MachineConfigDaemon(client, settings, drain, clock=clock)
