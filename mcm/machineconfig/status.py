@@ -147,6 +147,30 @@ def with_degraded(conditions: Any, problem: PoolSpecError | None, clock: Clock) 
     )
 
 
+def _node_conditions(conditions: Any, counts: PoolCounts, clock: Clock) -> list[dict[str, Any]]:
+    """``NodeDegraded`` (each degraded node's reason) and ``NodesInMultiplePools``."""
+    degraded = counts.degraded > 0
+    reasons = ", ".join(counts.degraded_reasons)
+    message = f"{counts.degraded} nodes are reporting degraded status on sync: {reasons}"
+    conditions = set_condition(
+        conditions,
+        api.POOL_NODE_DEGRADED,
+        status=degraded,
+        reason=api.Reason.NODE_DEGRADED if degraded else "",
+        message=message if degraded else "",
+        clock=clock,
+    )
+    conflict = bool(counts.contested)
+    return set_condition(
+        conditions,
+        api.POOL_NODES_CONFLICT,
+        status=conflict,
+        reason=api.Reason.NODE_IN_MULTIPLE_POOLS if conflict else "",
+        message="; ".join(counts.contested),
+        clock=clock,
+    )
+
+
 def pool_status(
     pool: Object, counts: PoolCounts, target: str, problem: PoolSpecError | None, clock: Clock
 ) -> dict[str, Any]:
@@ -181,27 +205,7 @@ def pool_status(
     conditions = set_condition(
         conditions, api.POOL_UPDATING, status=updating, reason=reason, message=message, clock=clock
     )
-    degraded = counts.degraded > 0
-    conditions = set_condition(
-        conditions,
-        api.POOL_NODE_DEGRADED,
-        status=degraded,
-        reason=api.Reason.NODE_DEGRADED if degraded else "",
-        message=f"{counts.degraded} nodes are reporting degraded status on sync: "
-        + ", ".join(counts.degraded_reasons)
-        if degraded
-        else "",
-        clock=clock,
-    )
-    conflict = bool(counts.contested)
-    conditions = set_condition(
-        conditions,
-        api.POOL_NODES_CONFLICT,
-        status=conflict,
-        reason=api.Reason.NODE_IN_MULTIPLE_POOLS if conflict else "",
-        message="; ".join(counts.contested),
-        clock=clock,
-    )
+    conditions = _node_conditions(conditions, counts, clock)
     status["conditions"] = with_degraded(conditions, problem, clock)
     return status
 
