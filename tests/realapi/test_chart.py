@@ -28,16 +28,16 @@ from mcm.runtime.client.resources import (
     SECRETS,
 )
 from mcm.testing.envtest import ControlPlane, ControlPlanePair
-from tests.conftest import REALAPI_MARKS, REPO_ROOT
+from tests.conftest import REALAPI_MARKS, REPO_ROOT, optional_module
 from tests.realapi.env import eventually, unique
 
-helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
+helm_python: Any = optional_module("helm_python")
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = [
     *REALAPI_MARKS,
     pytest.mark.kubectl,
-    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine"),
+    pytest.mark.usefixtures("needs_kubectl", "needs_helm_python"),
 ]
 
 CHART = REPO_ROOT / "charts" / "machine-controller"
