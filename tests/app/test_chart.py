@@ -184,8 +184,14 @@ def test_notes_say_which_driver_was_installed(values: dict[str, Any], driver_arg
     assert said in _notes(values)
 
 
+LOCAL_SIDECAR = {
+    "driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "serviceAccountToken": True}}
+}
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
 def test_the_local_provider_in_the_sidecar_runs_from_the_controller_image() -> None:
-    values = {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}}
+    values = LOCAL_SIDECAR
     objects = _render(values)
     sidecar = _container(objects, "driver")
     assert sidecar["image"] == _container(objects, "machine-controller")["image"]
@@ -270,3 +276,47 @@ def test_the_readmes_offline_rendering_recipe_runs() -> None:
     assert result.returncode == 0, result.stderr
     kinds, problems = result.stdout.splitlines()
     assert "'Deployment'" in kinds and problems == "[]"
+
+
+def _pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return dict(_by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"])
+
+
+def _mounts(container: dict[str, Any]) -> dict[str, str]:
+    return {m["mountPath"]: m["name"] for m in container.get("volumeMounts") or []}
+
+
+@pytest.mark.parametrize(
+    "values", [MINIMAL, EVERYTHING, LOCAL_SIDECAR], ids=["module", "provider-sidecar", "local-sidecar"]
+)
+def test_the_token_goes_only_to_containers_that_need_it(values: dict[str, Any]) -> None:
+    """Issue 36 #9: ``automountServiceAccountToken: true`` at pod level gave a provider's sidecar
+    image the controller's token (with an in-cluster target: Node deletion, evictions, kube-system
+    Secrets). The controller gets a projected token; a sidecar only when values say so."""
+    objects = _render(values)
+    pod = _pod(objects)
+    assert pod["automountServiceAccountToken"] is False
+    assert _by_kind(objects, "ServiceAccount")[0]["automountServiceAccountToken"] is False
+    projected = {v["name"]: v for v in pod["volumes"]}["kube-api-access"]["projected"]["sources"]
+    assert [next(iter(source)) for source in projected] == ["serviceAccountToken", "configMap", "downwardAPI"]
+    assert _mounts(_container(objects, "machine-controller"))[TOKEN_DIR] == "kube-api-access"
+    sidecars = [c for c in pod["containers"] if c["name"] == "driver"]
+    wanted = values is LOCAL_SIDECAR
+    for sidecar in sidecars:
+        assert (TOKEN_DIR in _mounts(sidecar)) is wanted, "the sidecar's token is explicit in values"
+
+
+def test_the_local_provider_in_the_sidecar_needs_the_token_said_in_values() -> None:
+    with pytest.raises(Exception, match=re.escape("driver.sidecar.serviceAccountToken=true")):
+        _render({"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}})
+
+
+@pytest.mark.parametrize("values", [EVERYTHING, LOCAL_SIDECAR], ids=["provider-sidecar", "local-sidecar"])
+def test_each_container_has_its_own_tmp(values: dict[str, Any]) -> None:
+    """Issue 36 #9: the sidecar shared the controller's ``/tmp``."""
+    objects = _render(values)
+    pod = _pod(objects)
+    tmp = [_mounts(c)["/tmp"] for c in pod["containers"]]
+    assert len(tmp) == len(set(tmp)) == 2
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert all(volumes[name]["emptyDir"]["medium"] == "Memory" for name in tmp)
