@@ -75,6 +75,10 @@ def test_defaults_render_the_core_objects_only() -> None:
             "RoleBinding",
             "Service",
             "NetworkPolicy",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
         ]
     )
 
@@ -231,6 +235,9 @@ def test_no_target_rbac_in_the_control_cluster_unless_the_target_is_it(target: d
     objects = _render({**MINIMAL, "targetCluster": target})
     assert _by_kind(objects, "ClusterRole") == [] and _by_kind(objects, "ClusterRoleBinding") == []
     assert [o for o in objects if o["metadata"].get("namespace") == "kube-system"] == []
+    assert [p["metadata"]["name"] for p in _by_kind(objects, "ValidatingAdmissionPolicy")] == [
+        "mc-machine-controller-control-secrets"
+    ]
 
 
 def test_no_key_material_on_disk_volumes() -> None:
@@ -320,3 +327,52 @@ def test_each_container_has_its_own_tmp(values: dict[str, Any]) -> None:
     assert len(tmp) == len(set(tmp)) == 2
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert all(volumes[name]["emptyDir"]["medium"] == "Memory" for name in tmp)
+
+
+def _policies(values: dict[str, Any]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Each ValidatingAdmissionPolicy by name, with its binding."""
+    objects = _render(values)
+    bindings = {b["spec"]["policyName"]: b for b in _by_kind(objects, "ValidatingAdmissionPolicyBinding")}
+    return {
+        p["metadata"]["name"]: (p, bindings[p["metadata"]["name"]])
+        for p in _by_kind(objects, "ValidatingAdmissionPolicy")
+    }
+
+
+def test_admission_policies_narrow_the_controllers_secret_rights() -> None:
+    """Issue 36 #8, #11: RBAC cannot say which kube-system Secrets the controller may create, nor
+    that it may only touch finalizers of the control namespace's Secrets (Helm's release records
+    among them): a policy per rule, matching the controller's ServiceAccount only. Their effect
+    on a real API server: tests/realapi/test_chart.py."""
+    policies = _policies({**MINIMAL, "controlNamespace": "shoot--x"})
+    user = 'request.userInfo.username == "system:serviceaccount:machines:mc-machine-controller"'
+    tokens, tokens_binding = policies["mc-machine-controller-bootstrap-tokens"]
+    assert [c["expression"] for c in tokens["spec"]["matchConditions"]] == [user]
+    assert tokens["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == [
+        "CREATE",
+        "UPDATE",
+        "DELETE",
+    ]
+    assert '"bootstrap.kubernetes.io/token"' in tokens["spec"]["validations"][0]["expression"]
+    assert '"bootstrap-token-"' in tokens["spec"]["validations"][0]["expression"]
+    assert tokens_binding["spec"]["validationActions"] == ["Deny"]
+    assert tokens_binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+    }
+    secrets, secrets_binding = policies["mc-machine-controller-control-secrets"]
+    assert [c["expression"] for c in secrets["spec"]["matchConditions"]] == [user]
+    assert secrets["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == ["UPDATE"]
+    assert secrets_binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "shoot--x"}
+    }
+    assert tokens["spec"]["failurePolicy"] == secrets["spec"]["failurePolicy"] == "Fail"
+    assert _policies({**MINIMAL, "rbac": {"admissionPolicies": False}}) == {}
+
+
+def test_notes_warn_when_the_control_namespace_is_the_release_namespace() -> None:
+    """Issue 36 #11: Helm keeps its release records in the release namespace."""
+    assert "WARNING: the control namespace is the release namespace (machines)" in _notes(MINIMAL)
+    assert "mc-machine-controller-control-secrets lets the controller change nothing" in _notes(MINIMAL)
+    unguarded = _notes({**MINIMAL, "rbac": {"admissionPolicies": False}})
+    assert "Nothing keeps the controller from rewriting them" in unguarded
+    assert "WARNING" not in _notes({**MINIMAL, "controlNamespace": "shoot--x"})

@@ -117,3 +117,8 @@ ConfigMaps, its Nodes are written through the API): rendering fails unless value
 {{- end }}
 {{- if $s.serviceAccountToken }}true{{ end }}
 {{- end }}
+
+{{/* The controller's identity in this cluster: its ServiceAccount's user name. */}}
+{{- define "machine-controller.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "machine-controller.serviceAccountName" .) }}
+{{- end }}
