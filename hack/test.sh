@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Install everything mcm needs into .venv and run the whole check: ruff, mypy, import layers, tests.
+# Install everything mcm needs into .venv (the versions locked in requirements/dev.txt, hack/venv.sh)
+# and run the whole check: ruff, mypy, import layers, tests.
 # Works on a fresh machine with only python3 and pip. Extra arguments go to pytest (and skip the
 # benchmark smoke runs and the chaos suite's short profile).
 # With `go` on PATH it first builds (or finds cached) the real control plane for tests/realapi
-# (hack/envtest.sh); without it that tier is skipped, and under CI=true that fails the run.
+# (hack/envtest.sh, a wrapper over `python -m mcm.testing.envtest build`); without it that tier is
+# skipped, and under CI=true that fails the run.
 #
 # Ruff runs first; mypy with the import layers, the benchmark smoke runs and the chaos short profile
 # then run in the background next to pytest (they mostly wait, as do most tests, and the machine
@@ -16,20 +18,9 @@ cd "$(dirname "$0")/.."
 # directories) even where the caller's environment turns that off.
 unset PYTHONDONTWRITEBYTECODE
 
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
-fi
-# Install only when pyproject.toml (or the interpreter) changed since the last install here.
-install_stamp=.venv/.mcm-installed
-wanted="$(sha256sum pyproject.toml | cut -c1-16) $(.venv/bin/python -V 2>&1)"
-if [ "$(cat "$install_stamp" 2>/dev/null)" != "$wanted" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
-  echo "$wanted" > "$install_stamp"
-else
-  echo "== .venv matches pyproject.toml (delete $install_stamp to reinstall)"
-fi
+# The locked dependencies (requirements/dev.txt, from hack/lock.sh) and mcm, only when the lock,
+# pyproject.toml or the interpreter changed since the last install here.
+hack/venv.sh dev
 export PATH="$PWD/.venv/bin:$PATH"
 
 # Run a command silently; print its output only when it fails.

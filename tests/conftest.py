@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
+from mcm import packaged
+
 if TYPE_CHECKING:
     from mcm.emulator import Emulator
     from mcm.testing.envtest import ControlPlanePair
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MCM_CRDS_DIR = REPO_ROOT / "charts" / "machine-controller" / "crds"
+MCM_CRDS_DIR = packaged.machine_crds()
+MCC_CRDS_DIR = packaged.machineconfig_crds()
 
 
 @pytest.fixture

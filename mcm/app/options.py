@@ -1,12 +1,16 @@
 """The options of the ``machine-controller`` command: one table of flags, one dataclass, Validate().
 
-:data:`FLAGS` lists every flag with its exact upstream name, pflag type, default and help
-(app-and-controller.md §1.2, HEAD additions of §9.1, decisions.md §1): the click command and
-``docs/flags.md`` are generated from it. Defaults are upstream v0.47.0 except where decisions.md
-adopts HEAD (``--machine-safety-orphan-vms-period`` 15m). :class:`Options` holds the parsed
-values (durations in seconds; field = flag name in snake_case); :meth:`Options.validate` applies
-HEAD's ``Validate()`` rules plus the leader-election library's and returns one message per
-problem, each naming its flag.
+:class:`Options` is the table: each field is a flag (:func:`mcm.app.flags.flag`) with its exact
+upstream name, pflag type, default and help (upstream v0.47.0
+``pkg/util/provider/app/options/options.go``, ``MCServer.AddFlags``, plus HEAD's additions, klog's
+flags and mcm's own); :data:`FLAGS`, the click command and ``docs/flags.md`` are generated from it.
+The defaults of the flags the controller reads are :class:`~mcm.controller.ControllerOptions`'s
+(upstream v0.47.0 except where mcm adopts HEAD: ``--machine-safety-orphan-vms-period`` 15m), so
+each default is written once. Values are held parsed (durations in seconds). Flags accepted only
+for compatibility say so in their help ("accepted, no effect") and are named by
+:meth:`Options.without_effect` when set. :meth:`Options.validate` applies HEAD's ``Validate()``
+rules plus the leader-election library's and klog's, one message per problem, each naming its
+flag.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from mcm.controller.options import DEFAULT_NODE_CONDITIONS
+from mcm.app.flags import Flag, FlagType, flag, flags_of, set_without_effect
+from mcm.controller.options import DEFAULT_NODE_CONDITIONS, ControllerOptions
 from mcm.driver.endpoints import is_local_endpoint
+from mcm.runtime.leaderelection import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
 
 __all__ = [
     "DEFAULT_NODE_CONDITIONS",
@@ -30,458 +36,315 @@ __all__ = [
     "leader_election_duration_errors",
 ]
 
-FlagType = Literal["int32", "uint64", "float32", "string", "bool", "duration", "ip", "severity"]
-
 NO_TARGET = "none"
 """``--target-kubeconfig=none``: no target cluster (HEAD)."""
 IN_CLUSTER_CONFIG = "inClusterConfig"
 
-_M = 60.0
-_H = 3600.0
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One command-line flag."""
-
-    name: str
-    type: FlagType
-    default: Any
-    help: str
-    group: str = "Controller"
-    shorthand: str = ""
-    """A one-letter alias (``-v``), as pflag gives the single-letter flags of Go's flag set."""
-
-    @property
-    def field(self) -> str:
-        return self.name.replace("-", "_")
-
-
-FLAGS: tuple[Flag, ...] = (
-    # --- server and clients ---
-    Flag("port", "int32", 10259, "The port for running the server (metrics, healthz, readyz).", "Server"),
-    Flag(
-        "address",
-        "ip",
-        "0.0.0.0",
-        "The IP address to serve on (set to 0.0.0.0 for all interfaces).",
-        "Server",
-    ),
-    Flag(
-        "profiling",
-        "bool",
-        True,
-        "Enable profiling (accepted for compatibility; Python serves no pprof).",
-        "Server",
-    ),
-    Flag(
-        "contention-profiling",
-        "bool",
-        False,
-        "Enable lock contention profiling, if profiling is enabled.",
-        "Server",
-    ),
-    Flag(
-        "target-kubeconfig",
-        "string",
-        "",
-        "Path to the kubeconfig of the target cluster (where the Nodes are). Empty: in-cluster config. "
-        "'none': no target cluster (machines become Available right after VM creation).",
-        "Clusters",
-    ),
-    Flag(
-        "control-kubeconfig",
-        "string",
-        "",
-        "Path to the kubeconfig of the control cluster (Machines, MachineClasses, Secrets). "
-        "Empty: the target cluster's config; 'inClusterConfig': the pod's service account.",
-        "Clusters",
-    ),
-    Flag(
-        "namespace",
-        "string",
-        "default",
-        "Namespace of the control cluster holding Machines, MachineClasses and Secrets, "
-        "and of the leader-election Lease.",
-        "Clusters",
-    ),
-    Flag("cloud-provider", "string", "", "Cloud provider name (not used).", "Clusters"),
-    Flag(
-        "kube-api-content-type",
-        "string",
-        "application/vnd.kubernetes.protobuf",
-        "Content type of requests sent to the API servers (not used: JSON is sent).",
-        "Clusters",
-    ),
-    Flag("kube-api-qps", "float32", 20.0, "QPS to use while talking with the API servers.", "Clusters"),
-    Flag("kube-api-burst", "int32", 30, "Burst to use while talking with the API servers.", "Clusters"),
-    # --- controller ---
-    Flag("concurrent-syncs", "int32", 50, "The number of workers started per work queue."),
-    Flag("min-resync-period", "duration", 12 * _H, "The resync period of the informers."),
-    Flag(
-        "controller-start-interval",
-        "duration",
-        0.0,
-        "Interval between starting controller managers (not used).",
-    ),
-    Flag(
-        "machine-creation-timeout",
-        "duration",
-        20 * _M,
-        "Timeout after which a Pending machine is marked Failed.",
-    ),
-    Flag(
-        "machine-health-timeout",
-        "duration",
-        10 * _M,
-        "Timeout after which an Unknown (unhealthy) machine is marked Failed.",
-    ),
-    Flag(
-        "machine-drain-timeout",
-        "duration",
-        2 * _H,
-        "Timeout after which the drain of a deleted machine turns into a forced deletion.",
-    ),
-    Flag(
-        "machine-max-evict-retries",
-        "int32",
-        360,
-        "Maximum eviction attempts per pod before it is force deleted.",
-    ),
-    Flag(
-        "machine-pv-detach-timeout",
-        "duration",
-        2 * _M,
-        "Timeout to wait for volumes to detach from a drained node.",
-    ),
-    Flag(
-        "machine-pv-reattach-timeout",
-        "duration",
-        90.0,
-        "Timeout to wait for a volume to attach to another node.",
-    ),
-    Flag(
-        "machine-safety-apiserver-statuscheck-timeout",
-        "duration",
-        30.0,
-        "Time the API server may be unreachable before the controller freezes.",
-    ),
-    Flag(
-        "machine-safety-orphan-vms-period",
-        "duration",
-        15 * _M,
-        "Period of the safety loop that deletes orphan VMs and tags unmanaged nodes.",
-    ),
-    Flag(
-        "machine-safety-apiserver-statuscheck-period",
-        "duration",
-        _M,
-        "Period of the API server reachability check.",
-    ),
-    Flag(
-        "node-conditions",
-        "string",
-        DEFAULT_NODE_CONDITIONS,
-        "Comma-separated node condition types that make a machine unhealthy when their status is not False.",
-    ),
-    Flag(
-        "bootstrap-token-auth-extra-groups",
-        "string",
-        "",
-        "Comma-separated groups written to the auth-extra-groups of bootstrap-token Secrets.",
-    ),
-    Flag(
-        "machine-inplace-update-timeout",
-        "duration",
-        20 * _M,
-        "Timeout of an in-place update before the machine is marked Failed (accepted for "
-        "compatibility; no effect: mcm does not implement in-place updates).",
-    ),
-    Flag(
-        "machine-preserve-timeout",
-        "duration",
-        96 * _H,
-        "How long a Failed machine annotated for preservation is kept (accepted for compatibility; "
-        "no effect: mcm does not implement machine preservation).",
-    ),
-    Flag(
-        "resource-exhausted-retry",
-        "duration",
-        10 * _M,
-        "Retry period after a ResourceExhausted create error (0: the long retry period, 10m).",
-    ),
-    Flag(
-        "max-failed-machines-per-deployment",
-        "int32",
-        1,
-        "How many machines of one MachineDeployment may be marked Failed at once (meltdown protection).",
-    ),
-    Flag("driver-call-timeout", "duration", 5 * _M, "Deadline of one driver call."),
-    # --- leader election ---
-    Flag(
-        "leader-elect",
-        "bool",
-        True,
-        "Elect a leader before running the controllers (needed with several replicas).",
-        "Leader election",
-    ),
-    Flag(
-        "leader-elect-lease-duration",
-        "duration",
-        15.0,
-        "How long non-leaders wait after the last observed renewal before trying to take the lease.",
-        "Leader election",
-    ),
-    Flag(
-        "leader-elect-renew-deadline",
-        "duration",
-        10.0,
-        "How long the leader keeps retrying to renew before it gives up leading.",
-        "Leader election",
-    ),
-    Flag(
-        "leader-elect-retry-period",
-        "duration",
-        2.0,
-        "Wait between two attempts to acquire or renew.",
-        "Leader election",
-    ),
-    Flag(
-        "leader-elect-resource-lock",
-        "string",
-        "leases",
-        "The lock object kind (only 'leases' is supported).",
-        "Leader election",
-    ),
-    # --- driver ---
-    Flag(
-        "driver",
-        "string",
-        "",
-        "In-process driver: 'local', 'fake' or MODULE:ATTR (a Driver, or a callable "
-        "taking no arguments that returns one).",
-        "Driver",
-    ),
-    Flag(
-        "driver-endpoint",
-        "string",
-        "",
-        "gRPC driver sidecar: unix:///path/to/socket or host:port.",
-        "Driver",
-    ),
-    Flag(
-        "driver-ca-file",
-        "string",
-        "",
-        "PEM CA bundle the gRPC sidecar's certificate must be signed by: talk TLS to --driver-endpoint.",
-        "Driver",
-    ),
-    Flag(
-        "driver-cert-file",
-        "string",
-        "",
-        "PEM client certificate presented to the gRPC sidecar (mutual TLS; with --driver-key-file).",
-        "Driver",
-    ),
-    Flag("driver-key-file", "string", "", "PEM private key of --driver-cert-file.", "Driver"),
-    Flag(
-        "driver-server-name",
-        "string",
-        "",
-        "Name the sidecar's certificate is checked against (default: the host of --driver-endpoint).",
-        "Driver",
-    ),
-    Flag(
-        "driver-insecure",
-        "bool",
-        False,
-        "Allow plaintext to a --driver-endpoint that is not a unix socket or loopback address "
-        "(every call carries cloud credentials and userData).",
-        "Driver",
-    ),
-    Flag(
-        "local-vm-namespace",
-        "string",
-        "mcm-local-vms",
-        "Control-cluster namespace of the local provider's VM records.",
-        "Driver",
-    ),
-    # --- process ---
-    Flag(
-        "shutdown-grace-period",
-        "duration",
-        30.0,
-        "How long running reconciles get after SIGTERM/SIGINT.",
-        "Process",
-    ),
-    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging", shorthand="v"),
-    Flag("log-format", "string", "json", "Log format: json (Kubernetes component style) or text.", "Logging"),
-    # --- klog's flags, which upstream manifests pass (see mcm.app.logs for what each does here) ---
-    Flag(
-        "logtostderr",
-        "bool",
-        True,
-        "Log to stderr. false: log to --log-file, else to machine-controller.log in --log-dir.",
-        "Logging",
-    ),
-    Flag(
-        "alsologtostderr",
-        "bool",
-        False,
-        "With --logtostderr=false, also write every line to stderr.",
-        "Logging",
-    ),
-    Flag(
-        "log-dir",
-        "string",
-        "",
-        "With --logtostderr=false and no --log-file: directory of machine-controller.log "
-        "(empty: the temporary directory, as klog).",
-        "Logging",
-    ),
-    Flag("log-file", "string", "", "With --logtostderr=false: the log file (appended to).", "Logging"),
-    Flag(
-        "log-file-max-size",
-        "uint64",
-        1800,
-        "With a log file: megabytes after which the file is started afresh, as klog does (0: no limit).",
-        "Logging",
-    ),
-    Flag(
-        "stderrthreshold",
-        "severity",
-        2,
-        "With --logtostderr=false: lines at or above this severity (INFO, WARNING, ERROR, FATAL "
-        "or 0-3) also go to stderr.",
-        "Logging",
-    ),
-    Flag(
-        "vmodule",
-        "string",
-        "",
-        "klog's per-file verbosity (pattern=N,...): accepted, no effect (one --v for all).",
-        "Logging",
-    ),
-    Flag(
-        "add-dir-header",
-        "bool",
-        False,
-        "klog header option: accepted, no effect (mcm's lines have no klog header).",
-        "Logging",
-    ),
-    Flag(
-        "skip-headers",
-        "bool",
-        False,
-        "klog header option: accepted, no effect (mcm's lines have no klog header).",
-        "Logging",
-    ),
-    Flag(
-        "skip-log-headers",
-        "bool",
-        False,
-        "klog log-file header option: accepted, no effect (mcm writes no file header).",
-        "Logging",
-    ),
-    Flag(
-        "one-output",
-        "bool",
-        False,
-        "klog's per-severity files: accepted, no effect (mcm writes one log file).",
-        "Logging",
-    ),
-    Flag(
-        "log-backtrace-at",
-        "string",
-        "",
-        "klog's file:N stack-trace location: accepted, no effect.",
-        "Logging",
-    ),
-    Flag(
-        "log-flush-frequency",
-        "duration",
-        5.0,
-        "Maximum time between log flushes: accepted, no effect (every line is flushed).",
-        "Logging",
-    ),
-)
-
-
-_DEFAULTS: dict[str, Any] = {flag.field: flag.default for flag in FLAGS}
+_C = ControllerOptions()
+"""The controller's defaults: the flags that set its options default to them."""
+_KLOG_HEADER = "mcm's log lines have no klog header"
 
 
 @dataclass
 class Options:
-    """Parsed flag values (durations in seconds); one field per flag of :data:`FLAGS`."""
+    """Parsed flag values (durations in seconds); each field is the flag of the same name."""
 
-    port: int = _DEFAULTS["port"]
-    address: str = _DEFAULTS["address"]
-    profiling: bool = _DEFAULTS["profiling"]
-    contention_profiling: bool = _DEFAULTS["contention_profiling"]
-    target_kubeconfig: str = _DEFAULTS["target_kubeconfig"]
-    control_kubeconfig: str = _DEFAULTS["control_kubeconfig"]
-    namespace: str = _DEFAULTS["namespace"]
-    cloud_provider: str = _DEFAULTS["cloud_provider"]
-    kube_api_content_type: str = _DEFAULTS["kube_api_content_type"]
-    kube_api_qps: float = _DEFAULTS["kube_api_qps"]
-    kube_api_burst: int = _DEFAULTS["kube_api_burst"]
-    concurrent_syncs: int = _DEFAULTS["concurrent_syncs"]
-    min_resync_period: float = _DEFAULTS["min_resync_period"]
-    controller_start_interval: float = _DEFAULTS["controller_start_interval"]
-    machine_creation_timeout: float = _DEFAULTS["machine_creation_timeout"]
-    machine_health_timeout: float = _DEFAULTS["machine_health_timeout"]
-    machine_drain_timeout: float = _DEFAULTS["machine_drain_timeout"]
-    machine_max_evict_retries: int = _DEFAULTS["machine_max_evict_retries"]
-    machine_pv_detach_timeout: float = _DEFAULTS["machine_pv_detach_timeout"]
-    machine_pv_reattach_timeout: float = _DEFAULTS["machine_pv_reattach_timeout"]
-    machine_safety_apiserver_statuscheck_timeout: float = _DEFAULTS[
-        "machine_safety_apiserver_statuscheck_timeout"
-    ]
-    machine_safety_orphan_vms_period: float = _DEFAULTS["machine_safety_orphan_vms_period"]
-    machine_safety_apiserver_statuscheck_period: float = _DEFAULTS[
-        "machine_safety_apiserver_statuscheck_period"
-    ]
-    node_conditions: str = _DEFAULTS["node_conditions"]
-    bootstrap_token_auth_extra_groups: str = _DEFAULTS["bootstrap_token_auth_extra_groups"]
-    machine_inplace_update_timeout: float = _DEFAULTS["machine_inplace_update_timeout"]
-    machine_preserve_timeout: float = _DEFAULTS["machine_preserve_timeout"]
-    resource_exhausted_retry: float = _DEFAULTS["resource_exhausted_retry"]
-    max_failed_machines_per_deployment: int = _DEFAULTS["max_failed_machines_per_deployment"]
-    driver_call_timeout: float = _DEFAULTS["driver_call_timeout"]
-    leader_elect: bool = _DEFAULTS["leader_elect"]
-    leader_elect_lease_duration: float = _DEFAULTS["leader_elect_lease_duration"]
-    leader_elect_renew_deadline: float = _DEFAULTS["leader_elect_renew_deadline"]
-    leader_elect_retry_period: float = _DEFAULTS["leader_elect_retry_period"]
-    leader_elect_resource_lock: str = _DEFAULTS["leader_elect_resource_lock"]
-    driver: str = _DEFAULTS["driver"]
-    driver_endpoint: str = _DEFAULTS["driver_endpoint"]
-    driver_ca_file: str = _DEFAULTS["driver_ca_file"]
-    driver_cert_file: str = _DEFAULTS["driver_cert_file"]
-    driver_key_file: str = _DEFAULTS["driver_key_file"]
-    driver_server_name: str = _DEFAULTS["driver_server_name"]
-    driver_insecure: bool = _DEFAULTS["driver_insecure"]
-    local_vm_namespace: str = _DEFAULTS["local_vm_namespace"]
-    shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
-    v: int = _DEFAULTS["v"]
-    log_format: str = _DEFAULTS["log_format"]
-    logtostderr: bool = _DEFAULTS["logtostderr"]
-    alsologtostderr: bool = _DEFAULTS["alsologtostderr"]
-    log_dir: str = _DEFAULTS["log_dir"]
-    log_file: str = _DEFAULTS["log_file"]
-    log_file_max_size: int = _DEFAULTS["log_file_max_size"]
-    stderrthreshold: int = _DEFAULTS["stderrthreshold"]
-    vmodule: str = _DEFAULTS["vmodule"]
-    add_dir_header: bool = _DEFAULTS["add_dir_header"]
-    skip_headers: bool = _DEFAULTS["skip_headers"]
-    skip_log_headers: bool = _DEFAULTS["skip_log_headers"]
-    one_output: bool = _DEFAULTS["one_output"]
-    log_backtrace_at: str = _DEFAULTS["log_backtrace_at"]
-    log_flush_frequency: float = _DEFAULTS["log_flush_frequency"]
+    # --- server ---
+    port: int = flag(
+        10259, "int32", "The port for running the server (metrics, healthz, readyz).", group="Server"
+    )
+    address: str = flag(
+        "0.0.0.0", "ip", "The IP address to serve on (set to 0.0.0.0 for all interfaces).", group="Server"
+    )
+    profiling: bool = flag(
+        True,
+        "bool",
+        "Enable profiling via web interface host:port/debug/pprof/.",
+        group="Server",
+        no_effect="Python serves no pprof",
+    )
+    contention_profiling: bool = flag(
+        False,
+        "bool",
+        "Enable lock contention profiling, if profiling is enabled.",
+        group="Server",
+        no_effect="Python serves no pprof",
+    )
+    # --- clusters and clients ---
+    target_kubeconfig: str = flag(
+        "",
+        "string",
+        "Path to the kubeconfig of the target cluster (where the Nodes are). Empty: in-cluster config. "
+        "'none': no target cluster (machines become Available right after VM creation).",
+        group="Clusters",
+    )
+    control_kubeconfig: str = flag(
+        "",
+        "string",
+        "Path to the kubeconfig of the control cluster (Machines, MachineClasses, Secrets). "
+        "Empty: the target cluster's config; 'inClusterConfig': the pod's service account.",
+        group="Clusters",
+    )
+    namespace: str = flag(
+        _C.namespace,
+        "string",
+        "Namespace of the control cluster holding Machines, MachineClasses and Secrets, "
+        "and of the leader-election Lease.",
+        group="Clusters",
+    )
+    cloud_provider: str = flag(
+        _C.cloud_provider,
+        "string",
+        "The provider for cloud services: the provider label of the mcm_cloud_api_* metrics of "
+        "drivers that give none.",
+        group="Clusters",
+    )
+    kube_api_content_type: str = flag(
+        "application/vnd.kubernetes.protobuf",
+        "string",
+        "Content type of requests sent to the API servers.",
+        group="Clusters",
+        no_effect="requests are sent as JSON",
+    )
+    kube_api_qps: float = flag(
+        20.0, "float32", "QPS to use while talking with the API servers.", group="Clusters"
+    )
+    kube_api_burst: int = flag(
+        30, "int32", "Burst to use while talking with the API servers.", group="Clusters"
+    )
+    # --- controller ---
+    concurrent_syncs: int = flag(50, "int32", "The number of workers started per work queue.")
+    min_resync_period: float = flag(_C.min_resync_period, "duration", "The resync period of the informers.")
+    controller_start_interval: float = flag(
+        0.0,
+        "duration",
+        "Interval between starting controller managers.",
+        no_effect="the controllers start together",
+    )
+    machine_creation_timeout: float = flag(
+        _C.machine_creation_timeout, "duration", "Timeout after which a Pending machine is marked Failed."
+    )
+    machine_health_timeout: float = flag(
+        _C.machine_health_timeout,
+        "duration",
+        "Timeout after which an Unknown (unhealthy) machine is marked Failed.",
+    )
+    machine_drain_timeout: float = flag(
+        _C.machine_drain_timeout,
+        "duration",
+        "Timeout after which the drain of a deleted machine turns into a forced deletion.",
+    )
+    machine_max_evict_retries: int = flag(
+        _C.machine_max_evict_retries, "int32", "Maximum eviction attempts per pod before it is force deleted."
+    )
+    machine_pv_detach_timeout: float = flag(
+        _C.machine_pv_detach_timeout, "duration", "Timeout to wait for volumes to detach from a drained node."
+    )
+    machine_pv_reattach_timeout: float = flag(
+        _C.machine_pv_reattach_timeout, "duration", "Timeout to wait for a volume to attach to another node."
+    )
+    machine_safety_apiserver_statuscheck_timeout: float = flag(
+        _C.machine_safety_apiserver_statuscheck_timeout,
+        "duration",
+        "Time the API server may be unreachable before the controller freezes.",
+    )
+    machine_safety_orphan_vms_period: float = flag(
+        _C.machine_safety_orphan_vms_period,
+        "duration",
+        "Period of the safety loop that deletes orphan VMs and tags unmanaged nodes.",
+    )
+    machine_safety_apiserver_statuscheck_period: float = flag(
+        _C.machine_safety_apiserver_statuscheck_period,
+        "duration",
+        "Period of the API server reachability check.",
+    )
+    node_conditions: str = flag(
+        _C.node_conditions,
+        "string",
+        "Comma-separated node condition types that make a machine unhealthy when their status is not False.",
+    )
+    bootstrap_token_auth_extra_groups: str = flag(
+        _C.bootstrap_token_auth_extra_groups,
+        "string",
+        "Comma-separated groups written to the auth-extra-groups of bootstrap-token Secrets.",
+    )
+    machine_inplace_update_timeout: float = flag(
+        20 * 60.0,
+        "duration",
+        "Timeout of an in-place update before the machine is marked Failed.",
+        no_effect="mcm does not implement in-place updates",
+    )
+    machine_preserve_timeout: float = flag(
+        96 * 3600.0,
+        "duration",
+        "How long a Failed machine annotated for preservation is kept.",
+        no_effect="mcm does not implement machine preservation",
+    )
+    resource_exhausted_retry: float = flag(
+        _C.resource_exhausted_retry,
+        "duration",
+        "Retry period after a ResourceExhausted create error (0: the long retry period, 10m).",
+    )
+    max_failed_machines_per_deployment: int = flag(
+        _C.max_failed_machines_per_deployment,
+        "int32",
+        "How many machines of one MachineDeployment may be marked Failed at once (meltdown protection).",
+    )
+    driver_call_timeout: float = flag(_C.driver_call_timeout, "duration", "Deadline of one driver call.")
+    # --- leader election ---
+    leader_elect: bool = flag(
+        True,
+        "bool",
+        "Elect a leader before running the controllers (needed with several replicas).",
+        group="Leader election",
+    )
+    leader_elect_lease_duration: float = flag(
+        DEFAULT_LEASE_DURATION,
+        "duration",
+        "How long non-leaders wait after the last observed renewal before trying to take the lease.",
+        group="Leader election",
+    )
+    leader_elect_renew_deadline: float = flag(
+        DEFAULT_RENEW_DEADLINE,
+        "duration",
+        "How long the leader keeps retrying to renew before it gives up leading.",
+        group="Leader election",
+    )
+    leader_elect_retry_period: float = flag(
+        DEFAULT_RETRY_PERIOD,
+        "duration",
+        "Wait between two attempts to acquire or renew.",
+        group="Leader election",
+    )
+    leader_elect_resource_lock: str = flag(
+        "leases",
+        "string",
+        "The lock object kind; any other value than 'leases' is an error.",
+        group="Leader election",
+        no_effect="the lock is always a Lease",
+    )
+    # --- driver ---
+    driver: str = flag(
+        "",
+        "string",
+        "In-process driver: 'local', 'fake' or MODULE:ATTR (a Driver, or a callable "
+        "taking no arguments that returns one).",
+        group="Driver",
+    )
+    driver_endpoint: str = flag(
+        "", "string", "gRPC driver sidecar: unix:///path/to/socket or host:port.", group="Driver"
+    )
+    driver_ca_file: str = flag(
+        "",
+        "string",
+        "PEM CA bundle the gRPC sidecar's certificate must be signed by: talk TLS to --driver-endpoint.",
+        group="Driver",
+    )
+    driver_cert_file: str = flag(
+        "",
+        "string",
+        "PEM client certificate presented to the gRPC sidecar (mutual TLS; with --driver-key-file).",
+        group="Driver",
+    )
+    driver_key_file: str = flag("", "string", "PEM private key of --driver-cert-file.", group="Driver")
+    driver_server_name: str = flag(
+        "",
+        "string",
+        "Name the sidecar's certificate is checked against (default: the host of --driver-endpoint).",
+        group="Driver",
+    )
+    driver_insecure: bool = flag(
+        False,
+        "bool",
+        "Allow plaintext to a --driver-endpoint that is not a unix socket or loopback address "
+        "(every call carries cloud credentials and userData).",
+        group="Driver",
+    )
+    local_vm_namespace: str = flag(
+        "mcm-local-vms",
+        "string",
+        "Control-cluster namespace of the local provider's VM records.",
+        group="Driver",
+    )
+    # --- process ---
+    shutdown_grace_period: float = flag(
+        30.0, "duration", "How long running reconciles get after SIGTERM/SIGINT.", group="Process"
+    )
+    v: int = flag(0, "int32", "Log verbosity: 0-3 info, 4 and above debug.", group="Logging", shorthand="v")
+    log_format: str = flag(
+        "json", "string", "Log format: json (Kubernetes component style) or text.", group="Logging"
+    )
+    # --- klog's flags, which upstream manifests pass (see mcm.app.logs for what each does here) ---
+    logtostderr: bool = flag(
+        True,
+        "bool",
+        "Log to stderr. false: log to --log-file, else to machine-controller.log in --log-dir.",
+        group="Logging",
+    )
+    alsologtostderr: bool = flag(
+        False, "bool", "With --logtostderr=false, also write every line to stderr.", group="Logging"
+    )
+    log_dir: str = flag(
+        "",
+        "string",
+        "With --logtostderr=false and no --log-file: directory of machine-controller.log "
+        "(empty: the temporary directory, as klog).",
+        group="Logging",
+    )
+    log_file: str = flag(
+        "", "string", "With --logtostderr=false: the log file (appended to).", group="Logging"
+    )
+    log_file_max_size: int = flag(
+        1800,
+        "uint64",
+        "With a log file: megabytes after which the file is started afresh, as klog does (0: no limit).",
+        group="Logging",
+    )
+    stderrthreshold: int = flag(
+        2,
+        "severity",
+        "With --logtostderr=false: lines at or above this severity (INFO, WARNING, ERROR, FATAL "
+        "or 0-3) also go to stderr.",
+        group="Logging",
+    )
+    vmodule: str = flag(
+        "",
+        "string",
+        "klog's per-file verbosity (pattern=N,...).",
+        group="Logging",
+        no_effect="one verbosity (--v) applies to all code",
+    )
+    add_dir_header: bool = flag(False, "bool", "klog header option.", group="Logging", no_effect=_KLOG_HEADER)
+    skip_headers: bool = flag(False, "bool", "klog header option.", group="Logging", no_effect=_KLOG_HEADER)
+    skip_log_headers: bool = flag(
+        False,
+        "bool",
+        "klog log-file header option.",
+        group="Logging",
+        no_effect="mcm writes no log file header",
+    )
+    one_output: bool = flag(
+        False, "bool", "klog's per-severity files.", group="Logging", no_effect="mcm writes one log file"
+    )
+    log_backtrace_at: str = flag(
+        "",
+        "string",
+        "klog's file:N stack-trace location.",
+        group="Logging",
+        no_effect="mcm emits no klog stack traces",
+    )
+    log_flush_frequency: float = flag(
+        5.0,
+        "duration",
+        "Maximum time between log flushes.",
+        group="Logging",
+        no_effect="every log line is flushed at once",
+    )
 
     @classmethod
     def defaults(cls, **changes: Any) -> Options:
         """The defaults, with ``changes`` (snake_case flag names) applied."""
-        unknown = sorted(set(changes) - set(_DEFAULTS))
+        unknown = sorted(set(changes) - {f.field for f in FLAGS})
         if unknown:
             raise KeyError(f"no flag --{unknown[0].replace('_', '-')}")
         return cls(**changes)
@@ -608,7 +471,7 @@ class Options:
         """Flags set to something other than their default that change nothing here, each as
         ``("--flag", reason)``; the command logs a warning for each."""
         changed = {flag.field for flag in FLAGS if getattr(self, flag.field) != flag.default}
-        found = [(field, reason) for field, reason in _NO_EFFECT.items() if field in changed]
+        found = [(flag.field, reason) for flag, reason in set_without_effect(self, FLAGS)]
         if self.logtostderr:
             found += [
                 (field, "--logtostderr is true (as in klog)") for field in _FILE_FLAGS if field in changed
@@ -620,18 +483,8 @@ class Options:
         return [(f"--{field.replace('_', '-')}", reason) for field, reason in found]
 
 
-_NO_EFFECT: dict[str, str] = {
-    "machine_inplace_update_timeout": "mcm does not implement in-place updates",
-    "machine_preserve_timeout": "mcm does not implement machine preservation",
-    "vmodule": "one verbosity (--v) applies to all code",
-    "add_dir_header": "mcm's log lines have no klog header",
-    "skip_headers": "mcm's log lines have no klog header",
-    "skip_log_headers": "mcm writes no log file header",
-    "one_output": "mcm writes one log file",
-    "log_backtrace_at": "mcm emits no klog stack traces",
-    "log_flush_frequency": "every log line is flushed at once",
-}
-"""Flags accepted for compatibility (upstream manifests pass them) that do nothing in mcm."""
+FLAGS: tuple[Flag, ...] = flags_of(Options)
+"""Every flag of the command, in :class:`Options`' order (the order of ``--help`` and the docs)."""
 _FILE_FLAGS = ("alsologtostderr", "log_dir", "log_file", "log_file_max_size", "stderrthreshold")
 """klog flags that only matter with --logtostderr=false."""
 

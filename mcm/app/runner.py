@@ -1,9 +1,10 @@
-"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (app-and-controller.md §2).
+"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (v0.47.0
+``pkg/util/provider/app/app.go``, ``Run`` and ``StartControllers``).
 
-1. Resolve the kubeconfigs (§2.2): empty target → in-cluster; ``none`` → no target cluster;
+1. Resolve the kubeconfigs: empty target → in-cluster; ``none`` → no target cluster;
    empty control → the target's config; ``inClusterConfig`` → in-cluster.
 2. One :class:`~mcm.runtime.client.ClusterClient` per cluster with ``--kube-api-qps``/``-burst``
-   and upstream's user-agent suffixes (§2.3).
+   and upstream's user-agent suffixes.
 3. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts first, so
    standbys and a process still waiting for its clusters serve it too.
 4. Discovery: the control cluster must answer ``/healthz`` and discovery, the target
@@ -29,7 +30,6 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
-import importlib
 import os
 import socket
 import sys
@@ -51,6 +51,7 @@ from mcm.app.process import ControllerProcess, RunnableController, StartupError,
 from mcm.app.startup import check_control_cluster, check_target_cluster
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
+from mcm.driver.importing import import_driver_module
 from mcm.runtime import errors as runtime_errors
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
 from mcm.runtime.client.resources import NODES, SECRETS
@@ -113,7 +114,7 @@ def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterC
 
 
 def build_clients(options: Options) -> Clients:
-    """Resolve the kubeconfigs (§2.2) and build the clients (§2.3)."""
+    """Resolve the kubeconfigs and build the clients."""
     target = (
         None
         if options.no_target
@@ -175,7 +176,7 @@ def _import_driver(spec: str, options: Options) -> Driver:
     if not module_name or not attr:
         raise StartupError(f"--driver must be local, fake or MODULE:ATTR, got {spec!r}")
     try:
-        module = importlib.import_module(module_name)
+        module = import_driver_module(module_name)
     except Exception as exc:
         raise StartupError(f"--driver: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     target = getattr(module, attr, None)

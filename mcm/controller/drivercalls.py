@@ -25,7 +25,7 @@ Guarantees of :meth:`DriverCaller.call`:
   ``DeadlineExceeded``). A leader paused past its deadline, whose successor may already have
   deleted the Machine, thus creates no VM for it in the moment before its watchdog notices.
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
-  (decisions.md §3): its text is kept but it never reaches the worker as a crash.
+  (a Go driver's panic would end the process): its text is kept but it never reaches the worker as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
   ``mcm_cloud_api_driver_requests_failed_total`` (label ``error_code`` = the code name), with
   label ``provider`` = the MachineClass's ``provider``. The call's context carries the same

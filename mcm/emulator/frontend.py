@@ -1,4 +1,4 @@
-"""The request path in front of the API handlers (spec §4): pause modes, authentication, fault
+"""The request path in front of the API handlers: pause modes, authentication, fault
 rules and latency, dispatch, watch serving and the per-request stats.
 
 Guarantees:

@@ -1,6 +1,6 @@
 """Emulators in their own processes (``python -m mcm.emulator serve``), driven through
-:class:`~mcm.emulator.admin.RemoteEmulator` (spec §4.1: keeps the server off the GIL of the
-code under test). This is the one launcher: :class:`~mcm.emulator.cluster.ClusterPair`, tests
+:class:`~mcm.emulator.admin.RemoteEmulator` (this keeps the server off the GIL of the code
+under test). This is the one launcher: :class:`~mcm.emulator.cluster.ClusterPair`, tests
 and benchmarks all start emulator processes with :func:`spawn`.
 
 Guarantees: :func:`spawn` returns only once the ready file exists (or raises after

@@ -3,7 +3,7 @@ names, annotations, labels, condition types and event reasons, defined once.
 
 The node annotations are the seed's (``machine-config-daemon.v1.openshift.com/…``); the
 role label, the generated-by annotation and the condition types are OpenShift's
-machine-config-operator's. CRDs: ``charts/machine-config-controller/crds/``.
+machine-config-operator's. CRDs: ``mcm/machineconfig/crds/`` (:func:`mcm.packaged.machineconfig_crds`).
 """
 
 from __future__ import annotations

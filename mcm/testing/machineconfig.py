@@ -33,7 +33,7 @@ from typing import Any
 
 import structlog
 
-from mcm.drain import DrainListers, DrainOptions, cordon_node, drain_node
+from mcm.drain import DrainListers, DrainOptions, cordon_node, run_drain
 from mcm.driver import FakeDriver
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import config_files
@@ -274,7 +274,7 @@ class DaemonFleet:
         name = api.name_of(node)
         working = self._annotate(name, {api.STATE_ANNOTATION: api.STATE_WORKING, api.REASON_ANNOTATION: None})
         cordon_node(self.client, name)
-        result = drain_node(
+        result = run_drain(
             self.client,
             self.listers,
             FakeDriver(),

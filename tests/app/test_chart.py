@@ -177,9 +177,9 @@ def test_the_chart_has_no_default_driver(values: dict[str, Any], message: str) -
         (MINIMAL, "--driver=provider.driver:new_driver", "Driver: provider.driver:new_driver, in process."),
         ({"driver": {"local": {"enabled": True}}}, "--driver=local", "LOCAL DEMO PROVIDER"),
         (
-            {"driver": {"sidecar": {"enabled": True, "image": {"repository": "p/d"}}}},
+            {"driver": {"sidecar": {"enabled": True, "image": {"repository": "p/d", "tag": "1.0"}}}},
             "--driver-endpoint=unix:///var/run/mcm/driver.sock",
-            "Driver: the gRPC sidecar p/d:",
+            "Driver: the gRPC sidecar p/d:1.0,",
         ),
     ],
 )

@@ -35,7 +35,9 @@ LOCAL = {"driver": {"local": {"enabled": True}}}
 LOCAL_SIDECAR = {
     "driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "serviceAccountToken": True}}
 }
-PROVIDER_SIDECAR = {"driver": {"sidecar": {"enabled": True, "image": {"repository": "provider/driver"}}}}
+PROVIDER_SIDECAR = {
+    "driver": {"sidecar": {"enabled": True, "image": {"repository": "provider/driver", "tag": "1.0.0"}}}
+}
 MODULE = {"driver": {"module": "provider.driver:new_driver"}}
 REMOTE_TARGET = {**MODULE, "targetCluster": {"existingSecret": "target-kubeconfig"}}
 

@@ -1,6 +1,6 @@
 """Fixtures for the conformance tests of the emulator-semantics areas (patch, deletion, GC, eviction, CRDs).
 
-Target selection (spec §7.1): ``CONFORMANCE_KUBECONFIG=<path>`` (or ``--apiserver=kubeconfig:<path>``
+Target selection: ``CONFORMANCE_KUBECONFIG=<path>`` (or ``--apiserver=kubeconfig:<path>``
 when the conformance conftest registers that option) runs the tests against any cluster; by
 default a fresh in-process emulator with the MCM CRDs is used. Tests work in their own
 ``conf-`` namespace, await asynchronous effects by polling, and call :func:`emulator_only` for

@@ -1,4 +1,4 @@
-"""Conformance: CRD establishment, schema handling of custom objects, CRD deletion (spec §1.7)."""
+"""Conformance: CRD establishment, schema handling of custom objects, CRD deletion."""
 
 from __future__ import annotations
 

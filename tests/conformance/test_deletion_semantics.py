@@ -1,4 +1,4 @@
-"""Conformance: pod graceful deletion, namespaces and garbage collection (spec §2.7, §2.8, §2.14)."""
+"""Conformance: pod graceful deletion, namespaces and garbage collection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conformance: eviction and PodDisruptionBudget status (spec §2.11, §7.2 "Eviction and PDB")."""
+"""Conformance: eviction and PodDisruptionBudget status."""
 
 from __future__ import annotations
 

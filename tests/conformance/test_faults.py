@@ -1,5 +1,5 @@
 """Conformance (emulator only): faults and instrumentation seen through the typed client
-(spec §3; §7.2 "Faults and instrumentation")."""
+(docs/emulator.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conformance: list and watch (spec §2.9, §2.10; §7.2 "List" and "Watch")."""
+"""Conformance: list and watch."""
 
 from __future__ import annotations
 

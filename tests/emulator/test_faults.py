@@ -1,4 +1,4 @@
-"""Fault injection and instrumentation (spec §3): each fault visibly affects a raw client."""
+"""Fault injection and instrumentation: each fault visibly affects a raw client."""
 
 from __future__ import annotations
 

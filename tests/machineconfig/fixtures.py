@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mcm import packaged
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
@@ -21,7 +22,7 @@ from mcm.runtime.client.resources import EVENTS, NODES
 from mcm.testing.machineconfig import DaemonFleet, DaemonOptions, controller_config, create_nodes
 
 REPO = Path(__file__).resolve().parents[2]
-CRDS = sorted((REPO / "charts" / "machine-config-controller" / "crds").glob("*.yaml"))
+CRDS = sorted(packaged.machineconfig_crds().glob("*.yaml"))
 TIMEOUT = 30.0
 """Default bound of every wait (read at call time: the real-API tier raises it)."""
 

@@ -50,8 +50,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/*
+The sidecar's image. A provider's image needs its own tag: mcm's appVersion names no release of
+it. Only the local provider's sidecar (mcm's own image, or a copy of it under another name)
+defaults to the controller image's tag.
+*/}}
 {{- define "machine-controller.sidecarImage" -}}
 {{- $s := .Values.driver.sidecar.image }}
+{{- if and $s.repository (not $s.tag) (not .Values.driver.local.enabled) }}
+{{- fail (printf "driver.sidecar.image.tag is required: the release of the provider's image %s (mcm's appVersion %s names none of its releases)" $s.repository .Chart.AppVersion) }}
+{{- end }}
 {{- if $s.repository }}
 {{- printf "%s:%s" $s.repository (default .Chart.AppVersion $s.tag) }}
 {{- else }}

@@ -22,6 +22,7 @@ from typing import Any
 
 import click
 
+from mcm import packaged
 from mcm.app.demo import (
     DemoFailed,
     Processes,
@@ -42,7 +43,6 @@ from mcm.runtime.client.resources import NODES
 
 __all__ = ["demo"]
 
-CRDS = Path(__file__).resolve().parents[3] / "charts" / "machine-config-controller" / "crds"
 POOLS = {"master": (2, 1), "worker": (4, 2)}
 """pool → (nodes, maxUnavailable)."""
 ROOT_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmRlbW8KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
@@ -235,7 +235,7 @@ def run_demo(keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
     started = time.monotonic()
     try:
         _say("starting an API server emulator with the MachineConfig CRDs")
-        kubeconfig = _start_emulator(procs, "cluster", CRDS)
+        kubeconfig = _start_emulator(procs, "cluster", packaged.machineconfig_crds())
         client = load_config(str(kubeconfig), qps=-1)
         _say(
             "creating ControllerConfig machine-config-controller, pools master (2 nodes) and worker (4 nodes)"

@@ -16,7 +16,6 @@ Logs never render local variables.
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import threading
@@ -29,6 +28,7 @@ from mcm.driver.driver import Driver
 from mcm.driver.grpc import tls
 from mcm.driver.grpc.limits import DEFAULT_INFLIGHT_BYTES, MiB
 from mcm.driver.grpc.server import InsecureEndpointError, serve
+from mcm.driver.importing import import_driver_module
 from mcm.runtime import logs
 
 DEFAULT_ENDPOINT = "unix:/var/run/mcm/driver.sock"
@@ -39,7 +39,7 @@ def load_driver(spec: str) -> Driver:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--driver must look like MODULE:FACTORY, got {spec!r}")
-    factory: Callable[[], object] = getattr(importlib.import_module(module_name), attr)
+    factory: Callable[[], object] = getattr(import_driver_module(module_name), attr)
     driver = factory()
     if not isinstance(driver, Driver):
         raise ValueError(f"{spec} returned {type(driver).__name__}, not a mcm.driver.Driver")

@@ -27,13 +27,13 @@ import random
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mcm.apis.machine import constants as c
 from mcm.emulator import ClusterPair, Emulator
 from mcm.emulator.kubeconfig import write_kubeconfig
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.errors import TransientError
+from mcm.runtime.objects import Obj
 from mcm.testing.chaos.bystander import Bystander
 from mcm.testing.chaos.cloud import CLOUD_NAMESPACE, PROVIDER_PREFIX
 from mcm.testing.chaos.tracker import Tracker
@@ -46,8 +46,6 @@ NAMESPACE = "chaos"
 CLASS_NAME = "chaos-class"
 SECRET_NAME = "chaos-secret"
 MACHINES = "machines.machine.sapcloud.io"
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -11,8 +11,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import clone
 from mcm.runtime.record import MAX_QUEUED_EVENTS, EventBroadcaster, object_reference
-from mcm.runtime.record._clone import clone
 from tests.runtime.record.test_sink import FakeSink
 
 T0 = dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.UTC)
