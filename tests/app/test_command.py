@@ -78,6 +78,40 @@ def test_cluster_without_the_crds(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
+@pytest.mark.parametrize("entry", ["client-certificate", "client-key", "certificate-authority", "tokenFile"])
+def test_a_missing_credential_file_is_a_one_line_error_not_a_wait(tmp_path: Path, entry: str) -> None:
+    """A file the kubeconfig names that does not exist is a configuration error at start-up, as
+    client-go's is (exit 1, the file named); only network faults are waited for."""
+    server = f"https://127.0.0.1:{_free_port()}"
+    cluster: dict[str, Any] = {"server": server, "insecure-skip-tls-verify": True}
+    user: dict[str, Any] = {}
+    if entry == "certificate-authority":
+        cluster = {"server": server, "certificate-authority": "missing"}
+        user = {"token": "t"}
+    elif entry == "tokenFile":
+        user = {"tokenFile": "missing"}
+    else:  # the other file of the pair exists, so the missing one is the only problem
+        (tmp_path / "present").write_text("")
+        user = {"client-certificate": "present", "client-key": "present", entry: "missing"}
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    result = _run(f"--target-kubeconfig={kubeconfig}", "--driver=fake", f"--port={_free_port()}", timeout=45)
+    missing = tmp_path / "missing"
+    _assert_one_line_error(result, "target cluster", f"{entry} '{missing}' cannot be read", "No such file")
+    assert result.returncode == 1
+
+
 def test_an_unreachable_api_server_is_waited_for_until_a_signal(tmp_path: Path) -> None:
     """A network blip at start-up never ends the process (upstream exits after 10 s): it
     retries, serving /healthz, until SIGTERM, and then exits 0."""
