@@ -119,6 +119,16 @@ def emulator_deviation(seen: bool, real: str) -> None:
         raise EmulatorDeviation(f"not the emulator's deviation; a real server: {real}")
 
 
+def within(seconds: float, predicate: Callable[[], bool]) -> bool:
+    """Whether ``predicate`` becomes true within ``seconds`` (polled)."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def emulator_only(cluster: Cluster) -> Emulator:
     """The emulator behind ``cluster``; skips the test against a real server."""
     if cluster.emulator is None:
