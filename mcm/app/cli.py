@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import click
 
@@ -22,7 +23,22 @@ from mcm.app import flags
 from mcm.app.flags import NORMALIZE, TYPES, shown_default
 from mcm.app.options import FLAGS, Options
 
-__all__ = ["TYPES", "machine_controller", "main", "pflag_args", "run_command", "shown_default"]
+__all__ = [
+    "TYPES",
+    "machine_controller",
+    "main",
+    "parse_with",
+    "pflag_args",
+    "run_command",
+    "shown_default",
+]
+
+
+class _Validated(Protocol):
+    def validate(self) -> list[str]: ...
+
+
+T = TypeVar("T", bound=_Validated)
 
 
 def pflag_args(args: list[str]) -> list[str]:
@@ -79,10 +95,22 @@ with contextlib.suppress(ImportError):
 
 def parse_options(argv: list[str] | None = None) -> Options:
     """Parse and validate ``argv`` without running anything; bad flags exit 2 (click's usage error)."""
-    args = pflag_args(list(sys.argv[1:] if argv is None else argv))
+    return parse_with(machine_controller, "machine-controller", Options, FLAGS, argv)
+
+
+def parse_with(
+    command: click.Command,
+    prog_name: str,
+    options_class: Callable[..., T],
+    table: Sequence[flags.Flag],
+    argv: list[str] | None,
+) -> T:
+    """A command's options from ``argv`` (default ``sys.argv[1:]``) without running it: a bad flag,
+    or a ``validate()`` failure, prints one line ``error: …`` and exits 2; ``--help`` exits 0."""
+    args = flags.pflag_args(list(sys.argv[1:] if argv is None else argv), table)
     try:
-        with machine_controller.make_context("machine-controller", args, resilient_parsing=False) as ctx:
-            options = flags.options_from(Options, ctx.params, FLAGS)
+        with command.make_context(prog_name, args, resilient_parsing=False) as ctx:
+            options = flags.options_from(options_class, ctx.params, table)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -17,7 +17,9 @@ does nothing). Everything else is generated from that one table:
   something other than their default, so a command can warn about them.
 
 A new command declares ``@dataclass class MyOptions: ...`` with ``flag(...)`` fields, calls
-``add_flags(command, flags_of(MyOptions))`` and ``options_from(MyOptions, ctx.params)``.
+``add_flags(command, flags_of(MyOptions))`` and ``options_from(MyOptions, ctx.params)``;
+:func:`same_flag` declares a flag of one table again in another (as every command takes the
+flags ``mcm.app.common.CommonFlags`` declares once).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "markdown_tables",
     "options_from",
     "pflag_args",
+    "same_flag",
     "set_without_effect",
     "shown_default",
 ]
@@ -108,6 +111,30 @@ def flag(
     spec = _Spec(type, help, group, shorthand, tuple(aliases), no_effect)
     field: T = dataclasses.field(default=default, metadata={_FLAG: spec})
     return field
+
+
+def same_flag(options_class: type[Any], name: str, **changes: Any) -> Any:
+    """The :func:`flag` field ``name`` of ``options_class`` declared again, for another options
+    dataclass: the same type, help, group, shorthand, aliases and reason for no effect, with
+    ``changes`` (any of :func:`flag`'s arguments: ``default``, ``help``, ``no_effect``, ...)
+    where the other command differs."""
+    field = next((f for f in dataclasses.fields(options_class) if f.name == name), None)
+    spec = field.metadata.get(_FLAG) if field is not None else None
+    if field is None or not isinstance(spec, _Spec):
+        raise KeyError(f"{options_class.__name__} has no flag field {name!r}")
+    known = {"default", "type", "help", "group", "shorthand", "aliases", "no_effect"}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise TypeError(f"same_flag() got an unexpected argument {unknown[0]!r}")
+    return flag(
+        changes.get("default", field.default),
+        changes.get("type", spec.type),
+        changes.get("help", spec.help),
+        group=changes.get("group", spec.group),
+        shorthand=changes.get("shorthand", spec.shorthand),
+        aliases=changes.get("aliases", spec.aliases),
+        no_effect=changes.get("no_effect", spec.no_effect),
+    )
 
 
 def flags_of(options_class: type[Any]) -> tuple[Flag, ...]:

@@ -3,7 +3,9 @@
 :class:`Options` is the table: each field is a flag (:func:`mcm.app.flags.flag`) with its exact
 upstream name, pflag type, default and help (upstream v0.47.0
 ``pkg/util/provider/app/options/options.go``, ``MCServer.AddFlags``, plus HEAD's additions, klog's
-flags and mcm's own); :data:`FLAGS`, the click command and ``docs/flags.md`` are generated from it.
+flags and mcm's own); the flags every command takes are :class:`mcm.app.common.CommonFlags`'s,
+declared here with :func:`~mcm.app.common.common`. :data:`FLAGS`, the click command and
+``docs/flags.md`` are generated from it.
 The defaults of the flags the controller reads are :class:`~mcm.controller.ControllerOptions`'s
 (upstream v0.47.0 except where mcm adopts HEAD: ``--machine-safety-orphan-vms-period`` 15m), so
 each default is written once. Values are held parsed (durations in seconds). Flags accepted only
@@ -15,15 +17,27 @@ flag.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from mcm.app.flags import Flag, FlagType, flag, flags_of, set_without_effect
+from mcm.app.common import (
+    IN_CLUSTER_CONFIG,
+    NO_TARGET,
+    OptionsMixin,
+    client_errors,
+    common,
+    concurrent_syncs_errors,
+    leader_election_duration_errors,
+    leader_election_errors,
+    logging_errors,
+    negative_duration_errors,
+    port_errors,
+    profiling_errors,
+    target_errors,
+)
+from mcm.app.flags import Flag, FlagType, flag, flags_of
 from mcm.controller.options import DEFAULT_NODE_CONDITIONS, ControllerOptions
 from mcm.driver.endpoints import is_local_endpoint
-from mcm.runtime.leaderelection import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
 
 __all__ = [
     "DEFAULT_NODE_CONDITIONS",
@@ -36,91 +50,49 @@ __all__ = [
     "leader_election_duration_errors",
 ]
 
-NO_TARGET = "none"
-"""``--target-kubeconfig=none``: no target cluster (HEAD)."""
-IN_CLUSTER_CONFIG = "inClusterConfig"
-
 _C = ControllerOptions()
 """The controller's defaults: the flags that set its options default to them."""
-_KLOG_HEADER = "mcm's log lines have no klog header"
 
 
 @dataclass
-class Options:
+class Options(OptionsMixin):
     """Parsed flag values (durations in seconds); each field is the flag of the same name."""
 
     # --- server ---
-    port: int = flag(
-        10259, "int32", "The port for running the server (metrics, healthz, readyz).", group="Server"
-    )
-    address: str = flag(
-        "0.0.0.0", "ip", "The IP address to serve on (set to 0.0.0.0 for all interfaces).", group="Server"
-    )
-    profiling: bool = flag(
-        True,
-        "bool",
-        "Enable profiling via web interface host:port/debug/pprof/.",
-        group="Server",
-        no_effect="Python serves no pprof",
-    )
-    contention_profiling: bool = flag(
-        False,
-        "bool",
-        "Enable lock contention profiling, if profiling is enabled.",
-        group="Server",
-        no_effect="Python serves no pprof",
-    )
+    port: int = common("port", default=10259)
+    address: str = common("address")
+    profiling: bool = common("profiling")
+    contention_profiling: bool = common("contention_profiling")
     # --- clusters and clients ---
-    target_kubeconfig: str = flag(
-        "",
-        "string",
-        "Path to the kubeconfig of the target cluster (where the Nodes are). Empty: in-cluster config. "
+    target_kubeconfig: str = common(
+        "target_kubeconfig",
+        help="Path to the kubeconfig of the target cluster (where the Nodes are). Empty: in-cluster config. "
         "'none': no target cluster (machines become Available right after VM creation).",
-        group="Clusters",
     )
-    control_kubeconfig: str = flag(
-        "",
-        "string",
-        "Path to the kubeconfig of the control cluster (Machines, MachineClasses, Secrets). "
+    control_kubeconfig: str = common(
+        "control_kubeconfig",
+        help="Path to the kubeconfig of the control cluster (Machines, MachineClasses, Secrets). "
         "Empty: the target cluster's config; 'inClusterConfig': the pod's service account.",
-        group="Clusters",
     )
-    namespace: str = flag(
-        _C.namespace,
-        "string",
-        "Namespace of the control cluster holding Machines, MachineClasses and Secrets, "
+    namespace: str = common(
+        "namespace",
+        default=_C.namespace,
+        help="Namespace of the control cluster holding Machines, MachineClasses and Secrets, "
         "and of the leader-election Lease.",
-        group="Clusters",
     )
-    cloud_provider: str = flag(
-        _C.cloud_provider,
-        "string",
-        "The provider for cloud services: the provider label of the mcm_cloud_api_* metrics of "
+    cloud_provider: str = common(
+        "cloud_provider",
+        default=_C.cloud_provider,
+        help="The provider for cloud services: the provider label of the mcm_cloud_api_* metrics of "
         "drivers that give none.",
-        group="Clusters",
     )
-    kube_api_content_type: str = flag(
-        "application/vnd.kubernetes.protobuf",
-        "string",
-        "Content type of requests sent to the API servers.",
-        group="Clusters",
-        no_effect="requests are sent as JSON",
-    )
-    kube_api_qps: float = flag(
-        20.0, "float32", "QPS to use while talking with the API servers.", group="Clusters"
-    )
-    kube_api_burst: int = flag(
-        30, "int32", "Burst to use while talking with the API servers.", group="Clusters"
-    )
+    kube_api_content_type: str = common("kube_api_content_type")
+    kube_api_qps: float = common("kube_api_qps")
+    kube_api_burst: int = common("kube_api_burst")
     # --- controller ---
-    concurrent_syncs: int = flag(50, "int32", "The number of workers started per work queue.")
-    min_resync_period: float = flag(_C.min_resync_period, "duration", "The resync period of the informers.")
-    controller_start_interval: float = flag(
-        0.0,
-        "duration",
-        "Interval between starting controller managers.",
-        no_effect="the controllers start together",
-    )
+    concurrent_syncs: int = common("concurrent_syncs", default=50)
+    min_resync_period: float = common("min_resync_period", default=_C.min_resync_period)
+    controller_start_interval: float = common("controller_start_interval")
     machine_creation_timeout: float = flag(
         _C.machine_creation_timeout, "duration", "Timeout after which a Pending machine is marked Failed."
     )
@@ -192,37 +164,11 @@ class Options:
     )
     driver_call_timeout: float = flag(_C.driver_call_timeout, "duration", "Deadline of one driver call.")
     # --- leader election ---
-    leader_elect: bool = flag(
-        True,
-        "bool",
-        "Elect a leader before running the controllers (needed with several replicas).",
-        group="Leader election",
-    )
-    leader_elect_lease_duration: float = flag(
-        DEFAULT_LEASE_DURATION,
-        "duration",
-        "How long non-leaders wait after the last observed renewal before trying to take the lease.",
-        group="Leader election",
-    )
-    leader_elect_renew_deadline: float = flag(
-        DEFAULT_RENEW_DEADLINE,
-        "duration",
-        "How long the leader keeps retrying to renew before it gives up leading.",
-        group="Leader election",
-    )
-    leader_elect_retry_period: float = flag(
-        DEFAULT_RETRY_PERIOD,
-        "duration",
-        "Wait between two attempts to acquire or renew.",
-        group="Leader election",
-    )
-    leader_elect_resource_lock: str = flag(
-        "leases",
-        "string",
-        "The lock object kind; any other value than 'leases' is an error.",
-        group="Leader election",
-        no_effect="the lock is always a Lease",
-    )
+    leader_elect: bool = common("leader_elect")
+    leader_elect_lease_duration: float = common("leader_elect_lease_duration")
+    leader_elect_renew_deadline: float = common("leader_elect_renew_deadline")
+    leader_elect_retry_period: float = common("leader_elect_retry_period")
+    leader_elect_resource_lock: str = common("leader_elect_resource_lock")
     # --- driver ---
     driver: str = flag(
         "",
@@ -267,172 +213,50 @@ class Options:
         group="Driver",
     )
     # --- process ---
-    shutdown_grace_period: float = flag(
-        30.0, "duration", "How long running reconciles get after SIGTERM/SIGINT.", group="Process"
-    )
-    v: int = flag(0, "int32", "Log verbosity: 0-3 info, 4 and above debug.", group="Logging", shorthand="v")
-    log_format: str = flag(
-        "json", "string", "Log format: json (Kubernetes component style) or text.", group="Logging"
-    )
+    shutdown_grace_period: float = common("shutdown_grace_period")
+    v: int = common("v")
+    log_format: str = common("log_format")
     # --- klog's flags, which upstream manifests pass (see mcm.app.logs for what each does here) ---
-    logtostderr: bool = flag(
-        True,
-        "bool",
-        "Log to stderr. false: log to --log-file, else to machine-controller.log in --log-dir.",
-        group="Logging",
+    logtostderr: bool = common(
+        "logtostderr",
+        help="Log to stderr. false: log to --log-file, else to machine-controller.log in --log-dir.",
     )
-    alsologtostderr: bool = flag(
-        False, "bool", "With --logtostderr=false, also write every line to stderr.", group="Logging"
-    )
-    log_dir: str = flag(
-        "",
-        "string",
-        "With --logtostderr=false and no --log-file: directory of machine-controller.log "
+    alsologtostderr: bool = common("alsologtostderr")
+    log_dir: str = common(
+        "log_dir",
+        help="With --logtostderr=false and no --log-file: directory of machine-controller.log "
         "(empty: the temporary directory, as klog).",
-        group="Logging",
     )
-    log_file: str = flag(
-        "", "string", "With --logtostderr=false: the log file (appended to).", group="Logging"
-    )
-    log_file_max_size: int = flag(
-        1800,
-        "uint64",
-        "With a log file: megabytes after which the file is started afresh, as klog does (0: no limit).",
-        group="Logging",
-    )
-    stderrthreshold: int = flag(
-        2,
-        "severity",
-        "With --logtostderr=false: lines at or above this severity (INFO, WARNING, ERROR, FATAL "
-        "or 0-3) also go to stderr.",
-        group="Logging",
-    )
-    vmodule: str = flag(
-        "",
-        "string",
-        "klog's per-file verbosity (pattern=N,...).",
-        group="Logging",
-        no_effect="one verbosity (--v) applies to all code",
-    )
-    add_dir_header: bool = flag(False, "bool", "klog header option.", group="Logging", no_effect=_KLOG_HEADER)
-    skip_headers: bool = flag(False, "bool", "klog header option.", group="Logging", no_effect=_KLOG_HEADER)
-    skip_log_headers: bool = flag(
-        False,
-        "bool",
-        "klog log-file header option.",
-        group="Logging",
-        no_effect="mcm writes no log file header",
-    )
-    one_output: bool = flag(
-        False, "bool", "klog's per-severity files.", group="Logging", no_effect="mcm writes one log file"
-    )
-    log_backtrace_at: str = flag(
-        "",
-        "string",
-        "klog's file:N stack-trace location.",
-        group="Logging",
-        no_effect="mcm emits no klog stack traces",
-    )
-    log_flush_frequency: float = flag(
-        5.0,
-        "duration",
-        "Maximum time between log flushes.",
-        group="Logging",
-        no_effect="every log line is flushed at once",
-    )
-
-    @classmethod
-    def defaults(cls, **changes: Any) -> Options:
-        """The defaults, with ``changes`` (snake_case flag names) applied."""
-        unknown = sorted(set(changes) - {f.field for f in FLAGS})
-        if unknown:
-            raise KeyError(f"no flag --{unknown[0].replace('_', '-')}")
-        return cls(**changes)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Field name → value."""
-        return dataclasses.asdict(self)
-
-    @property
-    def no_target(self) -> bool:
-        return self.target_kubeconfig == NO_TARGET
+    log_file: str = common("log_file")
+    log_file_max_size: int = common("log_file_max_size")
+    stderrthreshold: int = common("stderrthreshold")
+    vmodule: str = common("vmodule")
+    add_dir_header: bool = common("add_dir_header")
+    skip_headers: bool = common("skip_headers")
+    skip_log_headers: bool = common("skip_log_headers")
+    one_output: bool = common("one_output")
+    log_backtrace_at: str = common("log_backtrace_at")
+    log_flush_frequency: float = common("log_flush_frequency")
 
     def validate(self) -> list[str]:
         """HEAD ``Validate()`` plus the leader-election rules; one message per problem."""
-        v = self.as_dict()
-        errors: list[str] = []
-        if not 1 <= v["port"] <= 65535:
-            errors.append(f"--port must be between 1 and 65535, got {v['port']}")
-        if v["concurrent_syncs"] <= 0:
-            errors.append(f"--concurrent-syncs must be greater than 0, got {v['concurrent_syncs']}")
-        if v["contention_profiling"] and not v["profiling"]:
-            errors.append("--contention-profiling requires --profiling")
-        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+(\s*;.*)?", v["kube_api_content_type"]):
+        errors = port_errors(self) + concurrent_syncs_errors(self) + profiling_errors(self)
+        errors += client_errors(self)
+        if self.machine_max_evict_retries < 0:
             errors.append(
-                f"--kube-api-content-type is not a valid media type: {v['kube_api_content_type']!r}"
+                f"--machine-max-evict-retries must not be negative, got {self.machine_max_evict_retries}"
             )
-        if v["kube_api_qps"] <= 0:
-            errors.append(f"--kube-api-qps must be greater than 0, got {v['kube_api_qps']:g}")
-        if v["kube_api_burst"] < 0:
-            errors.append(f"--kube-api-burst must not be negative, got {v['kube_api_burst']}")
-        if v["machine_max_evict_retries"] < 0:
-            errors.append(
-                f"--machine-max-evict-retries must not be negative, got {v['machine_max_evict_retries']}"
-            )
-        if v["max_failed_machines_per_deployment"] < 1:
+        if self.max_failed_machines_per_deployment < 1:
             errors.append("--max-failed-machines-per-deployment must be at least 1")
-        errors.extend(
-            f"--{flag.name} must not be negative"
-            for flag in FLAGS
-            if flag.type == "duration" and v[flag.field] < 0
-        )
-        if (
-            v["machine_safety_apiserver_statuscheck_period"]
-            < v["machine_safety_apiserver_statuscheck_timeout"]
-        ):
+        errors += negative_duration_errors(self, FLAGS)
+        statuscheck = self.machine_safety_apiserver_statuscheck_period
+        if statuscheck < self.machine_safety_apiserver_statuscheck_timeout:
             errors.append(
                 "--machine-safety-apiserver-statuscheck-period must not be shorter than "
                 "--machine-safety-apiserver-statuscheck-timeout"
             )
-        if self.no_target and not v["control_kubeconfig"]:
-            errors.append("--control-kubeconfig is required with --target-kubeconfig=none")
-        errors.extend(self._leader_election_errors())
-        errors.extend(self._driver_errors())
-        if v["log_format"] not in ("json", "text"):
-            errors.append(f"--log-format must be json or text, got {v['log_format']!r}")
-        if v["v"] < 0:
-            errors.append(f"--v must not be negative, got {v['v']}")
-        errors.extend(self._klog_errors())
-        return errors
-
-    def _klog_errors(self) -> list[str]:
-        """klog's own checks of ``--vmodule`` and ``--log-backtrace-at``."""
-        errors = []
-        for item in filter(None, self.vmodule.split(",")):
-            pattern, sep, level = item.partition("=")
-            if not sep or not pattern or not re.fullmatch(r"\d+", level):
-                errors.append(
-                    f"--vmodule: syntax error: expect comma-separated list of filename=N, got {item!r}"
-                )
-                break
-        if self.log_backtrace_at and not re.fullmatch(r"[^:]*\.[^:]*:[1-9]\d*", self.log_backtrace_at):
-            errors.append(
-                f"--log-backtrace-at: syntax error: expect file.go:234, got {self.log_backtrace_at!r}"
-            )
-        return errors
-
-    def _leader_election_errors(self) -> list[str]:
-        v = self.as_dict()
-        if v["leader_elect_resource_lock"] != "leases":
-            return [
-                "--leader-elect-resource-lock: invalid lock-type "
-                f"{v['leader_elect_resource_lock']!r} (use leases)"
-            ]
-        if not v["leader_elect"]:
-            return []
-        return leader_election_duration_errors(
-            v["leader_elect_lease_duration"], v["leader_elect_renew_deadline"], v["leader_elect_retry_period"]
-        )
+        errors += target_errors(self) + leader_election_errors(self) + self._driver_errors()
+        return errors + logging_errors(self)
 
     def _driver_errors(self) -> list[str]:
         if self.driver and self.driver_endpoint:
@@ -467,47 +291,13 @@ class Options:
             ]
         return []
 
-    def without_effect(self) -> list[tuple[str, str]]:
-        """Flags set to something other than their default that change nothing here, each as
-        ``("--flag", reason)``; the command logs a warning for each."""
-        changed = {flag.field for flag in FLAGS if getattr(self, flag.field) != flag.default}
-        found = [(flag.field, reason) for flag, reason in set_without_effect(self, FLAGS)]
-        if self.logtostderr:
-            found += [
-                (field, "--logtostderr is true (as in klog)") for field in _FILE_FLAGS if field in changed
-            ]
-        elif self.log_file and "log_dir" in changed:
-            found.append(("log_dir", "--log-file is set"))
-        if not self.logtostderr and self.alsologtostderr and "stderrthreshold" in changed:
-            found.append(("stderrthreshold", "--alsologtostderr copies every line to stderr"))
-        return [(f"--{field.replace('_', '-')}", reason) for field, reason in found]
-
 
 FLAGS: tuple[Flag, ...] = flags_of(Options)
 """Every flag of the command, in :class:`Options`' order (the order of ``--help`` and the docs)."""
-_FILE_FLAGS = ("alsologtostderr", "log_dir", "log_file", "log_file_max_size", "stderrthreshold")
-"""klog flags that only matter with --logtostderr=false."""
-
 _MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[\w.-]+):\d{1,5}")
 _GRPC_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix-abstract:", "vsock:")
 """Other gRPC target forms, passed through to the channel as they are."""
-
-
-def leader_election_duration_errors(lease: float, renew: float, retry: float) -> list[str]:
-    """The leader-election library's rules on the three ``--leader-elect-*`` durations (both
-    commands use them)."""
-    if min(lease, renew, retry) <= 0:
-        return [
-            "--leader-elect-lease-duration, --leader-elect-renew-deadline and "
-            "--leader-elect-retry-period must be greater than 0"
-        ]
-    errors = []
-    if lease <= renew:
-        errors.append("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
-    if renew <= 1.2 * retry:
-        errors.append("--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period")
-    return errors
 
 
 def _is_driver_spec(spec: str) -> bool:

@@ -4,6 +4,7 @@ of the Machines, not by the manager's bookkeeping."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from mcm.manager import constants as k
 from mcm.runtime import objects as o
 
 from .cluster import NS, ManagerEnv, Monitor, eventually, md
+from .command import ManagerCommand
 
 
 @pytest.fixture
@@ -244,25 +246,21 @@ def test_kubectl_get_shows_ready_updated_and_available(env: ManagerEnv) -> None:
 def test_a_manager_killed_again_and_again_mid_roll_out_resumes_without_extra_machines(
     env: ManagerEnv,
 ) -> None:
-    """SIGKILL, not a clean stop: whatever write was in flight is cut off."""
-    import os
+    """SIGKILL, not a clean stop: whatever write was in flight is cut off. The real
+    ``machine-controller-manager`` command, with leader election: each new process takes over
+    the Lease its killed predecessor held (the same identity)."""
     import random
-    import signal
-    import subprocess
-    import sys
     import time
 
-    root = Path(__file__).resolve().parents[2]
-    command = [
-        sys.executable,
-        "-m",
-        "tests.manager.manager_process",
-        str(env.pair.control_kubeconfig),
-        str(env.pair.target_kubeconfig),
-        NS,
-    ]
+    manager = ManagerCommand(
+        env.directory,
+        env.pair.control_kubeconfig,
+        env.pair.target_kubeconfig,
+        f"--namespace={NS}",
+        "--machine-safety-overshooting-period=1s",
+        "--concurrent-syncs=4",
+    )
     env.start_machine_side()
-    process = subprocess.Popen(command, cwd=root)
     rng = random.Random(7)
     try:
         with Monitor(env) as monitor:
@@ -272,12 +270,10 @@ def test_a_manager_killed_again_and_again_mid_roll_out_resumes_without_extra_mac
             env.update_deployment(_to_class("class-b"))
             for _ in range(4):
                 time.sleep(rng.uniform(0.3, 1.5))
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(10)
-                process = subprocess.Popen(command, cwd=root)
+                manager.kill()
+                manager.restart()
             eventually(lambda: env.settled(4, "class-b"), what="roll-out finished after the kills")
         assert monitor.violations == [] and monitor.max_seen <= 5
         assert len(env.driver.vms) == 4
     finally:
-        process.kill()
-        process.wait(10)
+        manager.stop(signal.SIGKILL)
