@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +41,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scenario import (
     LIMIT_OFF,
     NS,
-    REPO,
     ControllerProcess,
     bench_client,
     free_port,
@@ -205,22 +203,20 @@ def go_manager_command(binary: Path, control: Path, target: Path, port: int) -> 
 
 
 def mcm_manager_command(control: Path, target: Path, port: int) -> list[str]:
-    """mcm's ``machine-controller-manager`` command, or (in a tree without it)
-    ``tests/interop/mcm_manager.py``, which runs mcm's manager with upstream's defaults."""
-    script = Path(sys.executable).with_name("machine-controller-manager")
-    if script.exists():
-        qps, burst = LIMIT_OFF
-        return [
-            str(script),
-            f"--control-kubeconfig={control}",
-            f"--target-kubeconfig={target}",
-            f"--namespace={NS}",
-            "--leader-elect=false",
-            f"--kube-api-qps={qps:g}",
-            f"--kube-api-burst={burst}",
-            f"--port={port}",
-        ]
-    return [sys.executable, "-m", "tests.interop.mcm_manager", str(control), str(target), NS]
+    """mcm's ``machine-controller-manager`` command."""
+    qps, burst = LIMIT_OFF
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from mcm.app.manager.cli import main; sys.exit(main())",
+        f"--control-kubeconfig={control}",
+        f"--target-kubeconfig={target}",
+        f"--namespace={NS}",
+        "--leader-elect=false",
+        f"--kube-api-qps={qps:g}",
+        f"--kube-api-burst={burst}",
+        f"--port={port}",
+    ]
 
 
 def start_side(side: str, binaries: tuple[Path, Path], pair: Any, directory: Path) -> tuple[Any, Any]:
@@ -233,10 +229,9 @@ def start_side(side: str, binaries: tuple[Path, Path], pair: Any, directory: Pat
     else:
         controller = mcm_command(control, target, qps=qps, burst=burst, port=free_port())
         manager = mcm_manager_command(control, target, free_port())
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     return (
-        ControllerProcess(manager, directory / "manager.log", env=env),
-        ControllerProcess(controller, directory / "controller.log", env=env),
+        ControllerProcess(manager, directory / "manager.log"),
+        ControllerProcess(controller, directory / "controller.log"),
     )
 
 

@@ -13,7 +13,8 @@ machine and give it the provider ID ``fake:///<machine>``).
 The processes: :meth:`InteropEnv.start_controller` (``mcm``: the ``machine-controller`` command
 with ``--driver=fake``; ``go``: upstream's ``machine-controller`` built by
 ``hack/upstream-mcm.sh``) and :meth:`InteropEnv.start_manager` (``mcm``: mcm's manager;
-``go``: upstream's ``machine-controller-manager``). No leader election, so a manager can be
+``go``: upstream's ``machine-controller-manager``), both the ``machine-controller-manager``
+command. No leader election, so a manager can be
 replaced by the other at once.
 
 :class:`History` watches the Machines and MachineSets on its own watch: every name and UID ever
@@ -61,6 +62,15 @@ class Upstream:
     controller: Path
     manager: Path
     crds: Path
+
+
+def manager_command() -> list[str]:
+    """mcm's ``machine-controller-manager`` console script of this interpreter's environment."""
+    script = Path(sys.executable).with_name("machine-controller-manager")
+    found = str(script) if script.exists() else shutil.which("machine-controller-manager")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "import sys; from mcm.app.manager.cli import main; sys.exit(main())"]
 
 
 def upstream_paths() -> Upstream:
@@ -296,11 +306,7 @@ class InteropEnv:
         ]
 
     def _process(self, name: str, command: list[str]) -> Managed:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        }
-        process = Managed(name, command, env, self.directory / f"{name}.log")
+        process = Managed(name, command, dict(os.environ), self.directory / f"{name}.log")
         process.start()
         return process
 
@@ -331,7 +337,7 @@ class InteropEnv:
                 "--address=127.0.0.1",
             ]
         else:
-            command = mcm_manager_command(self._kubeconfig_flags(), port, self.pair)
+            command = [*manager_command(), *self._kubeconfig_flags(), f"--port={port}", "--address=127.0.0.1"]
         assert self.manager is None or not self.manager.alive(), "one manager at a time"
         self.manager = self._process(f"{side}-manager", command)
         return self.manager
@@ -418,20 +424,3 @@ class InteropEnv:
         except NotFound:
             return True
         return False
-
-
-def mcm_manager_command(flags: list[str], port: int, pair: ClusterPair) -> list[str]:
-    """mcm's manager: the ``machine-controller-manager`` command when this environment has it,
-    else ``tests/interop/mcm_manager.py`` (no flags, no HTTP endpoints)."""
-    script = Path(sys.executable).with_name("machine-controller-manager")
-    found = str(script) if script.exists() else shutil.which("machine-controller-manager")
-    if found:
-        return [found, *flags, f"--port={port}", "--address=127.0.0.1"]
-    return [
-        sys.executable,
-        "-m",
-        "tests.interop.mcm_manager",
-        str(pair.control_kubeconfig),
-        str(pair.target_kubeconfig),
-        NS,
-    ]
