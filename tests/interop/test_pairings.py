@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
     ],
 )
 def test_create_scale_and_roll(env: InteropEnv, manager: str, controller: str) -> None:
-    if manager == "mcm":
-        pytest.importorskip("mcm.manager", reason="mcm's manager (mcm.manager) is not in this tree")
     env.start_controller(controller)
     env.start_manager(manager)
     env.deployments.create(machine_deployment(replicas=2), namespace="default")

@@ -214,7 +214,6 @@ def run(tmp_path: Path, upstream: Upstream, manager: str) -> dict[str, Any]:
 
 
 def test_both_managers_write_the_same_objects(tmp_path: Path, upstream: Upstream) -> None:
-    pytest.importorskip("mcm.manager", reason="mcm's manager (mcm.manager) is not in this tree")
     go = run(tmp_path, upstream, "go")
     mcm = run(tmp_path, upstream, "mcm")
     for moment in go:

@@ -28,11 +28,6 @@ DIRECTIONS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _mcm_manager() -> None:
-    pytest.importorskip("mcm.manager", reason="mcm's manager (mcm.manager) is not in this tree")
-
-
 def sets_by_name(env: InteropEnv) -> dict[str, dict[str, Any]]:
     return {o.name_of(s): s for s in env.all_sets()}
 
