@@ -75,7 +75,8 @@ class Phase:
     manager_writes: float = math.nan
     controller_writes: float = math.nan
     target_writes: float = math.nan
-    conflicts: int = 0
+    manager_conflicts: int = 0
+    controller_conflicts: int = 0
 
 
 @dataclass
@@ -328,65 +329,65 @@ def count_writes(result: Run, directory: Path) -> None:
         phase.manager_writes = sum(1 for e in writes if _is_manager(e)) / n
         phase.controller_writes = sum(1 for e in writes if not _is_manager(e)) / n
         phase.target_writes = len([e for e in target.writes(start) if e["time"] <= end]) / n
-        phase.conflicts = sum(1 for e in writes if e["code"] == 409)
+        phase.manager_conflicts = sum(1 for e in writes if e["code"] == 409 and _is_manager(e))
+        phase.controller_conflicts = sum(1 for e in writes if e["code"] == 409 and not _is_manager(e))
 
 
 # --- the table ------------------------------------------------------------------------------------
 
 
 def add_rows(table: Table, go: Run, mcm: Run) -> None:
+    """The rows of one size: phases, each process's CPU and RSS, writes and conflicts."""
     label = f"N={go.n}"
     for name in PHASES:
-        g, m = go.phases[name], mcm.phases[name]
-        ratio = _ratio(m.seconds, g.seconds)
-        table.add(
-            f"{label}: {name}",
-            f"{_num(g.seconds)} s",
-            f"{_num(m.seconds)} s",
-            _x(ratio),
-            "≤ 1.0x",
-            _met(ratio, 1.0),
-        )
+        g, m = go.phases[name].seconds, mcm.phases[name].seconds
+        ratio = _ratio(m, g)
+        table.add(f"{label}: {name}", f"{_num(g)} s", f"{_num(m)} s", _x(ratio), "≤ 1.0x", _met(ratio, 1.0))
     for process in ("manager", "controller"):
-        cpu = _ratio(getattr(mcm, f"{process}_cpu"), getattr(go, f"{process}_cpu"))
-        table.add(
-            f"{label}: {process} CPU, whole run",
-            f"{_num(getattr(go, f'{process}_cpu'))} s",
-            f"{_num(getattr(mcm, f'{process}_cpu'))} s",
-            _x(cpu),
-            "≤ 1.3x",
-            _met(cpu, 1.3),
-        )
-        rss = _ratio(getattr(mcm, f"{process}_rss"), getattr(go, f"{process}_rss"))
-        table.add(
-            f"{label}: {process} peak RSS",
-            f"{_num(getattr(go, f'{process}_rss'), 0)} MiB",
-            f"{_num(getattr(mcm, f'{process}_rss'), 0)} MiB",
-            _x(rss),
-            "≤ 1.5x",
-            _met(rss, 1.5),
-        )
+        add_process_rows(table, label, process, go, mcm)
     for attr, what, judged in (
         ("manager_writes", "manager's control writes per machine", True),
         ("controller_writes", "controller's control writes per machine", True),
         ("target_writes", "target writes per machine", False),
     ):
-        gv = [getattr(go.phases[p], attr) for p in PHASES]
-        mv = [getattr(mcm.phases[p], attr) for p in PHASES]
-        ratios = [_ratio(m, g) for m, g in zip(mv, gv, strict=True)]
+        add_per_phase_row(table, f"{label}: {what}", attr, go, mcm, judged)
+    for process in ("manager", "controller"):
         table.add(
-            f"{label}: {what} ({' / '.join(PHASES)})",
-            " / ".join(_num(v, 2) for v in gv),
-            " / ".join(_num(v, 2) for v in mv),
-            " / ".join(_x(r) for r in ratios),
-            "≤ Go's" if judged else "",
-            all(_met(r, 1.0) for r in ratios) if judged else None,
+            f"{label}: 409 answers to the {process}'s control writes ({' / '.join(PHASES)})",
+            " / ".join(str(getattr(go.phases[p], f"{process}_conflicts")) for p in PHASES),
+            " / ".join(str(getattr(mcm.phases[p], f"{process}_conflicts")) for p in PHASES),
+            "",
         )
+
+
+def add_process_rows(table: Table, label: str, process: str, go: Run, mcm: Run) -> None:
+    for figure, attr, unit, digits, bound in (
+        ("CPU, whole run", "cpu", "s", 1, 1.3),
+        ("peak RSS", "rss", "MiB", 0, 1.5),
+    ):
+        g, m = getattr(go, f"{process}_{attr}"), getattr(mcm, f"{process}_{attr}")
+        ratio = _ratio(m, g)
+        table.add(
+            f"{label}: {process} {figure}",
+            f"{_num(g, digits)} {unit}",
+            f"{_num(m, digits)} {unit}",
+            _x(ratio),
+            f"≤ {bound}x",
+            _met(ratio, bound),
+        )
+
+
+def add_per_phase_row(table: Table, figure: str, attr: str, go: Run, mcm: Run, judged: bool) -> None:
+    gv = [getattr(go.phases[p], attr) for p in PHASES]
+    mv = [getattr(mcm.phases[p], attr) for p in PHASES]
+    ratios = [_ratio(m, g) for m, g in zip(mv, gv, strict=True)]
     table.add(
-        f"{label}: 409 answers to control writes",
-        " / ".join(str(go.phases[p].conflicts) for p in PHASES),
-        " / ".join(str(mcm.phases[p].conflicts) for p in PHASES),
-        "",
+        f"{figure} ({' / '.join(PHASES)})",
+        " / ".join(_num(v, 2) for v in gv),
+        " / ".join(_num(v, 2) for v in mv),
+        " / ".join(_x(r) for r in ratios),
+        "≤ Go's" if judged else "",
+        all(_met(r, 1.0) for r in ratios) if judged else None,
     )
 
 
