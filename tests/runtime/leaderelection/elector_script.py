@@ -2,7 +2,8 @@
 
 Usage: ``python elector_script.py KUBECONFIG IDENTITY``. Prints ``READY``, then ``STARTED <id>
 <wall time>`` when it starts leading and ``LOST <id> <wall time>`` when its leading stop event is
-set; SIGTERM stops it. Durations: lease 3 s, renew deadline 2 s, retry 0.2 s (a leader on a loaded machine still renews in time).
+set; SIGTERM stops it. Durations: lease 3 s, renew deadline 2 s, retry 0.2 s (a leader on a loaded
+machine still renews in time).
 """
 
 from __future__ import annotations
