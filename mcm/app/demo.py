@@ -23,7 +23,6 @@ for interrupts, exit codes and the work directory).
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import sys
 import time
@@ -48,6 +47,7 @@ from mcm.app.demokit import (
     _wait,
     _workdir,
     keep_running,
+    run_demo_command,
 )
 from mcm.driver.local import DEFAULT_NAMESPACE, VM_LABEL
 from mcm.runtime.client import ClusterClient, ListOptions, load_config
@@ -489,13 +489,4 @@ def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes
 )
 def demo(count: int, keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
     """Show mcm end to end: emulated clusters, the local provider, machines going Running, a drain."""
-    _stop_on_signals()
-    with _workdir(workdir, keep) as path:
-        try:
-            summary = run_demo(count, keep, path, timeout)
-        except (DemoFailed, ApiError, ConnectionFailed) as exc:
-            click.echo(f"error: {exc} (logs in {path})", err=True)
-            raise SystemExit(1) from None
-    if summary_json:
-        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return 0
+    return run_demo_command(lambda path: run_demo(count, keep, path, timeout), workdir, keep, summary_json)
