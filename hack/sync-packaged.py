@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 MIRRORS: list[tuple[str, str, str]] = [
     ("mcm/apis/machine/crds", "charts/machine-controller/crds", "*.yaml"),
     ("mcm/machineconfig/crds", "charts/machine-config-controller/crds", "*.yaml"),
+    ("mcm/app/manifests/control", "examples/manifests/control", "*.yaml"),
+    ("mcm/app/manifests/target", "examples/manifests/target", "*.yaml"),
 ]
 
 

@@ -13,6 +13,9 @@ Guarantees:
   (SIGTERM/SIGINT, or the caller's event) leaves it 0.
 - On stop the workers get ``shutdown_grace_period`` seconds; the Lease is released on a
   requested stop (``release_on_cancel``), the server and the Event broadcaster are shut down.
+- ``/metrics`` carries no ``*_created`` series (prometheus-client adds one per counter, summary
+  and histogram by default; upstream's Go client has none, and dashboards written for upstream
+  expect none): :meth:`ControllerProcess.run` turns them off for the whole process.
 - SIGTERM/SIGINT are handled by the main thread (:func:`signals_set`), which only waits for
   the process thread (:func:`run_in_thread`); :func:`run_command_process` wraps a command's run
   in both and turns a :class:`StartupError` into one line ``error: …`` and exit code 1.
@@ -36,6 +39,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import IO, Any, Protocol
 
+import prometheus_client
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -171,6 +175,7 @@ class ControllerProcess(abc.ABC):
     def run(self) -> int:
         """Serve, wait for the clusters, campaign, lead; returns the exit code. A
         :class:`StartupError` from :meth:`wait_for_clusters` is raised."""
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped upstream
         self.server.start()
         log.info("serving", address=self.server.address)
         try:

@@ -10,7 +10,10 @@ Guarantees:
   exits (klog.Fatal), which in a cluster means CrashLoopBackOff for as long as the blip lasts.
 - A control cluster that answers but does not serve ``machine.sapcloud.io/v1alpha1
   machines`` (the manager: also ``machinesets`` and ``machinedeployments``) is a configuration
-  error: :class:`StartupError` (one line, exit 1), as upstream.
+  error: :class:`StartupError` (one line, exit 1), as upstream. So is a kubeconfig naming a file
+  that cannot be used (a missing client certificate, a CA that does not parse): building the
+  client raises ``ConfigError`` before these checks run, so only network faults and error answers
+  are waited for here.
 - Time comes from the injected clock, so tests drive the back-off without waiting.
 """
 

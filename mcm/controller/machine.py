@@ -11,7 +11,8 @@ lacks a providerID or a phase (or is in CrashLoopBackOff).
 deletion flow, always requeued after the period it returns.
 
 Bad input (invalid spec, missing class or secret, class of another kind) gets an Event and a
-log line and is retried after upstream's period, never a crash.
+log line and is retried after upstream's period, never a crash. A class that does not carry its
+finalizer yet (just created with its machines) is routine: a log line and ShortRetry, no Event.
 """
 
 from __future__ import annotations
@@ -143,11 +144,26 @@ class MachineReconciler:
             machine, self.deps.namespace, get_class=self._cached_class, get_secret=self._cached_secret
         )
         if resolution.class_needs_finalizer and resolution.machine_class is not None:
-            self.deps.enqueue_class(resolution.machine_class.metadata.name or "")
-        if resolution.errors:
-            reason = "ClassNotReady" if resolution.class_needs_finalizer else "InvalidClass"
-            record_warning(self.deps, machine, reason, format_error_list(list(resolution.errors)))
+            self._wait_for_class_finalizer(machine, resolution.machine_class.metadata.name or "", resolution)
+        elif resolution.errors:
+            record_warning(self.deps, machine, "InvalidClass", format_error_list(list(resolution.errors)))
         return resolution
+
+    def _wait_for_class_finalizer(
+        self, machine: Mapping[str, Any], class_name: str, resolution: ClassResolution
+    ) -> None:
+        """A class without its finalizer yet is routine (it was created with its machines; the
+        class loop adds the finalizer and then enqueues them): enqueue the class and log, no
+        Event; the machine is retried after ShortRetry if the class loop has not enqueued it
+        before. Upstream v0.47.0 ``ValidateMachineClass`` logs and requeues likewise."""
+        self.deps.enqueue_class(class_name)
+        log.info(
+            "machine_class_not_ready",
+            machine=object_key(machine),
+            machine_class=class_name,
+            message=" ".join(error.detail or str(error) for error in resolution.errors),
+            retry_after=resolution.retry,
+        )
 
     def _cached(self, lister: Any, namespace: str, name: str) -> Mapping[str, Any] | None:
         if namespace != self.deps.namespace:

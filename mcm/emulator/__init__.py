@@ -29,6 +29,7 @@ semantics), :mod:`.strategies` (per-kind rules), :mod:`.listing` and :mod:`.watc
 from __future__ import annotations
 
 from mcm.emulator.cluster import ClusterPair
+from mcm.emulator.discovery import KUBERNETES_VERSION
 from mcm.emulator.emulator import Emulator
 
-__all__ = ["ClusterPair", "Emulator"]
+__all__ = ["KUBERNETES_VERSION", "ClusterPair", "Emulator"]

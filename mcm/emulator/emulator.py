@@ -32,7 +32,7 @@ import structlog
 
 from mcm.emulator.controllers import start_controllers
 from mcm.emulator.crdserving import follow_crds, install_crds
-from mcm.emulator.discovery import Discovery
+from mcm.emulator.discovery import KUBERNETES_VERSION, Discovery
 from mcm.emulator.exposure import check_listen
 from mcm.emulator.faults import Faults
 from mcm.emulator.frontend import Frontend
@@ -85,7 +85,7 @@ class Emulator:
         history_size: int = 10_000,
         history_age: float | None = None,
         freshness_timeout: float = 3.0,
-        git_version: str = "v1.32.0",
+        git_version: str = KUBERNETES_VERSION,
         min_request_timeout: float = 1800.0,
         bookmark_interval: float = 60.0,
         log_file: str | Path | None = None,

@@ -175,6 +175,7 @@ _CONTAINER_QUANTITIES = (
 _CONDITION_TIMES = ("status.conditions[].lastTransitionTime", "status.conditions[].lastProbeTime")
 
 POD = Strategy(
+    tracks_generation="spec",  # from v1.33 (KUBERNETES_VERSION): upstream updatePodGeneration
     status_subresource=True,
     reset_status_on_create=True,
     return_deleted_object=True,

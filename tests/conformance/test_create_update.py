@@ -379,6 +379,26 @@ def test_pod_generation_absent_before_1_33(cluster: Cluster, namespace: str) -> 
     assert pod.metadata.generation is None
 
 
+def test_pod_generation_tracks_spec_changes_from_1_33(cluster: Cluster, namespace: str) -> None:
+    """From v1.33 a pod has ``metadata.generation``: 1 on create, bumped by a spec change and by
+    the start of a graceful deletion, not by a status or metadata write."""
+    version = client.VersionApi(cluster.api).get_code()
+    if (int(version.major), int(version.minor.rstrip("+"))) < (1, 33):
+        pytest.skip("pods track generation from v1.33")
+    pod = cluster.core.create_namespaced_pod(namespace, pod_body("gen", node="conf-gen-node"))
+    assert pod.metadata.generation == 1
+    labelled = cluster.core.patch_namespaced_pod("gen", namespace, {"metadata": {"labels": {"a": "1"}}})
+    assert labelled.metadata.generation == 1
+    status = cluster.core.patch_namespaced_pod_status("gen", namespace, {"status": {"phase": "Running"}})
+    assert status.metadata.generation == 1
+    bumped = cluster.core.patch_namespaced_pod("gen", namespace, {"spec": {"activeDeadlineSeconds": 30}})
+    assert bumped.metadata.generation == 2
+    cluster.core.delete_namespaced_pod("gen", namespace, grace_period_seconds=60)
+    deleting = cluster.core.read_namespaced_pod("gen", namespace)
+    assert deleting.metadata.deletion_timestamp is not None and deleting.metadata.generation == 3
+    cluster.core.delete_namespaced_pod("gen", namespace, grace_period_seconds=0)
+
+
 def test_events_k8s_io_shares_storage_with_core(cluster: Cluster, namespace: str) -> None:
     body = {
         "metadata": {"name": "shared"},

@@ -11,8 +11,9 @@ import pytest
 from kubernetes import client, config
 
 from mcm import packaged
-from mcm.emulator import ClusterPair
+from mcm.emulator import KUBERNETES_VERSION, ClusterPair
 from mcm.emulator.kubeconfig import tls_available
+from mcm.testing.envtest.build import pinned_version
 
 
 def test_cluster_pair_two_independent_clusters(tmp_path: Path) -> None:
@@ -36,12 +37,18 @@ def test_cluster_pair_single_shares_one_server(tmp_path: Path) -> None:
         assert pair.target_kubeconfig.exists()
 
 
+def test_the_emulator_reports_the_release_the_real_tier_runs() -> None:
+    """``KUBERNETES_VERSION`` follows the kube-apiserver that envtest's packaged ``go.mod`` pins
+    (the real server of the conformance tests): bumping one without the other fails here."""
+    assert pinned_version() == KUBERNETES_VERSION
+
+
 @pytest.mark.skipif(not tls_available(), reason="TLS material needs the openssl command")
 def test_tls_with_ca_and_token(tmp_path: Path) -> None:
     with ClusterPair.single(tmp_path, tls=True) as pair:
         assert pair.control.url.startswith("https://")
         api = config.new_client_from_config(config_file=str(pair.control_kubeconfig))
-        assert client.VersionApi(api).get_code().git_version == "v1.32.0"
+        assert client.VersionApi(api).get_code().git_version == KUBERNETES_VERSION
         assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
         conf = client.Configuration()
         conf.host = pair.control.url
