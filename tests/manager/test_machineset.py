@@ -10,7 +10,7 @@ import pytest
 from mcm.apis.machine import constants as c
 from mcm.manager import constants as k
 from mcm.manager.replicas import deletion_order, machine_from_template, slow_start_batch
-from mcm.runtime.client.errors import ConnectionFailed, Conflict, InternalError, NotFound, Timeout
+from mcm.runtime.client.errors import Conflict, ConnectionFailed, InternalError, NotFound, Timeout
 from mcm.runtime.worker import Result
 
 from .builders import machine, machine_set
