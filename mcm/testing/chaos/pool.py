@@ -304,9 +304,17 @@ class Pool:
         single pool Machine means the recorder is broken (the checks would pass on nothing):
         a harness error."""
         events = [e for e in self.h.tracker.events() if e.seq >= self.first_seq]
+        self._write_history(events)
         if not any(e.source == "pool" and e.kind == "machine" for e in events):
             raise RuntimeError("the pool's recorder saw no Machine of the pool: nothing to check")
         self.h.violations.extend(check_rollout(events, POOL))
+
+    def _write_history(self, events: list[Event]) -> None:
+        """The pool's record, one event a line, in ``pool-<seq>.log`` of the run's directory."""
+        origin = self.h.tracker.origin
+        lines = [e.describe(origin) for e in events if e.source in ("pool", "check", "fault", "process")]
+        path = self.h.directory / f"pool-{self.first_seq}.log"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     # --- the pool -------------------------------------------------------------------------------
 
