@@ -335,8 +335,9 @@ def _start_clusters(procs: Processes) -> _Clusters:
 
 def _apply_control_manifests(control: ClusterClient, count: int) -> None:
     objects = demo_objects(count)
-    classes = ", ".join(o["metadata"]["name"] for _, o in objects if o["kind"] == "MachineClass")
-    _say(f"creating MachineClass {classes}, its Secret and {count} Machines")
+    names = [o["metadata"]["name"] for _, o in objects if o["kind"] == "MachineClass"]
+    kind, their = ("MachineClasses", "their") if len(names) > 1 else ("MachineClass", "its")
+    _say(f"creating {kind} {', '.join(names)}, {their} Secret and {count} Machines")
     for resource, body in objects:
         control.resource(resource).create(body, namespace=NAMESPACE)
 
