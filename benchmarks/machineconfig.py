@@ -260,7 +260,8 @@ def new_config() -> Obj:
         "metadata": {"name": "50-worker-bench", "labels": {api.ROLE_LABEL: "worker"}},
         "spec": {
             "config": {
-                "storage": {"files": [{"path": "/etc/bench", "mode": 420, "contents": {"source": source}}]}
+                "ignition": {"version": "3.2.0"},
+                "storage": {"files": [{"path": "/etc/bench", "mode": 420, "contents": {"source": source}}]},
             }
         },
     }

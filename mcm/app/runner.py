@@ -49,7 +49,7 @@ from mcm.app.process import (
     serve,
 )
 from mcm.app.process import leader_identity as process_identity
-from mcm.app.startup import check_control_cluster, wait_for_clusters
+from mcm.app.startup import check_control_cluster, check_target_cluster, wait_for_clusters
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
 from mcm.driver.importing import import_driver_module
@@ -63,6 +63,7 @@ __all__ = [
     "StartupError",
     "build_clients",
     "check_control_cluster",
+    "check_target_cluster",
     "controller_options",
     "load_driver",
     "main_with_options",

@@ -12,8 +12,8 @@ Guarantees:
   machines`` (the manager: also ``machinesets`` and ``machinedeployments``) is a configuration
   error: :class:`StartupError` (one line, exit 1), as upstream. So is a kubeconfig naming a file
   that cannot be used (a missing client certificate, a CA that does not parse): building the
-  client raises ``ConfigError`` before these checks run, so only network faults and error answers
-  are waited for here.
+  client raises ``ConfigError`` before these checks run, so only network faults and error
+  answers are waited for here.
 - Time comes from the injected clock, so tests drive the back-off without waiting.
 """
 

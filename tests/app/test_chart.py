@@ -61,22 +61,35 @@ def test_every_rendered_object_validates(values: dict[str, Any]) -> None:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
+CONTROLLER_CORE = [
+    "Deployment",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "NetworkPolicy",
+]
+MANAGER_CORE = [
+    "Deployment",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Service",
+    "NetworkPolicy",
+]
+
+
 def test_defaults_render_the_core_objects_only() -> None:
     kinds = sorted(o["kind"] for o in _render(MINIMAL))
-    assert kinds == sorted(
-        [
-            "Deployment",
-            "ServiceAccount",
-            "Role",
-            "RoleBinding",
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "Service",
-            "NetworkPolicy",
-        ]
-    )
+    assert kinds == sorted(CONTROLLER_CORE + MANAGER_CORE)
+    without_manager = {**MINIMAL, "manager": {"enabled": False}}
+    assert sorted(o["kind"] for o in _render(without_manager)) == sorted(CONTROLLER_CORE)
 
 
 def _container(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -196,9 +209,14 @@ def test_the_local_provider_in_the_sidecar_runs_from_the_controller_image() -> N
 
 
 def test_control_role_never_touches_machinesets_machinedeployments_or_configmaps() -> None:
-    """Issue 26 #1, 27: no cluster-wide ConfigMap or Namespace rights, no MachineSet writes."""
+    """Issue 26 #1, 27: no cluster-wide ConfigMap or Namespace rights, no MachineSet writes (the
+    controller's Roles; the manager's own account has those, tests/app/test_chart_manager_rbac.py)."""
     for values in (MINIMAL, {"driver": {"local": {"enabled": True}}}):
-        objects = _render(values)
+        objects = [
+            o
+            for o in _render(values)
+            if o["metadata"]["labels"]["app.kubernetes.io/name"] == "machine-controller"
+        ]
         resources = {r for o in _by_kind(objects, "Role") for rule in o["rules"] for r in rule["resources"]}
         assert not {"machinesets", "machinedeployments"} & resources
         cluster_rules = [rule for o in _by_kind(objects, "ClusterRole") for rule in o["rules"]]

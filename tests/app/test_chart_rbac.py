@@ -78,14 +78,15 @@ def render(values: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def grants(objects: list[dict[str, Any]]) -> list[Grant]:
-    """The rules bound to the controller's ServiceAccount, with the scope each binding gives."""
+def grants(objects: list[dict[str, Any]], account: str = SERVICE_ACCOUNT) -> list[Grant]:
+    """The rules bound to ServiceAccount ``account`` (the controller's), with the scope each
+    binding gives."""
     roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects}
     found = []
     for binding in objects:
         if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
             continue
-        subject = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": RELEASE_NS}
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": RELEASE_NS}
         if subject not in binding["subjects"]:
             continue
         ref = binding["roleRef"]
@@ -171,10 +172,10 @@ def _atoms(rules: set[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ..
     return {(s, g, r, v) for s, gs, rs, vs in rules for g in gs for r in rs for v in vs}
 
 
-def documented_target_rules() -> list[Grant]:
-    """The table between the ``target-rbac`` markers of docs/security.md."""
+def documented_target_rules(marker: str = "target-rbac") -> list[Grant]:
+    """The table between the ``<marker>`` markers of docs/security.md."""
     text = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
-    table = text.split("<!-- target-rbac:start -->", 1)[1].split("<!-- target-rbac:end -->", 1)[0]
+    table = text.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->", 1)[0]
     rules = []
     for line in table.strip().splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcm.apis.machine.resources import MACHINE_DEPLOYMENTS, MACHINES
-from mcm.app.demo import CLASS_NAME, demo_objects
+from mcm.app.demo import demo_objects
 from mcm.emulator import ClusterPair, Emulator
 from mcm.runtime import objects as o
 from mcm.runtime.client import ClusterClient, load_config
@@ -27,6 +27,8 @@ from tests.manager.command import ManagerCommand, command_env, free_port, manage
 from tests.realapi.env import eventually
 
 NS = "default"
+CLASS_NAME = next(body["metadata"]["name"] for _, body in demo_objects(0) if body["kind"] == "MachineClass")
+"""The local provider's class of the demo's manifests."""
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

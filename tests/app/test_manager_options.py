@@ -232,3 +232,14 @@ def test_the_flags_both_commands_take_are_declared_once() -> None:
         "node-conditions",
         "bootstrap-token-auth-extra-groups",
     }
+
+
+def test_klogs_file_flags_name_the_managers_own_log_file(tmp_path: Path) -> None:
+    from mcm.app.logs import log_output
+    from mcm.app.manager.options import LOG_FILE_NAME
+
+    options = parse_options(["--logtostderr=false", f"--log-dir={tmp_path}", "--stderrthreshold=WARNING"])
+    output = log_output(options, LOG_FILE_NAME)
+    assert output.file == str(tmp_path / "machine-controller-manager.log")
+    assert (output.every_line_to_stderr, output.stderr_threshold) == (False, 1)
+    assert log_output(parse_options([])).file is None

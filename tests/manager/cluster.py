@@ -239,18 +239,32 @@ class Monitor:
     """Checks roll-out bounds on every Machine event of its own watch (see the module docstring).
 
     ``bounds``: ``(max machines, min Running)``; ``None`` while no roll-out is being checked.
-    A machine counts as Running when its phase is Running and it is not being deleted.
+    A machine counts as Running when its phase is Running and it is not being deleted. It
+    watches the Machines of ``env`` (a :class:`ManagerEnv`, namespace ``default``), or of the
+    ``machines`` client in ``namespace`` that ``label_selector`` selects.
     """
 
-    def __init__(self, env: ManagerEnv) -> None:
-        self.env = env
+    def __init__(
+        self,
+        env: ManagerEnv | None = None,
+        *,
+        machines: Any = None,
+        namespace: str = NS,
+        label_selector: str | None = None,
+    ) -> None:
+        self.machines = env.machines if env is not None else machines
+        self.namespace = namespace
+        self.label_selector = label_selector
         self.bounds: tuple[int, int] | None = None
         self.violations: list[str] = []
         self.max_seen = 0
         self.min_running_seen: int | None = None
+        self.classes_seen: list[set[str]] = []
+        """The classes of the machines at each event, while bounds are checked."""
         self._machines: dict[str, dict[str, Any]] = {}
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._stream: Any = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> Monitor:
@@ -259,12 +273,17 @@ class Monitor:
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
+        with self._lock:
+            stream = self._stream
+        if stream is not None:
+            stream.stop()
         self._thread.join(10)
 
     def watch(self, max_machines: int, min_running: int) -> None:
         with self._lock:
             self.bounds = (max_machines, min_running)
             self.max_seen, self.min_running_seen = 0, None
+            self.classes_seen = []
             self._check()
 
     def unwatch(self) -> None:
@@ -272,12 +291,20 @@ class Monitor:
             self.bounds = None
 
     def _run(self) -> None:
-        listing = self.env.machines.list(namespace=NS)
+        selector = {"label_selector": self.label_selector} if self.label_selector else {}
+        listing = self.machines.list(namespace=self.namespace, **selector)
         with self._lock:
             self._machines = {o.name_of(m): dict(m) for m in listing["items"]}
         version = listing["metadata"]["resourceVersion"]
         while not self._stop.is_set():
-            for event in self.env.machines.watch(namespace=NS, resource_version=version, timeout_seconds=5):
+            stream = self.machines.watch(
+                namespace=self.namespace, resource_version=version, timeout_seconds=5, **selector
+            )
+            with self._lock:
+                self._stream = stream
+            if self._stop.is_set():
+                stream.stop()
+            for event in stream:
                 self._apply(event)
                 version = o.meta(event.object).get("resourceVersion", version)
                 if self._stop.is_set():
@@ -306,6 +333,7 @@ class Monitor:
         self.min_running_seen = (
             running if self.min_running_seen is None else min(self.min_running_seen, running)
         )
+        self.classes_seen.append({o.text(m, "spec", "class", "name") for m in self._machines.values()})
         maximum, minimum = self.bounds
         if total > maximum:
             self.violations.append(f"{total} machines > {maximum}")

@@ -14,6 +14,8 @@ everything running and prints the kubeconfig path for ``kubectl get machinepools
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,7 +38,7 @@ from mcm.app.demo import (
 )
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import data_url
-from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, node_phase
+from mcm.machineconfig.nodes import is_unavailable, node_phase
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed
 from mcm.runtime.client.resources import NODES
@@ -221,7 +223,7 @@ class _Watcher:
     def _record(self, nodes: list[dict[str, Any]]) -> None:
         for name, rollout in self.rollouts.items():
             mine = [n for n in nodes if _pool_of(n) == name]
-            down = sum(1 for n in mine if node_phase(n, "") in UNAVAILABLE_PHASES)
+            down = sum(1 for n in mine if is_unavailable(n, node_phase(n, "")))
             rollout.max_unavailable = max(rollout.max_unavailable, down)
             if down > rollout.limit:
                 raise DemoFailed(
@@ -262,7 +264,33 @@ def run_demo(keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
         client.close()
         return summary
     finally:
+        _stop_clients_first(procs)
         procs.stop_all()
+
+
+CLIENTS = ("machine-config-controller", "machine-config-daemons")
+"""The demo's processes that talk to the API server, stopped (in this order) before it."""
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop_clients_first(procs: Processes) -> None:
+    """SIGTERM the controller, then the daemons, each waited for, with interrupts held back: the
+    controller releases its Lease and the daemons end their watches while the API server still
+    answers (stopping everything at once ended every run with ``failed_to_release_lock``)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        for wanted in CLIENTS:
+            for name, child in procs.children:
+                if name != wanted or child.poll() is not None:
+                    continue
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(20)
+                except subprocess.TimeoutExpired:
+                    log_hint = procs.workdir / f"{name}.log"
+                    click.echo(f"warning: {name} did not stop within 20s (see {log_hint})", err=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _start_daemons(procs: Processes, kubeconfig: Path) -> None:
