@@ -8,18 +8,22 @@ Guarantees of :meth:`DriverCaller.call`:
   counts). A driver that has not answered by then is abandoned (its context is cancelled so a
   cooperative driver stops) and the call fails with ``DeadlineExceeded``; the worker is never
   held longer.
-- An abandoned call still runs until the driver returns. ``on_abandon``, when given, is called
-  at the moment the call is abandoned (never when it returned in time) and returns a function
-  that is called once the driver really returns: the creation flow uses it to keep its Machine
-  "in creation" (no second ``CreateMachine``) until then.
+- An abandoned call that has started still runs until the driver returns; one still waiting for
+  a pool thread never starts. ``on_abandon``, when given, is called at the moment the call is
+  abandoned (never when it returned in time) and returns a function that is called once the
+  driver really returns (or the call was dropped unstarted): the creation flow uses it to keep
+  its Machine "in creation" (no second ``CreateMachine``) until then.
 - A driver whose :meth:`~mcm.driver.Driver.returns_promptly` says so (``prompt`` is asked
   before each call) is called on the caller's thread instead: it cannot overrun the deadline,
   and the two thread wake-ups of the hand-off were most of such a call's cost.
 - A call that changes VMs (CreateMachine, InitializeMachine, DeleteMachine) is made only while
   ``holds_lease`` answers true (the leader elector's :meth:`holds_lease`: leading, renew
   deadline not passed); otherwise :class:`LeaseNotHeld` is raised and the driver is not called.
-  A leader paused past its deadline, whose successor may already have deleted the Machine,
-  thus creates no VM for it in the moment before its watchdog notices.
+  :func:`check_lease_fence` is that check. It runs when the call is made and again right before
+  the driver is called (a call may wait for a pool thread meanwhile), and a call whose context
+  has expired or was cancelled by then is not started either (``Canceled`` or
+  ``DeadlineExceeded``). A leader paused past its deadline, whose successor may already have
+  deleted the Machine, thus creates no VM for it in the moment before its watchdog notices.
 - A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
   (a Go driver's panic would end the process): its text is kept but it never reaches the worker as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
@@ -42,7 +46,7 @@ from mcm.driver import CallContext, Code, MachineError, code_name
 from mcm.runtime.clock import Clock
 from mcm.runtime.errors import TransientError
 
-__all__ = ["IDLE_TIMEOUT", "DriverCaller", "LeaseNotHeld"]
+__all__ = ["IDLE_TIMEOUT", "DriverCaller", "LeaseNotHeld", "check_lease_fence"]
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +70,25 @@ _OPERATIONS = {
     "get_volume_ids": "GetVolumeIDs",
 }
 _CHANGES_VMS = frozenset({"create_machine", "initialize_machine", "delete_machine"})
+
+
+def check_lease_fence(method: str, holds_lease: Callable[[], bool] | None) -> None:
+    """Raise :class:`LeaseNotHeld` when ``method`` changes VMs and ``holds_lease`` (if given)
+    answers false. Call it as late as possible: right before the driver is called."""
+    if method in _CHANGES_VMS and holds_lease is not None and not holds_lease():
+        raise LeaseNotHeld(f"{_OPERATIONS[method]} not called: the leader Lease is not surely held")
+
+
+def _check_not_expired(method: str, ctx: CallContext) -> None:
+    """Raise the ``MachineError`` of a call whose context was cancelled or whose deadline passed
+    before it started."""
+    operation = _OPERATIONS.get(method, method)
+    if ctx.cancelled.is_set():
+        raise MachineError(Code.Canceled, f"{operation} not called: the call was cancelled before it started")
+    if ctx.expired():
+        raise MachineError(
+            Code.DeadlineExceeded, f"{operation} not called: its deadline passed before it started"
+        )
 
 
 class DriverCaller:
@@ -103,30 +126,40 @@ class DriverCaller:
     ) -> R:
         """Run ``fn(ctx)``; see the module docstring. ``method`` is the driver method name,
         ``provider`` the MachineClass's ``provider`` (the metrics' label)."""
-        if method in _CHANGES_VMS and self._holds_lease is not None and not self._holds_lease():
-            raise LeaseNotHeld(f"{_OPERATIONS[method]} not called: the leader Lease is not surely held")
+        check_lease_fence(method, self._holds_lease)
         provider = provider or ""
         ctx = CallContext.with_timeout(
             self._deadline, self._clock, cloud_api=self._metrics.cloud_api(provider)
         )
         started = self._clock.monotonic()
+        guarded = self._guarded(method, fn)
         try:
             if self._prompt is not None and self._prompt():
-                result = self._run_here(ctx, fn)
+                result = self._run_here(ctx, guarded)
             else:
-                result = self._run(ctx, fn, on_abandon)
+                result = self._run(ctx, guarded, on_abandon)
         except MachineError as err:
             self._observe(method, started, err, provider)
             raise
         self._observe(method, started, None, provider)
         return result
 
+    def _guarded(self, method: str, fn: Callable[[CallContext], R]) -> Callable[[CallContext], R]:
+        """``fn`` behind the checks made when it starts: the lease fence and the context."""
+
+        def start(ctx: CallContext) -> R:
+            check_lease_fence(method, self._holds_lease)
+            _check_not_expired(method, ctx)
+            return fn(ctx)
+
+        return start
+
     @staticmethod
     def _run_here(ctx: CallContext, fn: Callable[[CallContext], R]) -> R:
         """The call on this thread, its errors as :meth:`_run` reports them."""
         try:
             return fn(ctx)
-        except MachineError:
+        except (MachineError, LeaseNotHeld):
             raise
         except Exception as error:
             raise MachineError(Code.Internal, f"{type(error).__name__}: {error}") from error
@@ -160,7 +193,7 @@ class DriverCaller:
                 Code.DeadlineExceeded, f"driver call did not return within {self._deadline:g}s"
             )
         error = box.get("error")
-        if isinstance(error, MachineError):
+        if isinstance(error, MachineError | LeaseNotHeld):
             raise error
         if isinstance(error, Exception):
             raise MachineError(Code.Internal, f"{type(error).__name__}: {error}") from error

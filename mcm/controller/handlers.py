@@ -213,13 +213,15 @@ class EventHandlers:
         return o.annotation(old, c.ANNOTATION_PRESERVE) != o.annotation(new, c.ANNOTATION_PRESERVE)
 
     def node_deleted(self, obj: Any) -> None:
-        """Node deleted: its deleted-node key on the node queue, whose worker deletes the
-        Machine. Node informer's listener thread; never deletes anything itself."""
+        """Node deleted (or its tombstone): its deleted-node key, carrying the Node's providerID,
+        on the node queue, whose worker deletes the Machine unless that providerID is another
+        VM's. Node informer's listener thread; never deletes anything itself."""
         node = _unwrap(obj)
         if node is None or is_not_managed(node):
             return
         if self._machine_of(node) is not None:
-            self.enqueue("node", deleted_node_key(o.name_of(node)), 0.0)
+            provider_id = o.text(node, "spec", "providerID")
+            self.enqueue("node", deleted_node_key(o.name_of(node), provider_id), 0.0)
 
 
 def _has_taint(node: Mapping[str, Any], key: str) -> bool:

@@ -6,9 +6,10 @@
   younger than :data:`NODE_FINALIZER_GRACE` is left to the machine's reconcile, which is
   enqueued: its node-template write carries the finalizer (``nodesync``), so a new Node costs
   one write, not two; past the grace the node loop patches it in. A deleting Node triggers
-  deletion of its Machine. The key :func:`deleted_node_key` (``deleted/<name>``; a Node name
-  never holds a ``/``) says the informer saw the Node deleted: its Machine is deleted unless a
-  Node of that name is back in the cache.
+  deletion of its Machine. The key :func:`deleted_node_key` (``deleted/<name>/<providerID>``; a
+  Node name never holds a ``/``) says the informer saw the Node deleted, and with which
+  ``spec.providerID`` (from the deleted object or its tombstone): its Machine is deleted unless
+  a Node of that name is back in the cache, or that providerID is not the machine's.
 - ``machine_for_node``: the one cached Machine whose ``node`` label names the Node.
 - ``trigger_machine_deletion``: DELETE the Machine unless it is already deleting.
 
@@ -41,6 +42,7 @@ __all__ = [
     "deleted_node_key",
     "is_not_managed",
     "machine_for_node",
+    "provider_id_disagrees",
     "provider_ids_disagree",
     "reconcile_node_key",
     "trigger_machine_deletion",
@@ -62,9 +64,16 @@ class MultipleMachines(TransientError):
     """More than one machine claims the node."""
 
 
-def deleted_node_key(node_name: str) -> str:
-    """The node queue key that asks for the deletion of the Machine of a deleted Node."""
-    return DELETED_NODE_PREFIX + node_name
+def deleted_node_key(node_name: str, provider_id: str = "") -> str:
+    """The node queue key that asks for the deletion of the Machine of a deleted Node whose
+    ``spec.providerID`` was ``provider_id``."""
+    return f"{DELETED_NODE_PREFIX}{node_name}/{provider_id}"
+
+
+def _split_deleted_node_key(rest: str) -> tuple[str, str]:
+    """Node name and providerID of a deleted-node key without its prefix."""
+    name, _, provider_id = rest.partition("/")
+    return name, provider_id
 
 
 def is_not_managed(node: Mapping[str, Any]) -> bool:
@@ -76,8 +85,12 @@ def provider_ids_disagree(machine: Mapping[str, Any], node: Mapping[str, Any]) -
     different one, or none): the Node is not the machine's VM. A machine without a providerID
     cannot claim a Node that has one, or clearing ``spec.providerID`` before relabelling would
     get round the check. A Node without a providerID is trusted by the label (upstream)."""
-    node_id = o.text(node, "spec", "providerID")
-    return bool(node_id) and o.text(machine, "spec", "providerID") != node_id
+    return provider_id_disagrees(machine, o.text(node, "spec", "providerID"))
+
+
+def provider_id_disagrees(machine: Mapping[str, Any], node_provider_id: str) -> bool:
+    """:func:`provider_ids_disagree` for a Node known only by its providerID (a deleted one)."""
+    return bool(node_provider_id) and o.text(machine, "spec", "providerID") != node_provider_id
 
 
 def foreign_node_message(machine: Mapping[str, Any], node: Mapping[str, Any], left_alone: str) -> str:
@@ -115,7 +128,7 @@ def reconcile_node_key(deps: Deps, key: str) -> Result:
     if nodes is None or writer is None:
         return DONE
     if key.startswith(DELETED_NODE_PREFIX):
-        return reconcile_deleted_node(deps, key[len(DELETED_NODE_PREFIX) :])
+        return reconcile_deleted_node(deps, *_split_deleted_node_key(key[len(DELETED_NODE_PREFIX) :]))
     node = o.cached(nodes, key)
     if node is None:
         return DONE
@@ -179,8 +192,10 @@ def add_node_finalizer(deps: Deps, node: Mapping[str, Any]) -> Result:
     return DONE
 
 
-def reconcile_deleted_node(deps: Deps, node_name: str) -> Result:
-    """The informer saw the Node deleted: delete its Machine, unless the Node is back."""
+def reconcile_deleted_node(deps: Deps, node_name: str, provider_id: str = "") -> Result:
+    """The informer saw the Node deleted with ``spec.providerID`` ``provider_id``: delete its
+    Machine, unless the Node is back or that providerID is not the machine's (a relabelled
+    Machine must not lose its own VM because another VM's Node went away)."""
     assert deps.listers.nodes is not None
     node = o.cached(deps.listers.nodes, node_name)
     if node is not None and not o.deletion_timestamp(node):
@@ -192,6 +207,9 @@ def reconcile_deleted_node(deps: Deps, node_name: str) -> Result:
         log.error("node_machine_lookup_failed", node=node_name, error=str(err))
         return Result.after(c.SHORT_RETRY)
     if machine is None:
+        return DONE
+    if provider_id_disagrees(machine, provider_id):
+        log.warning("deleted_node_provider_id_mismatch", node=node_name, machine=o.name_of(machine))
         return DONE
     return _delete_machine_of_node(deps, node_name, machine)
 

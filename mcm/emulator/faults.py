@@ -81,12 +81,13 @@ class ErrorRule:
 
 @dataclass(eq=False)
 class LatencyRule:
-    """A delay applied before handling matching requests."""
+    """A delay applied before handling matching requests; ``hits`` counts the requests delayed."""
 
     faults: Faults
     seconds: float
     jitter: float = 0.0
     match: dict[str, Any] = field(default_factory=dict)
+    hits: int = 0
 
     def remove(self) -> None:
         """Stop delaying."""
@@ -219,6 +220,8 @@ class Faults:
         """Total latency to inject for this request."""
         with self._lock:
             rules = [r for r in self._rules if isinstance(r, LatencyRule) and _matches(r.match, meta)]
+            for rule in rules:
+                rule.hits += 1
         delay = 0.0
         for rule in rules:
             delay += rule.seconds + (self._random.uniform(0, rule.jitter) if rule.jitter else 0.0)

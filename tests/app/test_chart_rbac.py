@@ -32,7 +32,9 @@ READ_ALL = {"create", "list", "watch", "deletecollection"}
 """Verbs whose requests carry no object name, so a rule with resourceNames never allows them."""
 
 LOCAL = {"driver": {"local": {"enabled": True}}}
-LOCAL_SIDECAR = {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}}
+LOCAL_SIDECAR = {
+    "driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "serviceAccountToken": True}}
+}
 PROVIDER_SIDECAR = {
     "driver": {"sidecar": {"enabled": True, "image": {"repository": "provider/driver", "tag": "1.0.0"}}}
 }

@@ -72,7 +72,7 @@ def test_unknown_keys_and_wrong_types_are_errors(values: dict[str, Any], message
         MINIMAL,
         yaml.safe_load((REPO / "tests" / "app" / "values-everything.yaml").read_text()),
         {"driver": {"module": "fake"}},
-        {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}},
+        {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "serviceAccountToken": True}}},
         _merge(
             MINIMAL,
             {"global": {"imageRegistry": "r.example"}, "podDisruptionBudget": {"minAvailable": "50%"}},
@@ -115,7 +115,6 @@ def test_a_providers_sidecar_image_needs_its_tag() -> None:
 
 def test_the_local_providers_sidecar_defaults_to_the_controller_images_tag() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    mirrored = {
-        "driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "image": {"repository": "m/mc"}}}
-    }
+    sidecar = {"enabled": True, "image": {"repository": "m/mc"}, "serviceAccountToken": True}
+    mirrored = {"driver": {"local": {"enabled": True}, "sidecar": sidecar}}
     assert f"m/mc:{chart['appVersion']}" in _render(mirrored)["machine-controller/templates/deployment.yaml"]

@@ -27,7 +27,9 @@ def test_the_sweep_runs_every_program_of_the_mix_once_but_failover(
     stubs = [_recording(f"p{i}", ran) for i in range(6)]
     kills = _recording("sidecar_kills", ran)
     monkeypatch.setattr(scenarios, "sidecar_kills", kills)
-    monkeypatch.setattr(scenarios, "MIXABLE", (*stubs, kills, scenarios.leader_failover))
+    monkeypatch.setattr(
+        scenarios, "MIXABLE", (*stubs, kills, scenarios.leader_failover, scenarios.leader_pause)
+    )
     harness = SimpleNamespace(sidecars=sidecars, note=lambda *args, **kwargs: None)
 
     scenarios.sweep(harness, random.Random(3), 0.3)  # type: ignore[arg-type]
@@ -36,9 +38,9 @@ def test_the_sweep_runs_every_program_of_the_mix_once_but_failover(
     assert sorted(ran) == sorted(expected)
 
 
-def test_the_short_profile_is_the_sweep_then_failover_then_the_manager() -> None:
+def test_the_short_profile_is_the_sweep_then_failover_then_a_pause_then_the_manager() -> None:
     plan = scenarios.short_plan()
-    assert [s.name for s, _ in plan] == ["sweep", "leader-failover", "manager-mix"]
+    assert [s.name for s, _ in plan] == ["sweep", "leader-failover", "leader-pause", "manager-mix"]
     assert sum(seconds for _, seconds in plan) <= 30
     assert scenarios.by_name("sweep") is scenarios.SWEEP
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mcm.controller.drivercalls import DriverCaller, LeaseNotHeld
+from mcm.controller.drivercalls import DriverCaller, LeaseNotHeld, check_lease_fence
 from mcm.controller.metrics import ControllerMetrics
 from mcm.driver import CallContext, Code, MachineError
 from mcm.runtime.clock import FakeClock
@@ -137,6 +138,84 @@ def test_no_vm_changing_call_is_made_while_the_lease_is_not_surely_held() -> Non
     caller.call("create_machine", lambda ctx: calls.append("create_machine"))
     assert calls == ["create_machine"]
     assert isinstance(LeaseNotHeld("x"), TransientError)  # a retry, never a crash
+
+
+class _BusyPool:
+    """A caller whose only pool thread is held by a call that waits for ``release``."""
+
+    def __init__(self, held: list[bool]) -> None:
+        self.clock = FakeClock(START)
+        self.caller = DriverCaller(
+            self.clock,
+            ControllerMetrics(CollectorRegistry(), "fake"),
+            30.0,
+            max_threads=1,
+            holds_lease=lambda: held[0],
+        )
+        self.release = threading.Event()
+        self.errors: list[Exception] = []
+        self.threads = [self._start("get_machine_status", lambda ctx: self.release.wait(10))]
+
+    def _start(self, method: str, fn: Any, **kwargs: Any) -> threading.Thread:
+        def run() -> None:
+            try:
+                self.caller.call(method, fn, **kwargs)
+            except Exception as err:
+                self.errors.append(err)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    def queue(self, method: str, fn: Any, **kwargs: Any) -> None:
+        """Make a call that waits for the pool thread (both callers then wait on the clock)."""
+        self.threads.append(self._start(method, fn, **kwargs))
+        self.clock.block_until_waiters(len(self.threads), timeout=5)
+
+    def finish(self) -> None:
+        self.release.set()
+        for thread in self.threads:
+            thread.join(5)
+
+
+def test_a_queued_vm_changing_call_checks_the_lease_again_when_it_starts() -> None:
+    """Issue 36 #2: the fence was checked when a call was queued only, so a CreateMachine that
+    waited for a pool thread ran after the Lease was lost."""
+    held = [True]
+    pool = _BusyPool(held)
+    created: list[str] = []
+    pool.queue("create_machine", lambda ctx: created.append("vm"))
+    held[0] = False  # the Lease is lost while the call waits for the pool thread
+    pool.finish()
+    assert created == [], "the driver was called after the Lease was lost"
+    assert [type(e) for e in pool.errors] == [LeaseNotHeld]
+
+
+def test_a_call_abandoned_before_it_started_never_starts() -> None:
+    """Issue 36 #2: a call still waiting for a pool thread when its deadline passed (its context
+    cancelled) must not start later; what its late return releases is still released."""
+    pool = _BusyPool([True])
+    created: list[str] = []
+    released = threading.Event()
+    pool.queue("create_machine", lambda ctx: created.append("vm"), on_abandon=lambda: released.set)
+    pool.clock.step(30.0)  # both calls are abandoned at their deadline
+    for thread in pool.threads:
+        thread.join(5)
+    assert sorted(e.code for e in pool.errors if isinstance(e, MachineError)) == [
+        Code.DeadlineExceeded,
+        Code.DeadlineExceeded,
+    ]
+    pool.release.set()  # the pool thread is free: the queued call's turn
+    assert released.wait(5), "the abandoned call's release never ran"
+    assert created == [], "a call abandoned before it started was started"
+
+
+def test_the_lease_fence_check_is_a_function_of_its_own() -> None:
+    check_lease_fence("create_machine", None)
+    check_lease_fence("get_machine_status", lambda: False)
+    check_lease_fence("delete_machine", lambda: True)
+    with pytest.raises(LeaseNotHeld, match="DeleteMachine not called"):
+        check_lease_fence("delete_machine", lambda: False)
 
 
 def test_collector_exposes_items_frozen_info_condition_and_head_phase_mapping() -> None:

@@ -11,12 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller.common import FlowInputs
 from mcm.controller.deletion import dispatch, trigger_deletion_flow
+from mcm.controller.handlers import EventHandlers
+from mcm.controller.node import reconcile_node_key
 from mcm.controller.nodesync import sync_node_templates
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 from mcm.runtime.record import EventRecorder
+from mcm.runtime.worker import DONE
 
 from .builders import mk_class, mk_machine, mk_node
 from .fakes import World, make_world
@@ -145,3 +151,44 @@ def test_end_to_end_a_relabelled_machine_does_not_drain_a_control_plane_node(tmp
         assert env.driver.vms == {}
     finally:
         env.close()
+
+
+def _delete_node_as_the_informer_reports_it(
+    node_provider_id: str, machine_provider_id: str, tombstone: bool
+) -> World:
+    """A Running Machine labelled with a Node's name; the informer reports the Node deleted (or
+    its tombstone, after a relist); the node queue's worker runs for every key enqueued."""
+    world = make_world()
+    world.machines.put(
+        mk_machine(
+            world.clock,
+            phase=c.PHASE_RUNNING,
+            description="",
+            provider_id=machine_provider_id,
+            node=CONTROL_PLANE,
+        )
+    )
+    keys: list[str] = []
+    handlers = EventHandlers(world.deps, lambda queue, key, after: keys.append(key))
+    node = mk_node(CONTROL_PLANE, spec={"providerID": node_provider_id})
+    handlers.node_deleted(DeletedFinalStateUnknown(CONTROL_PLANE, node) if tombstone else node)
+    assert keys, "the deleted Node was not enqueued"
+    for key in keys:
+        assert reconcile_node_key(world.deps, key) == DONE
+    return world
+
+
+@pytest.mark.parametrize("tombstone", [False, True], ids=["deleted", "tombstone"])
+def test_a_deleted_foreign_node_does_not_delete_the_relabelled_machine(tombstone: bool) -> None:
+    """Issue 36 #3: a Node *being deleted* whose providerID is not the machine's was ignored, but
+    the same Node *deleted outright* deleted the Machine, and with it the machine's own VM."""
+    world = _delete_node_as_the_informer_reports_it(FOREIGN_ID, "fakeID-0", tombstone)
+    assert world.machines.writes == [], "the Machine was deleted for another VM's Node"
+    assert not world.machines.get("machine-0")["metadata"].get("deletionTimestamp")
+
+
+@pytest.mark.parametrize("tombstone", [False, True], ids=["deleted", "tombstone"])
+@pytest.mark.parametrize("node_provider_id", ["fakeID-0", ""], ids=["its-own-node", "no-provider-id"])
+def test_a_deleted_node_of_the_machine_still_deletes_it(node_provider_id: str, tombstone: bool) -> None:
+    world = _delete_node_as_the_informer_reports_it(node_provider_id, "fakeID-0", tombstone)
+    assert world.machines.get("machine-0")["metadata"].get("deletionTimestamp")

@@ -6,7 +6,6 @@ log), while ``kubectl auth can-i --list`` for that account shows nothing it did 
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,19 +21,19 @@ from mcm.machineconfig import api
 from mcm.runtime.client import load_config
 from mcm.runtime.client.resources import LEASES, NAMESPACES
 from mcm.testing.envtest import ControlPlane
-from tests.conftest import REALAPI_MARKS, REPO_ROOT
+from tests.conftest import REALAPI_MARKS, REPO_ROOT, optional_module
 from tests.machineconfig import fixtures
 from tests.machineconfig.fixtures import Cluster, exercise_every_call
 from tests.realapi.env import unique
 from tests.realapi.test_chart import Call, audited_calls, granted_beyond_baseline, kubectl
 from tests.realapi.test_machineconfig import empty
 
-helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
+helm_python: Any = optional_module("helm_python")
 
 pytestmark = [
     *REALAPI_MARKS,
     pytest.mark.kubectl,
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed on this machine"),
+    pytest.mark.usefixtures("needs_kubectl", "needs_helm_python"),
 ]
 
 CHART = REPO_ROOT / "charts" / "machine-config-controller"

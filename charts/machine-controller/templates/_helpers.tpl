@@ -112,3 +112,21 @@ exactly one was chosen.
 {{- end }}
 {{- if $d.local.enabled }}local{{ else if $d.module }}module{{ else }}sidecar{{ end }}
 {{- end }}
+
+{{/*
+"true" when the driver sidecar gets a token of the pod's ServiceAccount: only when values say so
+(driver.sidecar.serviceAccountToken). The local provider in the sidecar needs one (its VMs are
+ConfigMaps, its Nodes are written through the API): rendering fails unless values say so.
+*/}}
+{{- define "machine-controller.sidecarToken" -}}
+{{- $s := .Values.driver.sidecar }}
+{{- if and $s.enabled .Values.driver.local.enabled (not $s.serviceAccountToken) }}
+{{- fail "the local provider in the sidecar calls the Kubernetes API as the pod's ServiceAccount: set driver.sidecar.serviceAccountToken=true (a provider's sidecar gets no token)" }}
+{{- end }}
+{{- if $s.serviceAccountToken }}true{{ end }}
+{{- end }}
+
+{{/* The controller's identity in this cluster: its ServiceAccount's user name. */}}
+{{- define "machine-controller.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "machine-controller.serviceAccountName" .) }}
+{{- end }}

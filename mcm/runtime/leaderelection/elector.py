@@ -8,11 +8,15 @@ Guarantees:
   we saw it change. The times written in the record are never compared with the local clock.
 - Every write goes through the lock's optimistic concurrency (resourceVersion), so of two
   racing candidates at most one succeeds.
-- The leader renews every ``retry_period``. When a renewal round sees no success within
-  ``renew_deadline``, leadership ends at that deadline: the stop event given to
-  ``on_started_leading`` is set then, even if a request is still hanging (a watchdog on the
-  clock enforces it, as client-go's context deadline aborts the request). A renewal answered
-  after the deadline does not count.
+- The leader renews every ``retry_period``. Leadership ends at a deadline that only a
+  successful renewal moves (to ``retry_period + renew_deadline`` after it; acquiring sets it
+  ``renew_deadline`` ahead), never the start of a renewal round: a process paused past the
+  deadline wakes with it behind, makes no further attempt and steps down. At the deadline the
+  stop event given to ``on_started_leading`` is set, even if a request is still hanging (a
+  watchdog on the clock enforces it, as client-go's context deadline aborts the request). A
+  renewal answered after the deadline does not count. (client-go gives each renewal round a
+  fresh ``RenewDeadline`` from the round's start, so a paused leader that wakes leads on until
+  that round fails; mcm's fence needs the deadline to mean "no renewal since".)
 - Setting the ``stop`` event given to :meth:`LeaderElector.run` sets the leading stop event at
   once; with ``release_on_cancel`` the record is then rewritten with an empty holder.
 - ``on_stopped_leading`` always runs when :meth:`LeaderElector.run` returns, after the leading
@@ -209,11 +213,13 @@ class LeaderElector:
             self._clock.wait(lead_stop, self._config.retry_period)
 
     def _renew_round(self, lead_stop: threading.Event) -> bool:
-        """Attempt at once, then every ``retry_period``, until success or ``renew_deadline``."""
+        """Attempt at once, then every ``retry_period``, until a renewal succeeds or the deadline
+        set by the last success passes. The round never moves the deadline itself: a process
+        paused past it wakes with the deadline behind it, so :meth:`holds_lease` stays false and
+        no attempt is made (only :meth:`_extend_deadline`, after a success, moves it)."""
         with self._mutex:
-            self._deadline = self._clock.monotonic() + self._config.renew_deadline
             deadline = self._deadline
-        while not lead_stop.is_set():
+        while not lead_stop.is_set() and self._clock.monotonic() < deadline:
             succeeded = self._attempt()
             self._maybe_report_transition()
             if succeeded and self._extend_deadline(lead_stop):
@@ -222,8 +228,6 @@ class LeaderElector:
             if remaining <= 0:
                 return False
             self._clock.wait(lead_stop, min(self._config.retry_period, remaining))
-            if self._clock.monotonic() >= deadline:  # no attempt once the deadline has passed
-                return False
         return False
 
     def _extend_deadline(self, lead_stop: threading.Event) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcm.testing.chaos.cloud import ENV_CALL_LOG, ENV_CLOUD_KUBECONFIG, ENV_FAULTS, ENV_SEED, DriverFaults
-from mcm.testing.chaos.invariants import Violation
+from mcm.testing.chaos.invariants import Sample, Violation, await_baseline
 from mcm.testing.chaos.processes import (
     Managed,
     ProcessMonitor,
@@ -311,34 +311,35 @@ class Harness:
     def _pending(self) -> list[tuple[str, str]]:
         return [(k, p) for k, p in self.world.owner.pending() if k not in self.stuck]
 
-    def sample(self) -> tuple[int, float]:
-        """The leader's thread count and total work-queue depth (0, 0 without a leader)."""
+    def sample(self) -> Sample | None:
+        """The leader's thread count and total work-queue depth; ``None`` when no controller
+        reports itself leading or the leader's figures cannot be read."""
         leader = self.leader()
         if leader is None:
-            return 0, 0.0
+            return None
         try:
             depth = sum(workqueue_depths(leader.port).values())
         except OSError:
-            depth = 0.0
-        return thread_count(leader.pid), depth
+            return None
+        threads = thread_count(leader.pid)
+        return (threads, depth) if threads else None
+
+    def settled_sample(self) -> Sample | None:
+        """:meth:`sample` of a leader that is ready (``/readyz``: leading, caches synced) with an
+        empty queue; ``None`` before. A leader sampled in its first moments, before its informers
+        and workers started, would give a baseline no settled leader can keep."""
+        leader = self.leader()
+        if leader is None or not _ready(leader.port):
+            return None
+        current = self.sample()
+        return current if current is not None and current[1] == 0 else None
 
     def check_baseline(self, threads: int, bound: float, slack: int) -> None:
-        """Depth back to 0 and threads back to ``threads`` + ``slack`` within ``bound`` seconds."""
-        deadline = time.monotonic() + bound
-        current, depth = self.sample()
-        while (depth > 0 or current > threads + slack) and time.monotonic() < deadline:
-            time.sleep(0.5)
-            current, depth = self.sample()
-        if depth > 0 or current > threads + slack:
-            self.violations.append(
-                Violation(
-                    "baseline",
-                    time.monotonic(),
-                    "controller",
-                    f"after {bound:g}s: threads {current} (baseline {threads} + {slack}), "
-                    f"queue depth {depth:g}",
-                )
-            )
+        """``baseline`` (:func:`~mcm.testing.chaos.invariants.await_baseline`): depth back to 0
+        and threads back to ``threads`` + ``slack`` within ``bound`` seconds, on a leader."""
+        violation = await_baseline(self.sample, threads, slack, bound)
+        if violation is not None:
+            self.violations.append(violation)
 
     def close(self) -> None:
         """End every process and the world."""
@@ -350,6 +351,17 @@ class Harness:
 def _brief(line: str, limit: int = 400) -> str:
     """A log line cut to ``limit`` characters (a panic's stack is in the process's log file)."""
     return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _ready(port: int) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 def _metrics(port: int) -> str:

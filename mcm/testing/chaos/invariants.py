@@ -13,33 +13,48 @@ invariant             holds when
 ``no-false-delete``   no VM is deleted while its Machine exists without a deletionTimestamp
 ``no-leak``           when a Machine's deletion is done (its MCM finalizer removed, or the
                       object gone) it has no VM left, and no VM is created for it afterwards
+``fenced``            a controller paused (SIGSTOP) past its renew deadline starts no
+                      CreateMachine, InitializeMachine or DeleteMachine once it resumes
 ``converges``         after the faults stop, every Machine reaches its wanted state within
                       the stated bound (harness)
 ``bystander``         every finalizer, label and annotation the bystander wrote is on every
                       later version of its object (until the bystander removes it)
 ``alive``             no controller or sidecar process exits unless the harness ended it
                       (harness)
-``baseline``          work-queue depth and thread count return to their baseline (harness)
+``baseline``          a leader reports its work-queue depth and thread count, and they
+                      return to their baseline (harness; :func:`await_baseline` is the check,
+                      a missing leader fails it)
 ====================  =====================================================================
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcm.apis.machine import constants as c
 from mcm.testing.chaos.cloud import PROVIDER_PREFIX
 from mcm.testing.chaos.tracker import Event
 
-__all__ = ["INVARIANTS", "Violation", "check_all"]
+__all__ = [
+    "INVARIANTS",
+    "RESUMED_PAST_DEADLINE",
+    "Sample",
+    "Violation",
+    "await_baseline",
+    "check_all",
+    "check_fenced",
+    "measure_baseline",
+]
 
 INVARIANTS: tuple[tuple[str, str], ...] = (
     ("one-vm", "no Machine ever has two VMs"),
     ("one-create", "no CreateMachine starts while another for the same Machine runs"),
     ("no-false-delete", "no VM of an existing Machine is deleted"),
     ("no-leak", "no VM is left for a deleted Machine"),
+    ("fenced", "a leader paused past its renew deadline changes no VM when it resumes"),
     ("converges", "no Machine stays stuck past the stated bound"),
     ("bystander", "nothing the bystander wrote is lost"),
     ("alive", "the processes are alive (the harness's own kills aside)"),
@@ -63,6 +78,59 @@ class Violation:
     uid: str = ""
 
 
+Sample = tuple[int, float]
+"""The leader's thread count and total work-queue depth; ``None`` where no leader answered."""
+
+
+def measure_baseline(
+    sample: Callable[[], Sample | None],
+    bound: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int | None:
+    """The settled leader's thread count: the first sample within ``bound`` seconds, ``None``
+    when no leader answered in that time (the caller reports it; it never skips the check)."""
+    deadline = clock() + bound
+    while True:
+        current = sample()
+        if current is not None and current[0] > 0:
+            return current[0]
+        if clock() >= deadline:
+            return None
+        sleep(0.5)
+
+
+def await_baseline(
+    sample: Callable[[], Sample | None],
+    threads: int,
+    slack: int,
+    bound: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Violation | None:
+    """``baseline``: within ``bound`` seconds a leader reports a work-queue depth of 0 and at
+    most ``threads`` + ``slack`` threads. No leader answering counts as not at baseline, so the
+    check cannot pass for want of someone to ask."""
+    deadline = clock() + bound
+    current = sample()
+    while not _at_baseline(current, threads, slack) and clock() < deadline:
+        sleep(0.5)
+        current = sample()
+    if _at_baseline(current, threads, slack):
+        return None
+    if current is None:
+        seen = "no leader reported its threads and queue depth"
+    else:
+        seen = f"threads {current[0]} (baseline {threads} + {slack}), queue depth {current[1]:g}"
+    return Violation("baseline", clock(), "controller", f"after {bound:g}s: {seen}")
+
+
+def _at_baseline(sample: Sample | None, threads: int, slack: int) -> bool:
+    return sample is not None and 0 < sample[0] <= threads + slack and sample[1] == 0
+
+
 def check_all(events: Sequence[Event], deaths: Mapping[int, float], now: float) -> list[Violation]:
     """Every event-based check over ``events`` (``deaths``: pid → when the process died)."""
     ordered = sorted(events, key=lambda e: e.seq)
@@ -70,8 +138,45 @@ def check_all(events: Sequence[Event], deaths: Mapping[int, float], now: float) 
         *check_one_vm(ordered),
         *check_one_create(events, deaths, now),
         *check_vm_deletions(ordered),
+        *check_fenced(events),
         *check_bystander(ordered),
     ]
+
+
+RESUMED_PAST_DEADLINE = "resume-past-deadline"
+"""The harness's note (``fault`` event, ``pid`` in its data) made just before it sends SIGCONT
+to a controller it stopped for longer than the renew deadline."""
+VM_CHANGING_STARTS = frozenset({"create_machine:start", "initialize_machine:start", "delete_machine:start"})
+
+
+def check_fenced(events: Iterable[Event]) -> list[Violation]:
+    """``fenced``: no VM-changing driver call starts in a process after the harness resumed it
+    from a pause past its renew deadline (its elector must step down, not renew). Calls are
+    compared by time (the driver's call log carries the system-wide monotonic clock)."""
+    events = list(events)
+    resumed = {
+        int(e.data.get("pid", 0)): e.t
+        for e in events
+        if e.source == "fault" and e.kind == RESUMED_PAST_DEADLINE
+    }
+    found: list[Violation] = []
+    for event in events:
+        if event.source != "call" or event.kind not in VM_CHANGING_STARTS:
+            continue
+        pid = int(event.data.get("pid", 0))
+        since = resumed.get(pid)
+        if since is not None and event.t > since:
+            found.append(
+                Violation(
+                    "fenced",
+                    event.t,
+                    event.key,
+                    f"{event.kind.split(':')[0]} started by pid {pid} {event.t - since:.2f}s after it "
+                    "resumed from a pause past its renew deadline",
+                    event.uid,
+                )
+            )
+    return found
 
 
 def check_one_vm(events: Iterable[Event]) -> list[Violation]:

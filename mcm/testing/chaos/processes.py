@@ -2,8 +2,9 @@
 
 :class:`Managed` runs one command as a subprocess (its stderr and stdout go to a log file),
 and knows why it may end: :meth:`Managed.kill` (a signal the harness sends) and
-:meth:`Managed.expect_exit` (the harness caused a lost lease) make the next exit expected;
-any other exit is reported to the ``on_exit`` callback as unexpected. :class:`ProcessMonitor`
+:meth:`Managed.expect_exit` (the harness caused a lost lease) make an exit expected for a
+bounded time (:data:`EXIT_WINDOW` after a signal); an exit after that time, or any other exit,
+is reported to the ``on_exit`` callback as unexpected. :class:`ProcessMonitor`
 polls every process a few times a second and reports exits in order.
 
 The controller's figures come from its own endpoints: :func:`workqueue_depths` reads
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 __all__ = [
+    "EXIT_WINDOW",
     "Managed",
     "ProcessMonitor",
     "controller_command",
@@ -37,6 +39,11 @@ __all__ = [
 ]
 
 _DEPTH = re.compile(r'^mcm_workqueue_depth\{name="([^"]+)"\}\s+([0-9.eE+-]+)$', re.MULTILINE)
+
+
+EXIT_WINDOW = 30.0
+"""Seconds after a SIGKILL or SIGTERM from the harness during which the process's exit counts
+as expected (its shutdown grace period is 5 s; the rest is a loaded machine's slack)."""
 
 
 def free_port() -> int:
@@ -78,7 +85,14 @@ class Managed:
     """One subprocess of the harness; see the module docstring."""
 
     def __init__(
-        self, name: str, command: Sequence[str], env: dict[str, str], log_path: Path, *, port: int = 0
+        self,
+        name: str,
+        command: Sequence[str],
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        port: int = 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.command = list(command)
@@ -89,7 +103,8 @@ class Managed:
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self._log: IO[bytes] | None = None
-        self._expected = False
+        self._clock = clock
+        self._expected_until: float | None = None
         self.expect_reason = ""
         self.stopped = False
         """Set while the process is stopped with SIGSTOP."""
@@ -113,17 +128,18 @@ class Managed:
             self.command, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.started_at = time.monotonic()
-        self._expected = False
+        self._expected_until = None
         self.expect_reason = ""
         self.stopped = False
         return self.proc.pid
 
     def kill(self, sig: int = signal.SIGKILL, reason: str = "") -> bool:
-        """Send ``sig`` (an expected end unless it is SIGSTOP/SIGCONT); False if not running."""
+        """Send ``sig`` (an end expected within :data:`EXIT_WINDOW` unless it is SIGSTOP or
+        SIGCONT); False if not running."""
         if not self.alive() or self.proc is None:
             return False
         if sig not in (signal.SIGSTOP, signal.SIGCONT):
-            self.expect_exit(reason or signal.Signals(sig).name)
+            self.expect_exit(reason or signal.Signals(sig).name, within=EXIT_WINDOW)
         if sig == signal.SIGCONT:
             self.stopped = False
         with contextlib.suppress(ProcessLookupError):
@@ -132,10 +148,13 @@ class Managed:
             self.stopped = True
         return True
 
-    def expect_exit(self, reason: str) -> None:
-        """The next exit is the harness's doing."""
-        self._expected = True
+    def expect_exit(self, reason: str, *, within: float) -> None:
+        """An exit in the next ``within`` seconds is the harness's doing; a later one is not."""
+        self._expected_until = self._clock() + within
         self.expect_reason = reason
+
+    def _exit_expected(self) -> bool:
+        return self._expected_until is not None and self._clock() <= self._expected_until
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM (SIGCONT first if stopped), wait, SIGKILL after ``timeout``."""
@@ -157,7 +176,10 @@ class Managed:
         code = self.proc.poll()
         if code is None:
             return None
-        return code, self._expected, self.expect_reason
+        if self._exit_expected():
+            return code, True, self.expect_reason
+        lapsed = f" (the harness's {self.expect_reason!r} had lapsed)" if self.expect_reason else ""
+        return code, False, f"unexpected exit{lapsed}"
 
     def _close_log(self) -> None:
         if self._log is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcm.testing.chaos.harness import Harness
-from mcm.testing.chaos.invariants import INVARIANTS, Violation, check_all
+from mcm.testing.chaos.invariants import INVARIANTS, Violation, check_all, measure_baseline
 from mcm.testing.chaos.scenarios import Scenario
 
 __all__ = ["Report", "ScenarioRun", "run_profile"]
@@ -187,12 +187,18 @@ def run_scenario(
 
 
 def _baseline(h: Harness, scenario: Scenario) -> int:
-    """The settled leader's thread count, measured once per settings per harness."""
+    """The settled leader's thread count (ready, queue empty), measured once per settings per
+    harness. No such leader within :data:`BASELINE_BOUND` is a ``baseline`` violation (and 0: no
+    later check)."""
     if scenario.settings not in h.baselines:
-        threads, _ = h.sample()
-        if threads:
-            h.baselines[scenario.settings] = threads
-    return h.baselines.get(scenario.settings, 0)
+        threads = measure_baseline(h.settled_sample, BASELINE_BOUND)
+        if threads is None:
+            message = f"after {BASELINE_BOUND:g}s: no leader reported its threads to take the baseline from"
+            h.violations.append(Violation("baseline", time.monotonic(), "controller", message))
+            return 0
+        h.baselines[scenario.settings] = threads
+        h.tracker.record("check", "baseline", scenario.name, threads=threads)
+    return h.baselines[scenario.settings]
 
 
 def run_profile(

@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 from mcm.apis.machine import constants as c
 from mcm.testing.chaos.cloud import DriverFaults
 from mcm.testing.chaos.harness import Harness, Settings
+from mcm.testing.chaos.invariants import RESUMED_PAST_DEADLINE
 from mcm.testing.chaos.pool import manager_api_faults, manager_kills, manager_mix
-from mcm.testing.chaos.processes import Managed
+from mcm.testing.chaos.processes import EXIT_WINDOW, Managed
 from mcm.testing.chaos.tracker import Event
 
 __all__ = ["SCENARIOS", "SWEEP", "Scenario", "by_name", "short_plan"]
@@ -262,19 +263,47 @@ def leader_failover(h: Harness, rng: random.Random, duration: float) -> None:
             h.signal(leader, signal.SIGKILL if how == "kill" else signal.SIGTERM, f"failover ({how})")
         elif how == "partition":
             replica = h.world.replicas[int(leader.name.rsplit("-", 1)[1])]
-            leader.expect_exit("leaderelection lost (partitioned)")
+            cut = settings.renew_deadline + 2.0
+            leader.expect_exit("leaderelection lost (partitioned)", within=cut + EXIT_WINDOW)
             for proxy in replica.proxies:
                 proxy.blackhole()
-            time.sleep(settings.renew_deadline + 2.0)
+            time.sleep(cut)
             for proxy in replica.proxies:
                 proxy.heal(reset=True)
         else:
-            h.signal(leader, signal.SIGSTOP, "failover (stopped)")
-            leader.expect_exit("leaderelection lost (stopped)")
-            time.sleep(settings.lease_duration + 2.0)
-            h.signal(leader, signal.SIGCONT, "failover (continued)")
+            _pause_past_the_lease(h, leader, settings)
         time.sleep(rng.uniform(0.5, 1.5))
         h.ensure_running()
+
+
+def leader_pause(h: Harness, rng: random.Random, duration: float) -> None:
+    """SIGSTOP the leader past its Lease, so that the standby takes over and goes on with the
+    owner's deletions, then SIGCONT it: the resumed process must step down without changing a
+    VM (``fenced``), however its renewer and its deadline watchdog wake."""
+    deadline = time.monotonic() + duration
+    settings = h.settings or FAILOVER
+    while _until(deadline):
+        leader = _await_leader(h, deadline)
+        if leader is None:
+            return
+        h.note("leader-pause", leader.name)
+        _pause_past_the_lease(h, leader, settings)
+        time.sleep(rng.uniform(0.5, 1.5))
+        h.ensure_running()
+
+
+def _pause_past_the_lease(h: Harness, leader: Managed, settings: Settings) -> None:
+    """SIGSTOP ``leader`` for the Lease duration + 2 s and until another replica leads (at most
+    10 s more), then note the resumption (``fenced`` checks from that note on) and SIGCONT it."""
+    stopped = settings.lease_duration + 2.0
+    h.signal(leader, signal.SIGSTOP, "failover (stopped)")
+    leader.expect_exit("leaderelection lost (stopped)", within=stopped + 10.0 + EXIT_WINDOW)
+    time.sleep(stopped)
+    successor_by = time.monotonic() + 10.0
+    while h.leader() in (None, leader) and time.monotonic() < successor_by:
+        time.sleep(0.2)
+    h.note(RESUMED_PAST_DEADLINE, leader.name, pid=leader.pid)
+    h.signal(leader, signal.SIGCONT, "failover (continued)")
 
 
 def _await_leader(h: Harness, deadline: float) -> Managed | None:
@@ -314,6 +343,7 @@ MIXABLE: tuple[Program, ...] = (
     sidecar_kills,
     controller_kills,
     leader_failover,
+    leader_pause,
     heartbeats,
 )
 
@@ -334,9 +364,11 @@ def mixed(h: Harness, rng: random.Random, duration: float) -> None:
 
 def sweep(h: Harness, rng: random.Random, duration: float) -> None:
     """Every fault program of the mix once, in a random order, each for 2-4 s, their starts
-    spread evenly over the phase so that they overlap: the CI profile's mix. Leader failover
-    is left to its own scenario (under this 30 s Lease a takeover alone takes half a minute)."""
-    programs = [p for p in MIXABLE if p is not leader_failover and (p is not sidecar_kills or h.sidecars)]
+    spread evenly over the phase so that they overlap: the CI profile's mix. Leader failovers
+    and pauses are left to their own scenarios (under this 30 s Lease a takeover alone takes
+    half a minute)."""
+    takeovers = (leader_failover, leader_pause)
+    programs = [p for p in MIXABLE if p not in takeovers and (p is not sidecar_kills or h.sidecars)]
     rng.shuffle(programs)
     deadline = time.monotonic() + duration
     spacing = duration / len(programs)
@@ -414,6 +446,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         bound=60.0,
     ),
     Scenario(
+        "leader-pause",
+        "the leader of two replicas SIGSTOPped past its Lease while the standby deletes Machines",
+        leader_pause,
+        settings=FAILOVER,
+        bound=60.0,
+    ),
+    Scenario(
         "heartbeats",
         "kubelets stop on some nodes while the owner deletes others",
         heartbeats,
@@ -471,17 +510,21 @@ SWEEP_PHASE = 16.0
 """Seconds over which the short profile's sweep starts its fault programs."""
 FAILOVER_PHASE = 4.0
 """Seconds of leader failovers in the short profile."""
+PAUSE_PHASE = 1.0
+"""Seconds in which the short profile starts leader pauses (one: a pause itself takes 6-16 s)."""
 MANAGER_PHASE = 6.0
 """Seconds of roll-outs under the manager's faults in the short profile (its pool comes up
 before and goes away after them: some 30 s in all)."""
 
 
 def short_plan() -> list[tuple[Scenario, float]]:
-    """The CI profile, about a minute and a half: :data:`SWEEP` (every fault but failover,
-    overlapping, with two replicas and gRPC sidecars), then ``leader-failover`` with its short
-    Lease, then ``manager-mix`` (a MachineDeployment rolled out under the manager's faults)."""
+    """The CI profile, about two minutes: :data:`SWEEP` (every fault but failover, overlapping,
+    with two replicas and gRPC sidecars), then ``leader-failover`` and one ``leader-pause`` with
+    their short Lease, then ``manager-mix`` (a MachineDeployment rolled out under the manager's
+    faults)."""
     return [
         (SWEEP, SWEEP_PHASE),
         (by_name("leader-failover"), FAILOVER_PHASE),
+        (by_name("leader-pause"), PAUSE_PHASE),
         (by_name("manager-mix"), MANAGER_PHASE),
     ]

@@ -241,6 +241,36 @@ def test_holds_lease_is_false_past_the_renew_deadline_before_the_watchdog_runs(
     assert not cand.elector.holds_lease()
 
 
+def test_a_renewal_round_that_starts_after_a_pause_does_not_reopen_the_fence(
+    clock: FakeClock, store: LockStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36 #1: a process paused past its renew deadline whose renewer wakes before the
+    watchdog. The round it starts used to move the deadline to ``now + renew_deadline`` before
+    any renewal succeeded, so ``holds_lease()`` was true again (for up to 10 s) while another
+    process could hold the Lease. Now the round sees the deadline behind it and gives up."""
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    advance(clock, 2.0, 2)  # a renewal at t = 2: the deadline is t = 14, the next round at t = 4
+    store.hang = threading.Event()  # a request sent now would hang (the buggy round's attempt)
+    before = store.requests
+    readings = clock.monotonic
+    # The pause: 12.5 s pass that no thread of ours saw. The fake timers stay at t = 2, so the
+    # next step wakes only the renewer (due at t = 4), not the watchdog (due at t = 14).
+    monkeypatch.setattr(clock, "monotonic", lambda: readings() + 12.5)
+    clock.step(2.0)  # the renewer wakes at t = 16.5 as the elector reads the clock
+    assert cand.lead_stop is not None
+    stepped_down = cand.lead_stop.wait(WAIT)
+    try:
+        assert not cand.elector.holds_lease(), "the renewal round reopened the fence"
+        assert stepped_down, "the renewer did not give up at the passed deadline"
+        assert store.requests == before, "no attempt once the deadline has passed"
+    finally:
+        store.hang.set()
+        monkeypatch.undo()
+        cand.shutdown()
+
+
 def test_holds_lease_is_false_before_leading_and_after_stepping_down(
     clock: FakeClock, store: LockStore
 ) -> None:
