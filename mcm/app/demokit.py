@@ -185,8 +185,9 @@ def _free_port() -> int:
 
 class Screen:
     """Redraws the table in place on a terminal; elsewhere prints it when a row changes (ages
-    aside). Lines are never cut: on a terminal, a line wider than it takes several rows and the
-    redraw moves up by rows, not lines."""
+    aside: a column of whole seconds, ``12s``, inside a line or at its end). Lines are never
+    cut: on a terminal, a line wider than it takes several rows and the redraw moves up by rows,
+    not lines."""
 
     def __init__(self) -> None:
         self.tty = sys.stdout.isatty()
@@ -195,7 +196,7 @@ class Screen:
         self.rows = 0
 
     def show(self, lines: list[str]) -> None:
-        key = [re.sub(r"\s\d+s\s", " ", line) for line in lines]
+        key = [re.sub(r"\s\d+s(?=\s|$)", " ", line) for line in lines]
         if lines == self.last or (not self.tty and key == self.last_key):
             return
         if self.tty and self.last:

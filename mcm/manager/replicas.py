@@ -40,7 +40,7 @@ from mcm.manager import constants as k
 from mcm.manager.context import Deps
 from mcm.manager.owners import controller_ref
 from mcm.runtime import objects as o
-from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found, is_timeout
+from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found, is_timeout
 from mcm.runtime.workqueue.parallelizer import parallelize_until
 
 __all__ = [
@@ -187,7 +187,7 @@ def _create_one(deps: Deps, machine_set: Mapping[str, Any]) -> str | None:
         return k.ERR_NO_LABELS
     try:
         created = deps.clients.machines.create(machine, namespace=o.namespace_of(machine_set))
-    except ApiError as err:
+    except RequestError as err:
         if is_timeout(err):
             return None
         deps.machine_set_event(
@@ -236,7 +236,7 @@ def _mark_terminating(deps: Deps, machine: Mapping[str, Any]) -> None:
     for _ in range(2):
         try:
             latest = client.get(name, namespace=namespace)
-        except ApiError as err:
+        except RequestError as err:
             if not is_not_found(err):
                 log.error("machine_status_read_failed", machine=name, error=str(err))
             return
@@ -254,7 +254,7 @@ def _mark_terminating(deps: Deps, machine: Mapping[str, Any]) -> None:
         try:
             client.update_status({**latest, "status": status}, namespace=namespace)
             return
-        except ApiError as err:
+        except RequestError as err:
             if not is_conflict(err):
                 log.error("machine_status_write_failed", machine=name, error=str(err))
                 return
@@ -267,7 +267,7 @@ def _terminate_one(deps: Deps, machine_set: Mapping[str, Any], machine: Mapping[
     name = o.name_of(machine)
     try:
         deps.clients.machines.delete(name, namespace=o.namespace_of(machine))
-    except ApiError as err:
+    except RequestError as err:
         if not is_not_found(err):
             deps.expectations.deletion_observed(_set_key(machine_set), _machine_key(machine))
             deps.machine_set_event(
