@@ -190,18 +190,16 @@ def _create_one(deps: Deps, machine_set: Mapping[str, Any]) -> str | None:
     except RequestError as err:
         if is_timeout(err):
             return None
-        deps.event(
+        deps.machine_set_event(
             machine_set,
-            k.KIND_MACHINE_SET,
             k.EVENT_WARNING,
             k.EVENT_FAILED_CREATE,
             k.MSG_EVENT_FAILED_CREATE.format(err=err),
         )
         return str(err)
     log.info("machine_created", machine_set=o.name_of(machine_set), machine=o.name_of(created))
-    deps.event(
+    deps.machine_set_event(
         machine_set,
-        k.KIND_MACHINE_SET,
         k.EVENT_NORMAL,
         k.EVENT_SUCCESSFUL_CREATE,
         k.MSG_EVENT_CREATED.format(name=o.name_of(created)),
@@ -272,17 +270,15 @@ def _terminate_one(deps: Deps, machine_set: Mapping[str, Any], machine: Mapping[
     except RequestError as err:
         if not is_not_found(err):
             deps.expectations.deletion_observed(_set_key(machine_set), _machine_key(machine))
-            deps.event(
+            deps.machine_set_event(
                 machine_set,
-                k.KIND_MACHINE_SET,
                 k.EVENT_WARNING,
                 k.EVENT_FAILED_DELETE,
                 k.MSG_EVENT_FAILED_DELETE.format(err=err),
             )
             return k.ERR_DELETE.format(err=err)
-    deps.event(
+    deps.machine_set_event(
         machine_set,
-        k.KIND_MACHINE_SET,
         k.EVENT_NORMAL,
         k.EVENT_SUCCESSFUL_DELETE,
         k.MSG_EVENT_DELETED.format(name=name),

@@ -3,7 +3,7 @@ HEAD's additions that apply, and regression tests for the upstream defects mcm f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -11,10 +11,11 @@ from mcm.apis.machine import constants as c
 from mcm.manager import constants as k
 from mcm.manager.replicas import deletion_order, machine_from_template, slow_start_batch
 from mcm.runtime.client.errors import Conflict, ConnectionFailed, InternalError, NotFound, Timeout
+from mcm.runtime.record import EventRecorder
 from mcm.runtime.worker import Result
 
 from .builders import machine, machine_set
-from .fakes import NS, FakeMachineController, World
+from .fakes import NS, Events, FakeMachineController, World
 
 
 def _world_with_set(replicas: int = 3, **spec: Any) -> tuple[World, dict[str, Any]]:
@@ -689,3 +690,30 @@ def test_an_invalid_set_gets_a_condition_and_an_event_once() -> None:
     assert (condition["type"], condition["reason"]) == ("ReplicaFailure", "InvalidSpec")
     assert "spec.selector: selector is required" in condition["message"]
     assert [r[3] for r in world.events.recorded] == ["InvalidSpec"]
+
+
+def test_events_about_machines_come_from_the_machine_set_recorder() -> None:
+    """Upstream records a MachineSet's machine creations and deletions from the component
+    ``machineset-controller``, every other Event from ``machine-controller-manager``."""
+    world, ms = _world_with_set(2)
+    machine_set_events = Events()
+    world.deps.machine_set_recorder = cast(EventRecorder, machine_set_events)
+    world.machines.fail("create", InternalError({"message": "quota", "code": 500}), times=1)
+    with pytest.raises(Exception, match="quota"):
+        world.reconcile_set("set")
+    world.reconcile_set("set")
+    _machines(world, 1, ms, prefix="extra")
+    world.reconcile_set("set")
+    assert sorted({r[3] for r in machine_set_events.recorded}) == [
+        "FailedCreate",
+        "SuccessfulCreate",
+        "SuccessfulDelete",
+    ]
+    assert all(r[0] == "MachineSet" for r in machine_set_events.recorded)
+    assert world.events.recorded == []
+
+
+def test_without_a_machine_set_recorder_the_recorder_records_them() -> None:
+    world, _ = _world_with_set(1)
+    world.reconcile_set("set")
+    assert world.events.reasons() == ["SuccessfulCreate"]
