@@ -3,7 +3,8 @@
 A *figure* is what the benchmark measures; its *yardstick* is a comparable measurement taken in
 the same run on the same machine (stdlib ``queue.Queue``, a stdlib HTTP server, a plain
 ``json.loads``, ...), so the ratio between them means something on any machine. A *target* is the
-goal from the spec, on the figure itself or on the ratio, and the table says whether it is met.
+project's performance goal (docs/performance.md), on the figure itself or on the ratio, and the
+table says whether it is met.
 
 Usage::
 

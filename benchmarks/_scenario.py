@@ -34,6 +34,8 @@ from typing import Any
 
 import structlog
 
+from mcm.runtime.objects import Obj
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -46,7 +48,6 @@ from mcm.runtime.client.errors import AlreadyExists, ApiError  # noqa: E402
 from mcm.runtime.client.resources import NODES, SECRETS  # noqa: E402
 
 NS = "default"
-Obj = dict[str, Any]
 BENCH_AGENT = "bench"
 """User-agent suffix of every client of the benchmark itself (loader, observer, node simulator)."""
 

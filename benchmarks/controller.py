@@ -31,6 +31,8 @@ from typing import Any
 
 import structlog
 
+from mcm.runtime.objects import Obj
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
@@ -49,7 +51,6 @@ from mcm.runtime.client import load_config  # noqa: E402
 from mcm.runtime.client.resources import SECRETS  # noqa: E402
 
 NS = "default"
-Obj = dict[str, Any]
 
 
 class NoPodsDrainer(Drainer):

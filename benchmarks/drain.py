@@ -3,7 +3,7 @@
 The emulator runs in a child process (``python -m mcm.emulator serve``) with its kubelet in
 ``immediate`` mode (pods terminate at once) and the attach/detach simulation on. The measuring
 process plays the machine controller: informers for pods, PDBs, PVs, PVCs and VolumeAttachments,
-the VolumeAttachment hub, then ``cordon_node`` + ``drain_node`` on a real clock. Prints:
+the VolumeAttachment hub, then ``cordon_node`` + ``run_drain`` on a real clock. Prints:
 
 - phase 1, ``--pods`` pods without PVs and no blocking PDB: drain wall time (target ≤ 2 s) and
   API requests per pod as counted by the emulator during the drain (target ≤ 3);
@@ -26,6 +26,8 @@ from typing import Any
 
 import structlog
 
+from mcm.runtime.objects import Obj
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO))
@@ -38,7 +40,7 @@ from mcm.drain import (  # noqa: E402
     DrainResult,
     VolumeAttachmentHub,
     cordon_node,
-    drain_node,
+    run_drain,
 )
 from mcm.driver import FakeDriver  # noqa: E402
 from mcm.emulator.admin import RemoteEmulator  # noqa: E402
@@ -54,7 +56,6 @@ from mcm.runtime.client.resources import (  # noqa: E402
 )
 from mcm.runtime.clock import REAL_CLOCK  # noqa: E402
 
-Obj = dict[str, Any]
 NS = "default"
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
 
@@ -133,7 +134,7 @@ class Controller:
 
     def drain(self, node_name: str, options: DrainOptions) -> DrainResult:
         cordon_node(self.client, node_name)
-        return drain_node(
+        return run_drain(
             self.client, self.listers, FakeDriver(), node_name, options,
             clock=REAL_CLOCK, stop=threading.Event(), hub=self.hub,
         )  # fmt: skip

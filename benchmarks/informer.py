@@ -37,13 +37,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _report import Report, at_least, ratio_at_most  # noqa: E402
 
+from mcm import packaged  # noqa: E402
 from mcm.apis.machine.resources import MACHINES  # noqa: E402
 from mcm.emulator.process import spawn  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
 from mcm.runtime.client import load_config  # noqa: E402
 
 NAMESPACE = "shoot--bench"
-CRDS = REPO / "charts" / "machine-controller" / "crds"
+CRDS = packaged.machine_crds()
 SEED_BATCH = 500
 
 

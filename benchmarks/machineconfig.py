@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO))
 
 from _report import Report, at_most, equals, ratio_at_most  # noqa: E402
 
+from mcm import packaged  # noqa: E402
 from mcm.machineconfig import api  # noqa: E402
 from mcm.machineconfig.ignition import data_url  # noqa: E402
 from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, node_phase  # noqa: E402
@@ -61,7 +62,7 @@ from mcm.runtime.client import ClusterClient, load_config  # noqa: E402
 from mcm.runtime.client.resources import NODES  # noqa: E402
 from mcm.testing.machineconfig import controller_config, node_manifest  # noqa: E402
 
-CRDS = REPO / "charts" / "machine-config-controller" / "crds"
+CRDS = packaged.machineconfig_crds()
 ROLE = {"node-role.kubernetes.io/worker": ""}
 CONTROLLER_AGENT = "machine-config-controller"
 MINIMAL_AGENT = "mcc-benchmark-yardstick"
@@ -259,7 +260,8 @@ def new_config() -> Obj:
         "metadata": {"name": "50-worker-bench", "labels": {api.ROLE_LABEL: "worker"}},
         "spec": {
             "config": {
-                "storage": {"files": [{"path": "/etc/bench", "mode": 420, "contents": {"source": source}}]}
+                "ignition": {"version": "3.2.0"},
+                "storage": {"files": [{"path": "/etc/bench", "mode": 420, "contents": {"source": source}}]},
             }
         },
     }

@@ -55,6 +55,12 @@ TARGETS: dict[str, list[str]] = {
         *CONTROLLER_TESTS,
     ],
     "mcm/controller/deletion.py": ["tests/controller/test_deletion_table.py", *CONTROLLER_TESTS],
+    "mcm/controller/nodedrain.py": [
+        "tests/controller/test_deletion_table.py",
+        "tests/controller/test_conflict_retries.py",
+        *CONTROLLER_TESTS,
+    ],
+    "mcm/controller/steps.py": ["tests/controller/test_deletion_table.py", *CONTROLLER_TESTS],
     "mcm/controller/health.py": [
         "tests/controller/test_health_table.py",
         "tests/controller/test_sync_tables.py",

@@ -7,8 +7,5 @@
 # Exits non-zero when fewer than 90 % of the mutants are killed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/python ]; then
-  "${PYTHON:-python3}" -m venv .venv
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
-fi
+hack/venv.sh dev >&2
 exec .venv/bin/python hack/mutants.py "$@"

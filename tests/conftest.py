@@ -3,19 +3,25 @@ control plane (``real_pair``) shared by the tests of the ``realapi`` tier."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+
+from mcm import packaged
 
 if TYPE_CHECKING:
     from mcm.emulator import Emulator
     from mcm.testing.envtest import ControlPlanePair
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MCM_CRDS_DIR = REPO_ROOT / "charts" / "machine-controller" / "crds"
+MCM_CRDS_DIR = packaged.machine_crds()
+MCC_CRDS_DIR = packaged.machineconfig_crds()
 
 
 @pytest.fixture
@@ -62,6 +68,33 @@ def realapi_unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"realapi tier required under CI=true: {reason}", pytrace=False)
     pytest.skip(f"realapi tier skipped: {reason}")
+
+
+def optional_module(name: str) -> ModuleType | None:
+    """``import name``, or ``None`` when it is not installed (a prerequisite fixture reports it)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+@pytest.fixture(scope="session")
+def needs_kubectl() -> str:
+    """kubectl on PATH, for the real-API tests that run it (``usefixtures``): without it they
+    skip, or fail under ``CI=true``, before a control plane is started."""
+    path = shutil.which("kubectl")
+    if path is None:
+        realapi_unavailable("kubectl is not installed on this machine")
+    return path
+
+
+@pytest.fixture(scope="session")
+def needs_helm_python() -> ModuleType:
+    """helm-python-sdk (renders the charts), for the real-API chart tests: as :func:`needs_kubectl`."""
+    module = optional_module("helm_python")
+    if module is None:
+        realapi_unavailable("helm-python-sdk is not installed (pip install -e '.[dev]')")
+    return module
 
 
 @pytest.fixture(scope="session")

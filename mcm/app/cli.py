@@ -1,7 +1,9 @@
-"""The ``machine-controller`` command (click), generated from :data:`mcm.app.options.FLAGS`.
+"""The ``machine-controller`` command (click), its flags generated from :class:`mcm.app.options.Options`
+(:mod:`mcm.app.flags`).
 
-Flags parse as pflag parses them (decisions.md §1): ``--leader-elect``, ``--leader-elect=false``;
-durations in Go syntax (``1m30s``); ``--log_format`` is ``--log-format``. An unknown flag, a value
+Flags parse as pflag parses them (upstream's flags are pflag flags): ``--leader-elect``,
+``--leader-elect=false``; durations in Go syntax (``1m30s``); ``--log_format`` is ``--log-format``.
+An unknown flag, a value
 that does not parse or a ``Validate()`` failure exits 2 with a one-line message naming the flag;
 a start-up failure (bad kubeconfig, missing CRDs, unreachable cluster, driver that does not
 import) exits 1 with a one-line ``error: ...``; a lost lease exits 1 as well. ``demo`` is a
@@ -12,95 +14,36 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import click
 
-from mcm.app import goflags
-from mcm.app.options import FLAGS, Flag, Options
+from mcm.app import flags
+from mcm.app.flags import NORMALIZE, TYPES, shown_default
+from mcm.app.options import FLAGS, Options
 
-__all__ = ["machine_controller", "main", "run_command"]
-
-
-class _GoType(click.ParamType):  # type: ignore[type-arg]
-    """A click type wrapping one of :mod:`mcm.app.goflags`' parsers."""
-
-    def __init__(self, name: str, parse: Callable[[str], Any]) -> None:
-        self.name = name
-        self._parse = parse
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            return self._parse(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+__all__ = [
+    "TYPES",
+    "machine_controller",
+    "main",
+    "parse_with",
+    "pflag_args",
+    "run_command",
+    "shown_default",
+]
 
 
-def _float32(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
+class _Validated(Protocol):
+    def validate(self) -> list[str]: ...
 
 
-TYPES: dict[str, Any] = {
-    "int32": _GoType("int32", goflags.parse_int32),
-    "uint64": _GoType("uint64", goflags.parse_uint64),
-    "float32": _GoType("float32", _float32),
-    "string": click.STRING,
-    "bool": _GoType("bool", goflags.parse_bool),
-    "duration": _GoType("duration", goflags.parse_duration),
-    "ip": _GoType("ip", goflags.parse_ip),
-    "severity": _GoType("severity", goflags.parse_severity),
-}
-
-
-def shown_default(flag: Flag) -> str:
-    """The default as ``--help`` and ``docs/flags.md`` show it (Go syntax)."""
-    if flag.type == "duration":
-        return goflags.format_duration(flag.default)
-    if flag.type == "bool":
-        return "true" if flag.default else "false"
-    if flag.type == "float32":
-        return f"{flag.default:g}"
-    return str(flag.default)
-
-
-def _option(flag: Flag) -> click.Option:
-    extra: dict[str, Any] = {}
-    if flag.type == "bool":
-        # pflag bools: "--flag" alone means true, "--flag=false" sets false.
-        extra = {"is_flag": False, "flag_value": "true"}
-    names = [f"--{flag.name}"] + ([f"-{flag.shorthand}"] if flag.shorthand else [])
-    return click.Option(
-        [*names, flag.field],
-        type=TYPES[flag.type],
-        default=flag.default,
-        show_default=False,
-        help=f"{flag.help}  [default: {shown_default(flag)}]" if flag.default != "" else flag.help,
-        metavar=flag.type,
-        **extra,
-    )
-
-
-def _normalize(token: str) -> str:
-    return token.replace("_", "-")
+T = TypeVar("T", bound=_Validated)
 
 
 def pflag_args(args: list[str]) -> list[str]:
     """``args`` with pflag's ``-v=3`` spelled ``--v=3`` (click would read the value as ``=3``)."""
-    return [_long_form(arg) for arg in args]
-
-
-def _long_form(arg: str) -> str:
-    for flag in FLAGS:
-        prefix = f"-{flag.shorthand}="
-        if flag.shorthand and arg.startswith(prefix):
-            return f"--{flag.name}={arg[len(prefix) :]}"
-    return arg
+    return flags.pflag_args(args, FLAGS)
 
 
 class _Command(click.Group):
@@ -111,7 +54,7 @@ class _Command(click.Group):
 @click.group(
     cls=_Command,
     invoke_without_command=True,
-    context_settings={"token_normalize_func": _normalize, "help_option_names": ["-h", "--help"]},
+    context_settings={"token_normalize_func": NORMALIZE, "help_option_names": ["-h", "--help"]},
 )
 @click.pass_context
 def machine_controller(ctx: click.Context, /, **values: Any) -> int:
@@ -121,7 +64,7 @@ def machine_controller(ctx: click.Context, /, **values: Any) -> int:
     manages the Nodes of the target cluster (--target-kubeconfig), and calls a driver for the VMs:
     in process (--driver=local|fake|MODULE:ATTR) or a gRPC sidecar (--driver-endpoint).
     """
-    options = Options(**values)
+    options = flags.options_from(Options, values, FLAGS)
     errors = options.validate()
     if errors:
         raise click.UsageError("; ".join(errors))
@@ -137,8 +80,7 @@ def machine_controller(ctx: click.Context, /, **values: Any) -> int:
     return main_with_options(options)
 
 
-for _flag in reversed(FLAGS):
-    machine_controller.params.insert(0, _option(_flag))
+flags.add_flags(machine_controller, FLAGS)
 
 
 def _register_demo() -> None:
@@ -153,16 +95,27 @@ with contextlib.suppress(ImportError):
 
 def parse_options(argv: list[str] | None = None) -> Options:
     """Parse and validate ``argv`` without running anything; bad flags exit 2 (click's usage error)."""
-    args = pflag_args(list(sys.argv[1:] if argv is None else argv))
+    return parse_with(machine_controller, "machine-controller", Options, FLAGS, argv)
+
+
+def parse_with(
+    command: click.Command,
+    prog_name: str,
+    options_class: Callable[..., T],
+    table: Sequence[flags.Flag],
+    argv: list[str] | None,
+) -> T:
+    """A command's options from ``argv`` (default ``sys.argv[1:]``) without running it: a bad flag,
+    or a ``validate()`` failure, prints one line ``error: …`` and exits 2; ``--help`` exits 0."""
+    args = flags.pflag_args(list(sys.argv[1:] if argv is None else argv), table)
     try:
-        with machine_controller.make_context("machine-controller", args, resilient_parsing=False) as ctx:
-            values = {flag.field: ctx.params[flag.field] for flag in FLAGS}
+        with command.make_context(prog_name, args, resilient_parsing=False) as ctx:
+            options = flags.options_from(options_class, ctx.params, table)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
-    options = Options(**values)
     errors = options.validate()
     if errors:
         click.echo(f"error: {'; '.join(errors)}", err=True)

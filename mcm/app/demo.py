@@ -1,193 +1,159 @@
-"""``machine-controller demo``: mcm working end to end on a fresh machine, in under a minute.
+"""``machine-controller demo``: mcm working end to end on a fresh machine, in about a minute.
 
 Starts a control and a target API server emulator (``python -m mcm.emulator serve`` processes),
-installs the Machine CRDs, creates a MachineClass of the local provider, its Secret and N
-Machines, runs ``machine-controller --driver=local`` as a process, and shows a live table of the
-machines until all are Running. Then it puts pods on one machine's node, deletes that machine and
-shows its drain, the VM deletion and the Node removal, and exits 0 with a summary (1 with the
-reason if a step does not finish in time). ``--keep`` leaves everything running until Ctrl-C or
-SIGTERM and prints the kubeconfig paths and the controller's ``/metrics`` URL.
+installs the Machine CRDs, applies the example manifests of the control cluster (a Secret, two
+MachineClasses of the local provider, N Machines), runs ``machine-controller --driver=local``
+and ``machine-controller-manager`` as processes, and shows a live table of the machines until
+all are Running. Then it applies the target cluster's manifests (two pods of a web workload, one
+on each of the first two machines' Nodes, under a PodDisruptionBudget; none with
+``--machines 1``), deletes the first machine and shows its drain, the VM deletion and the Node
+removal. Then the MachineDeployment of the manifests (:mod:`mcm.app.demopool`): created, scaled
+up, rolled to the other class, a Node lost and the pool healed, scaled to 0, with
+``kubectl get machinedeployments,machinesets`` columns at each step. It exits 0 with a summary
+(1 with the reason if a step does not finish in time). ``--keep`` creates the
+MachineDeployment, stops before the deletion and leaves everything running until Ctrl-C or
+SIGTERM, printing the kubeconfig paths and the ``/metrics`` URLs of the controller and the
+manager.
 
-Everything runs as child processes of the demo and stops with it, on success, failure, Ctrl-C,
-SIGTERM or SIGHUP; logs go to ``--workdir``.
+The objects come from the package's manifests (``mcm/app/manifests/``, mirrored for users in
+the repository's ``examples/manifests/``): ``control/*.yaml`` in file order (the
+MachineDeployment at its step), then ``target/*.yaml``. ``--machines N`` creates the first N
+Machines of ``control/03-machines.yaml``; past its five, more like its first one, named
+``demo-machine-6`` ... ``demo-machine-N``.
+
+Everything runs as child processes of the demo and stops with it (see :mod:`mcm.app.demokit`
+for interrupts, exit codes and the work directory).
 """
 
 from __future__ import annotations
 
-import contextlib
+import copy
 import json
-import os
-import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import IO, Any
+from typing import Any
 
 import click
+import yaml
 
-from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
-from mcm.apis.machine.v1alpha1 import API_VERSION
+from mcm import packaged
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINE_DEPLOYMENTS, MACHINES
+from mcm.app.demokit import (
+    DemoFailed,
+    Processes,
+    Screen,
+    Terminated,
+    _free_port,
+    _say,
+    _start_emulator,
+    _stop_on_signals,
+    _wait,
+    _workdir,
+    keep_running,
+    run_demo_command,
+)
+from mcm.app.demopool import Pool
 from mcm.driver.local import DEFAULT_NAMESPACE, VM_LABEL
 from mcm.runtime.client import ClusterClient, ListOptions, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
-from mcm.runtime.client.resources import CONFIG_MAPS, NODES, PODS, SECRETS
+from mcm.runtime.client.resources import (
+    CONFIG_MAPS,
+    NODES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    SECRETS,
+    Resource,
+)
 
-__all__ = ["DemoFailed", "Processes", "Screen", "demo", "keep_running"]
+# The shared pieces are re-exported: machine-config-controller's demo imports them from here.
+__all__ = [
+    "CLASS_NAME",
+    "DemoFailed",
+    "Processes",
+    "Screen",
+    "Terminated",
+    "_free_port",
+    "_start_emulator",
+    "_stop_on_signals",
+    "_wait",
+    "_workdir",
+    "demo",
+    "demo_objects",
+    "keep_running",
+    "manifests",
+    "pool_manifest",
+]
 
-REPO_CRDS = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
 NAMESPACE = "default"
+MANIFESTS = "app/manifests"
+"""The demo's manifests inside the package (:func:`mcm.packaged.path`)."""
 CLASS_NAME = "local-small"
+"""The class of the manifests' Machines and of the MachineDeployment's first template."""
+
+_RESOURCES: dict[tuple[str, str], Resource] = {
+    (r.api_version, r.kind): r
+    for r in (SECRETS, PODS, POD_DISRUPTION_BUDGETS, MACHINE_CLASSES, MACHINES, MACHINE_DEPLOYMENTS)
+}
 
 
-@dataclass
-class Processes:
-    """Child processes, stopped in reverse order on exit."""
-
-    workdir: Path
-    children: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
-    logs: list[IO[bytes]] = field(default_factory=list)
-
-    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start a child and register it; an interrupt meanwhile is acted on once it is
-        registered, so :meth:`stop_all` always sees every child that was started."""
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop_all
-        self.logs.append(log)
-        with _interrupts_deferred():
-            child = subprocess.Popen(
-                args,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
-                start_new_session=True,
-            )
-            self.children.append((name, child))
-        return child
-
-    def stop_all(self) -> None:
-        """SIGTERM every child, wait for each (SIGKILL after 15 s); a second Ctrl-C or SIGTERM
-        meanwhile is held back until all are gone, so none is left running."""
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
-        try:
-            for _, child in reversed(self.children):
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for _, child in reversed(self.children):
-                try:
-                    child.wait(15)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
-            for log in self.logs:
-                log.close()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+# --- the manifests ------------------------------------------------------------------------------
 
 
-_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+def manifests(cluster: str) -> list[dict[str, Any]]:
+    """The objects of ``<package>/app/manifests/<cluster>/*.yaml`` (``control`` or ``target``),
+    files in name order, documents in file order."""
+    directory = packaged.path(f"{MANIFESTS}/{cluster}")
+    objects: list[dict[str, Any]] = []
+    for file in sorted(directory.glob("*.yaml")):
+        objects += [doc for doc in yaml.safe_load_all(file.read_text(encoding="utf-8")) if doc]
+    return objects
 
 
-@contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back for the block: the first that arrives is raised
-    again, to its own handler, when the block ends (main thread only). Without it, an interrupt
-    while ``Popen`` waits for the exec leaves the new child running, unknown to the demo."""
-    arrived: list[int] = []
+def demo_objects(count: int, boot_delay: float | None = None) -> list[tuple[Resource, dict[str, Any]]]:
+    """The control cluster's objects but the MachineDeployment, with ``count`` Machines (see the
+    module docstring), each with its resource; ``boot_delay`` overrides the classes'
+    ``providerSpec.bootDelaySeconds``."""
+    objects = [o for o in manifests("control") if o["kind"] != "MachineDeployment"]
+    machines = [o for o in objects if o["kind"] == "Machine"]
+    others = [o for o in objects if o["kind"] != "Machine"]
+    if boot_delay is not None:
+        for machine_class in (o for o in others if o["kind"] == "MachineClass"):
+            machine_class.setdefault("providerSpec", {})["bootDelaySeconds"] = boot_delay
+    wanted = machines[:count] + [_copy_named(machines[0], i) for i in range(len(machines) + 1, count + 1)]
+    return [(_resource_of(o), o) for o in others + wanted]
 
-    def remember(signum: int, _frame: FrameType | None) -> None:
-        arrived.append(signum)
 
-    previous = _set_handlers(dict.fromkeys(_INTERRUPTS, remember))
+def pool_manifest() -> tuple[dict[str, Any], str]:
+    """The manifests' MachineDeployment and the class it rolls to: the first other class."""
+    objects = manifests("control")
+    deployment = next(o for o in objects if o["kind"] == "MachineDeployment")
+    first = deployment["spec"]["template"]["spec"]["class"]["name"]
+    other = next(
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "MachineClass" and o["metadata"]["name"] != first
+    )
+    return deployment, other
+
+
+def _copy_named(machine: dict[str, Any], number: int) -> dict[str, Any]:
+    """``machine`` renamed: its name's trailing number replaced by ``number``."""
+    named = copy.deepcopy(machine)
+    named["metadata"]["name"] = f"{machine['metadata']['name'].rsplit('-', 1)[0]}-{number}"
+    return named
+
+
+def _resource_of(obj: dict[str, Any]) -> Resource:
     try:
-        yield
-    finally:
-        _set_handlers(previous)
-    if arrived:
-        signal.raise_signal(arrived[0])
+        return _RESOURCES[(obj["apiVersion"], obj["kind"])]
+    except KeyError:
+        raise DemoFailed(f"the demo's manifests hold a {obj['kind']} it cannot create") from None
 
 
-def _set_handlers(handlers: dict[signal.Signals, Any]) -> dict[signal.Signals, Any]:
-    """Install ``handlers`` with the signals blocked meanwhile; returns the ones replaced."""
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
-    try:
-        replaced = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    # None: a handler not installed from Python, which cannot be put back; the default is.
-    return {sig: signal.SIG_DFL if handler is None else handler for sig, handler in replaced.items()}
-
-
-class DemoFailed(Exception):
-    """A step did not finish; the message says which and where the logs are."""
-
-
-def _wait(what: str, check: Callable[[], bool], timeout: float, interval: float = 0.2) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise DemoFailed(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def _start_emulator(procs: Processes, name: str, crds: Path | None) -> Path:
-    kubeconfig = procs.workdir / f"{name}.kubeconfig"
-    ready = procs.workdir / f"{name}.ready.json"
-    ready.unlink(missing_ok=True)
-    args = [sys.executable, "-m", "mcm.emulator", "serve", "--name", name, "--kubeconfig", str(kubeconfig)]
-    args += ["--ready-file", str(ready), "--admin-port", "-1"]
-    if crds is not None:
-        args += ["--crds", str(crds)]
-    child = procs.spawn(f"{name}-emulator", args)
-    _wait(f"the {name} emulator", lambda: ready.exists() or child.poll() is not None, 30)
-    if child.poll() is not None:
-        raise DemoFailed(f"the {name} emulator exited; see {procs.workdir / f'{name}-emulator.log'}")
-    return kubeconfig
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def demo_objects(count: int, boot_delay: float) -> list[tuple[Any, dict[str, Any]]]:
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "local-userdata", "namespace": NAMESPACE},
-        "stringData": {"userData": "#!/bin/sh\necho hello from the local provider\n"},
-    }
-    machine_class = {
-        "apiVersion": API_VERSION,
-        "kind": "MachineClass",
-        "metadata": {"name": CLASS_NAME, "namespace": NAMESPACE},
-        "provider": "local",
-        "providerSpec": {"bootDelaySeconds": boot_delay},
-        "nodeTemplate": {
-            "capacity": {"cpu": "2", "gpu": "0", "memory": "4Gi", "pods": "110"},
-            "instanceType": "local.small",
-            "region": "local",
-            "zone": "local-a",
-        },
-        "secretRef": {"name": "local-userdata", "namespace": NAMESPACE},
-    }
-    machines = [
-        {
-            "apiVersion": API_VERSION,
-            "kind": "Machine",
-            "metadata": {"name": f"demo-machine-{i}", "namespace": NAMESPACE},
-            "spec": {"class": {"kind": "MachineClass", "name": CLASS_NAME}},
-        }
-        for i in range(1, count + 1)
-    ]
-    return [(SECRETS, secret), (MACHINE_CLASSES, machine_class), *((MACHINES, m) for m in machines)]
+# --- what the demo shows ------------------------------------------------------------------------
 
 
 class _DeletionWatch:
@@ -262,32 +228,6 @@ def _table(machines: list[dict[str, Any]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=False)) + "  " + r[4] for r in rows]
 
 
-class Screen:
-    """Redraws the table in place on a terminal; elsewhere prints it when a row changes (ages
-    aside). Lines are never cut: on a terminal, a line wider than it takes several rows and the
-    redraw moves up by rows, not lines."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stdout.isatty()
-        self.last: list[str] = []
-        self.last_key: list[str] = []
-        self.rows = 0
-
-    def show(self, lines: list[str]) -> None:
-        key = [re.sub(r"\s\d+s\s", " ", line) for line in lines]
-        if lines == self.last or (not self.tty and key == self.last_key):
-            return
-        if self.tty and self.last:
-            sys.stdout.write(f"\x1b[{self.rows}F\x1b[J")
-        elif self.last:
-            sys.stdout.write("\n")
-        sys.stdout.write("\n".join(lines) + "\n")
-        sys.stdout.flush()
-        width = max(1, shutil.get_terminal_size().columns)
-        self.rows = sum(max(1, -(-len(line) // width)) for line in lines)
-        self.last, self.last_key = lines, key
-
-
 def _list(
     client: ClusterClient, resource: Any, namespace: str | None = None, selector: str | None = None
 ) -> list[dict[str, Any]]:
@@ -316,37 +256,7 @@ def _running(machines: list[dict[str, Any]], count: int) -> bool:
     return len(phases) == count and all(p == "Running" for p in phases)
 
 
-def _pods_for(node: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"web-{i}", "namespace": "default", "labels": {"app": "web"}},
-            "spec": {
-                "nodeName": node,
-                "terminationGracePeriodSeconds": 1,
-                "containers": [{"name": "web", "image": "nginx"}],
-            },
-        }
-        for i in (1, 2)
-    ]
-
-
-@contextlib.contextmanager
-def _workdir(path: str | None, keep: bool) -> Iterator[Path]:
-    """The given directory, or a temporary one removed after a successful run without ``--keep``."""
-    if path:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        yield Path(path)
-        return
-    tmp = Path(tempfile.mkdtemp(prefix="mcm-demo-"))
-    yield tmp
-    if not keep:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _say(text: str) -> None:
-    click.echo(click.style(f"==> {text}", bold=True))
+# --- the steps ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -363,6 +273,26 @@ class _Clusters:
         self.target.close()
 
 
+@dataclass
+class _Children:
+    """The controller and the manager: their processes and ``/metrics`` URLs."""
+
+    workdir: Path
+    controller: subprocess.Popen[bytes]
+    controller_metrics: str
+    manager: subprocess.Popen[bytes]
+    manager_metrics: str
+
+    def check(self) -> None:
+        """Raise :class:`DemoFailed` if either has exited."""
+        for name, child in (
+            ("machine-controller", self.controller),
+            ("machine-controller-manager", self.manager),
+        ):
+            if child.poll() is not None:
+                raise DemoFailed(f"{name} exited; see {self.workdir / f'{name}.log'}")
+
+
 def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
     """The demo's steps; returns the summary, raises :class:`DemoFailed`. Whatever happens
     (failure, Ctrl-C, SIGTERM), the child processes are stopped before it returns or raises."""
@@ -370,19 +300,24 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
     started = time.monotonic()
     try:
         clusters = _start_clusters(procs)
-        _create_demo_objects(clusters.control, count)
-        controller, metrics_url = _start_controller(procs, clusters)
-        _wait_all_running(controller, clusters.control, count, workdir, timeout)
+        _apply_control_manifests(clusters.control, count)
+        children = _start_children(procs, clusters)
+        _wait_all_running(children, clusters.control, count, timeout)
         up = time.monotonic() - started
         _say(f"all {count} machines Running after {up:.1f}s")
+        _apply_target_manifests(clusters.target, _node_names(clusters.target), timeout)
+        manifest, other_class = pool_manifest()
+        pool = Pool(clusters.control, clusters.target, manifest, timeout, alive=children.check)
         if keep:
-            _keep(clusters, metrics_url, workdir, procs)
+            pool.create()
+            _keep(clusters, children, procs, pool, other_class)
             return {"machines": count, "running_after_seconds": round(up, 1)}
         name, node, description = _delete_first_machine(clusters)
         seen = _watch_deletion(clusters, name, node, description, timeout)
         _check_nothing_left(clusters, name, node)
+        story = pool.story(other_class)
         summary = _summarise(
-            clusters, count=count, up=up, name=name, seen=seen, total=time.monotonic() - started
+            clusters, count=count, up=up, name=name, seen=seen, pool=story, total=time.monotonic() - started
         )
         clusters.close()
         return summary
@@ -392,54 +327,60 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
 
 def _start_clusters(procs: Processes) -> _Clusters:
     _say("starting a control and a target cluster (API server emulators)")
-    control_cfg = _start_emulator(procs, "control", REPO_CRDS)
-    target_cfg = _start_emulator(procs, "target", None)
+    control_cfg = _start_emulator(procs, "control", packaged.machine_crds())
+    target_cfg = _start_emulator(procs, "target", None, ["--run-pods"])
     control = load_config(str(control_cfg), qps=-1)
     target = load_config(str(target_cfg), qps=-1)
     return _Clusters(control_cfg, target_cfg, control, target)
 
 
-def _create_demo_objects(control: ClusterClient, count: int) -> None:
-    _say(f"creating MachineClass {CLASS_NAME}, its Secret and {count} Machines")
-    for resource, body in demo_objects(count, boot_delay=2.0):
+def _apply_control_manifests(control: ClusterClient, count: int) -> None:
+    objects = demo_objects(count)
+    names = [o["metadata"]["name"] for _, o in objects if o["kind"] == "MachineClass"]
+    kind, their = ("MachineClasses", "their") if len(names) > 1 else ("MachineClass", "its")
+    _say(f"creating {kind} {', '.join(names)}, {their} Secret and {count} Machines")
+    for resource, body in objects:
         control.resource(resource).create(body, namespace=NAMESPACE)
 
 
-def _start_controller(procs: Processes, clusters: _Clusters) -> tuple[subprocess.Popen[bytes], str]:
-    """The controller process and the URL of its ``/metrics``."""
+def _start_children(procs: Processes, clusters: _Clusters) -> _Children:
+    """``machine-controller`` (local provider) and ``machine-controller-manager``, each serving
+    ``/metrics`` on a port of its own."""
+    kubeconfigs = [
+        f"--control-kubeconfig={clusters.control_cfg}",
+        f"--target-kubeconfig={clusters.target_cfg}",
+        f"--namespace={NAMESPACE}",
+        "--leader-elect=false",
+        "--address=127.0.0.1",
+        "--log-format=text",
+    ]
     port = _free_port()
-    metrics_url = f"http://127.0.0.1:{port}/metrics"
-    _say(f"running machine-controller --driver=local (metrics: {metrics_url})")
-    child = procs.spawn(
+    controller_metrics = f"http://127.0.0.1:{port}/metrics"
+    _say(f"running machine-controller --driver=local (metrics: {controller_metrics})")
+    controller = procs.spawn(
         "machine-controller",
         [
-            sys.executable,
-            "-m",
-            "mcm.app.cli",
-            f"--control-kubeconfig={clusters.control_cfg}",
-            f"--target-kubeconfig={clusters.target_cfg}",
-            f"--namespace={NAMESPACE}",
-            "--driver=local",
-            "--leader-elect=false",
-            "--address=127.0.0.1",
-            f"--port={port}",
-            "--log-format=text",
-            "--machine-creation-timeout=5m",
-            "--machine-drain-timeout=2m",
+            *(sys.executable, "-m", "mcm.app.cli", *kubeconfigs, f"--port={port}", "--driver=local"),
+            *("--machine-creation-timeout=5m", "--machine-drain-timeout=2m"),
         ],
     )
-    return child, metrics_url
+    port = _free_port()
+    manager_metrics = f"http://127.0.0.1:{port}/metrics"
+    _say(f"running machine-controller-manager beside it (metrics: {manager_metrics})")
+    manager = procs.spawn(
+        "machine-controller-manager",
+        [sys.executable, "-m", "mcm.app.manager.cli", *kubeconfigs, f"--port={port}"],
+    )
+    return _Children(procs.workdir, controller, controller_metrics, manager, manager_metrics)
 
 
-def _wait_all_running(
-    controller: subprocess.Popen[bytes], control: ClusterClient, count: int, workdir: Path, timeout: float
-) -> None:
-    """Shows the machine table until all ``count`` machines are Running; fails if the controller exits."""
+def _wait_all_running(children: _Children, control: ClusterClient, count: int, timeout: float) -> None:
+    """Shows the machine table until all ``count`` machines are Running; fails if the
+    controller or the manager exits."""
     screen = Screen()
 
     def all_running() -> bool:
-        if controller.poll() is not None:
-            raise DemoFailed(f"machine-controller exited; see {workdir / 'machine-controller.log'}")
+        children.check()
         machines = _list(control, MACHINES, NAMESPACE)
         screen.show(_table(machines))
         return _running(machines, count)
@@ -447,15 +388,49 @@ def _wait_all_running(
     _wait("all machines to be Running", all_running, timeout, interval=0.5)
 
 
+def _apply_target_manifests(target: ClusterClient, nodes: list[str], timeout: float) -> bool:
+    """Creates the workload and waits until its pods run and its budget allows a disruption;
+    skips it (``False``) when a pod's Node is not among ``nodes``: ``--machines 1``."""
+    objects = [(_resource_of(o), o) for o in manifests("target")]
+    pods = [o for _, o in objects if o["kind"] == "Pod"]
+    missing = sorted({p["spec"]["nodeName"] for p in pods} - set(nodes))
+    if missing:
+        _say(f"no web workload: its pods need the Nodes {', '.join(missing)} too (--machines 2 or more)")
+        return False
+    budgets = [o["metadata"]["name"] for _, o in objects if o["kind"] == "PodDisruptionBudget"]
+    placed = ", ".join(f"{p['metadata']['name']} on {p['spec']['nodeName']}" for p in pods)
+    _say(f"starting pods {placed} under PodDisruptionBudget {', '.join(budgets)}")
+    for resource, body in objects:
+        target.resource(resource).create(body, namespace=NAMESPACE)
+
+    def ready() -> bool:
+        phases = [(p.get("status") or {}).get("phase") for p in _list(target, PODS, NAMESPACE)]
+        allowed = [
+            int((b.get("status") or {}).get("disruptionsAllowed") or 0)
+            for b in _list(target, POD_DISRUPTION_BUDGETS, NAMESPACE)
+        ]
+        return phases.count("Running") >= len(pods) and all(a > 0 for a in allowed)
+
+    _wait("the web pods to run", ready, timeout)
+    return True
+
+
+def _node_names(target: ClusterClient) -> list[str]:
+    return [n["metadata"]["name"] for n in _list(target, NODES)]
+
+
 def _delete_first_machine(clusters: _Clusters) -> tuple[str, str, str]:
-    """Puts two pods on the first machine's node and deletes that machine; returns the machine,
-    its node and its lastOperation description before the deletion."""
+    """Deletes the first machine; returns it, its node and its lastOperation description before
+    the deletion."""
     victim = sorted(_list(clusters.control, MACHINES, NAMESPACE), key=lambda m: m["metadata"]["name"])[0]
     name = victim["metadata"]["name"]
     node = (victim["metadata"].get("labels") or {}).get("node") or name
-    _say(f"node {node} runs pods web-1 and web-2; deleting machine {name}")
-    for pod in _pods_for(node):
-        clusters.target.resource(PODS).create(pod, namespace="default")
+    pods = [
+        p["metadata"]["name"]
+        for p in _list(clusters.target, PODS, NAMESPACE)
+        if p["spec"].get("nodeName") == node
+    ]
+    _say(f"deleting machine {name}: its node {node} runs {', '.join(pods) or 'no pods'}")
     clusters.control.resource(MACHINES).delete(name, namespace=NAMESPACE)
     return name, node, _description(victim)
 
@@ -480,7 +455,7 @@ def _check_nothing_left(clusters: _Clusters, name: str, node: str) -> None:
     """Raises :class:`DemoFailed` if pods on the node, the VM or the Node outlived the machine."""
     pods_left = [
         p["metadata"]["name"]
-        for p in _list(clusters.target, PODS, "default")
+        for p in _list(clusters.target, PODS, NAMESPACE)
         if p["spec"].get("nodeName") == node
     ]
     vm_left = _exists(clusters.control, CONFIG_MAPS, name, DEFAULT_NAMESPACE)
@@ -490,71 +465,70 @@ def _check_nothing_left(clusters: _Clusters, name: str, node: str) -> None:
 
 
 def _summarise(
-    clusters: _Clusters, *, count: int, up: float, name: str, seen: list[str], total: float
+    clusters: _Clusters,
+    *,
+    count: int,
+    up: float,
+    name: str,
+    seen: list[str],
+    pool: dict[str, Any],
+    total: float,
 ) -> dict[str, Any]:
     """Counts what remains, prints the closing line and returns the summary."""
     vms = len(_list(clusters.control, CONFIG_MAPS, DEFAULT_NAMESPACE, VM_LABEL))
     nodes = len(_list(clusters.target, NODES))
+    running = sorted(
+        p["metadata"]["name"]
+        for p in _list(clusters.target, PODS, NAMESPACE)
+        if (p.get("status") or {}).get("phase") == "Running"
+    )
     summary = {
         "machines_created": count,
         "running_after_seconds": round(up, 1),
         "deleted": name,
         "deletion_steps": seen,
+        "pool": pool,
         "vms_left": vms,
         "nodes_left": nodes,
+        "pods_running": running,
         "total_seconds": round(total, 1),
     }
     _say(
-        f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted, "
-        f"{vms} VMs and {nodes} nodes remain"
+        f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted; "
+        f"{pool['name']} grew to {pool['replicas']}, rolled from {' to '.join(pool['rolled'])}, "
+        f"replaced {pool['lost']} and went to 0; {vms} VMs and {nodes} nodes remain, pods still "
+        f"running: {', '.join(running) or 'none'}"
     )
     return summary
 
 
-def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes) -> None:
+def _keep(clusters: _Clusters, children: _Children, procs: Processes, pool: Pool, other_class: str) -> None:
     """Print where everything is and wait for Ctrl-C or SIGTERM (or a child to exit)."""
+    patch = json.dumps(
+        {"spec": {"template": {"spec": {"class": {"name": other_class}}}}}, separators=(",", ":")
+    )
+    control = f"kubectl --kubeconfig {clusters.control_cfg}"
     click.echo("")
     click.echo("Everything keeps running:")
     click.echo(f"  control cluster kubeconfig: {clusters.control_cfg}")
     click.echo(f"  target cluster kubeconfig:  {clusters.target_cfg}")
-    click.echo(f"  controller metrics:         {metrics_url}")
-    click.echo(f"  logs:                       {workdir}")
+    click.echo(f"  controller metrics:         {children.controller_metrics}")
+    click.echo(f"  manager metrics:            {children.manager_metrics}")
+    click.echo(f"  logs:                       {procs.workdir}")
     hints = [
-        f"kubectl --kubeconfig {clusters.control_cfg} get mc,mcc",
-        f"kubectl --kubeconfig {clusters.control_cfg} get events",
-        f"kubectl --kubeconfig {clusters.target_cfg} get nodes",
-        f"curl -s {metrics_url} | grep ^mcm_",
+        f"{control} get mc,mcc",
+        f"{control} get machinedeployments,machinesets",
+        f"{control} get events",
+        f"kubectl --kubeconfig {clusters.target_cfg} get nodes,pods,pdb",
+        f"{control} delete machine demo-machine-1   # and watch its drain",
+        f"{control} scale machinedeployment {pool.name} --replicas=3",
+        f"{control} patch machinedeployment {pool.name} --type=merge -p '{patch}'   # a rolling update",
+        f"curl -s {children.controller_metrics} | grep ^mcm_",
     ]
     keep_running(hints, procs)
 
 
-def keep_running(hints: list[str], procs: Processes) -> None:
-    """``--keep``: print what to try from another terminal, then wait for Ctrl-C or SIGTERM (or a
-    child to exit); the caller stops the children."""
-    click.echo("From another terminal:")
-    for hint in hints:
-        click.echo(f"  {hint}")
-    click.echo("Press Ctrl-C to stop.")
-    try:
-        while all(child.poll() is None for _, child in procs.children):
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived: the demo stops as on Ctrl-C, stopping its child processes."""
-
-
-def _stop_on_signals() -> None:
-    """Make SIGTERM and SIGHUP interrupt the demo like Ctrl-C (the default would end it at once,
-    leaving its emulators and controller running)."""
-
-    def interrupt(signum: int, _frame: FrameType | None) -> None:
-        raise Terminated(signal.Signals(signum).name)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
+# --- the command --------------------------------------------------------------------------------
 
 
 @click.command()
@@ -564,16 +538,19 @@ def _stop_on_signals() -> None:
     type=click.IntRange(1, 50),
     default=5,
     show_default=True,
-    help="How many machines to create.",
+    help="How many machines to create (the web workload needs 2: a pod on each of the first two).",
 )
 @click.option(
-    "--keep", is_flag=True, help="Leave the clusters and the controller running; print the kubeconfig paths."
+    "--keep",
+    is_flag=True,
+    help="Create the MachineDeployment, stop before the deletion and leave the clusters, the "
+    "controller and the manager running; print the kubeconfig paths. The work directory is kept.",
 )
 @click.option(
     "--workdir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Directory for kubeconfigs and logs (default: a temporary one).",
+    help="Directory for kubeconfigs and logs (default: a temporary one, removed at the end unless --keep).",
 )
 @click.option("--timeout", type=float, default=90.0, show_default=True, help="Seconds each phase may take.")
 @click.option(
@@ -583,14 +560,6 @@ def _stop_on_signals() -> None:
     help="Also write the summary as JSON here.",
 )
 def demo(count: int, keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
-    """Show mcm end to end: emulated clusters, the local provider, machines going Running, a drain."""
-    _stop_on_signals()
-    with _workdir(workdir, keep) as path:
-        try:
-            summary = run_demo(count, keep, path, timeout)
-        except (DemoFailed, ApiError, ConnectionFailed) as exc:
-            click.echo(f"error: {exc} (logs in {path})", err=True)
-            raise SystemExit(1) from None
-    if summary_json:
-        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return 0
+    """Show mcm end to end: emulated clusters, the local provider, machines going Running, a
+    drain, and a MachineDeployment scaled, rolled, healed and scaled to 0 by the manager."""
+    return run_demo_command(lambda path: run_demo(count, keep, path, timeout), workdir, keep, summary_json)

@@ -20,17 +20,27 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO, cast
+from typing import Any, Protocol, TextIO, cast
 
 from mcm.app.goflags import SEVERITIES
-from mcm.app.options import Options
 from mcm.runtime import logs
 
-__all__ = ["LOG_FILE_NAME", "LogOutput", "configure_logging", "log_output"]
+__all__ = [
+    "LOG_FILE_NAME",
+    "LogFlags",
+    "LogLevelFlags",
+    "LogOutput",
+    "configure_logging",
+    "log_output",
+    "start_logging",
+    "start_logging_to",
+]
 
 LOG_FILE_NAME = "machine-controller.log"
-"""The file written in ``--log-dir`` when no ``--log-file`` is given."""
+"""The file ``machine-controller`` writes in ``--log-dir`` when no ``--log-file`` is given (each
+command names its own after itself)."""
 _MB = 1024 * 1024
 _SEVERITY_OF = {"debug": 0, "info": 0, "warning": 1, "error": 2, "critical": 3}
 """structlog method name → klog severity (INFO 0, WARNING 1, ERROR 2, FATAL 3)."""
@@ -48,11 +58,39 @@ class LogOutput:
     """With a file: size after which it is started afresh (0: no limit)."""
 
 
-def log_output(options: Options) -> LogOutput:
-    """The :class:`LogOutput` the klog flags ask for."""
+class LogLevelFlags(Protocol):
+    """``--v`` and ``--log-format``, which every command takes, and the flags set without effect."""
+
+    @property
+    def v(self) -> int: ...
+
+    @property
+    def log_format(self) -> str: ...
+
+    def without_effect(self) -> list[tuple[str, str]]: ...
+
+
+class LogFlags(Protocol):
+    """The logging flags with klog's (the controller commands take them all:
+    :class:`mcm.app.common.CommonFlags`)."""
+
+    v: int
+    log_format: str
+    logtostderr: bool
+    alsologtostderr: bool
+    log_dir: str
+    log_file: str
+    log_file_max_size: int
+    stderrthreshold: int
+
+    def without_effect(self) -> list[tuple[str, str]]: ...
+
+
+def log_output(options: LogFlags, file_name: str = LOG_FILE_NAME) -> LogOutput:
+    """The :class:`LogOutput` the klog flags ask for; ``file_name`` is the file in ``--log-dir``."""
     if options.logtostderr:
         return LogOutput()
-    path = options.log_file or os.path.join(options.log_dir or tempfile.gettempdir(), LOG_FILE_NAME)
+    path = options.log_file or os.path.join(options.log_dir or tempfile.gettempdir(), file_name)
     return LogOutput(
         file=path,
         every_line_to_stderr=options.alsologtostderr,
@@ -85,6 +123,37 @@ def configure_logging(
         root.removeHandler(handler)
     root.addHandler(_RouterHandler(router))
     root.setLevel(logging.WARNING)
+
+
+def start_logging(
+    options: LogFlags,
+    log: Any,
+    file_name: str = LOG_FILE_NAME,
+    configure: Callable[..., None] | None = None,
+) -> bool:
+    """A command's logging as its flags ask (``file_name`` in ``--log-dir``; ``configure``, default
+    :func:`configure_logging`, sets it up), then one warning ``flag_has_no_effect`` per flag set
+    without effect; ``False`` after one line ``error: …`` on stderr when the log file cannot be
+    opened."""
+    return start_logging_to(log_output(options, file_name), options, log, configure)
+
+
+def start_logging_to(
+    output: LogOutput,
+    options: LogLevelFlags,
+    log: Any,
+    configure: Callable[..., None] | None = None,
+) -> bool:
+    """:func:`start_logging` for a command that says itself where its lines go (``LogOutput()``:
+    stderr, for a command without klog's file flags)."""
+    try:
+        (configure or configure_logging)(options.v, options.log_format, output=output)
+    except OSError as exc:
+        print(f"error: cannot open the log file: {exc}", file=sys.stderr, flush=True)
+        return False
+    for flag, reason in options.without_effect():
+        log.warning("flag_has_no_effect", flag=flag, reason=reason)
+    return True
 
 
 class _LogFile:

@@ -1,6 +1,6 @@
-"""One controller process, as both commands (``machine-controller``, ``machine-config-controller``)
-run it: the HTTP server first, then the controller, alone or only while it holds the Lease, then
-a bounded shutdown.
+"""One controller process, as the commands (``machine-controller``, ``machine-controller-manager``,
+``machine-config-controller``) run it: the HTTP server first, then the controller, alone or only
+while it holds the Lease, then a bounded shutdown.
 
 Guarantees:
 
@@ -13,24 +13,38 @@ Guarantees:
   (SIGTERM/SIGINT, or the caller's event) leaves it 0.
 - On stop the workers get ``shutdown_grace_period`` seconds; the Lease is released on a
   requested stop (``release_on_cancel``), the server and the Event broadcaster are shut down.
+- ``/metrics`` carries no ``*_created`` series (prometheus-client adds one per counter, summary
+  and histogram by default; upstream's Go client has none, and dashboards written for upstream
+  expect none): :meth:`ControllerProcess.run` turns them off for the whole process.
 - SIGTERM/SIGINT are handled by the main thread (:func:`signals_set`), which only waits for
-  the process thread (:func:`run_in_thread`).
+  the process thread (:func:`run_in_thread`); :func:`run_command_process` wraps a command's run
+  in both and turns a :class:`StartupError` into one line ``error: …`` and exit code 1.
+- :func:`leader_identity`: the hostname, as upstream's, unless another process on this host
+  already campaigns for the same Lease.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import fcntl
+import hashlib
+import os
 import signal
+import socket
+import sys
+import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
+import prometheus_client
 import structlog
 from prometheus_client import CollectorRegistry
 
 from mcm.app.server import HealthServer
+from mcm.runtime import errors as runtime_errors
 from mcm.runtime.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
@@ -47,7 +61,10 @@ __all__ = [
     "ProcessOptions",
     "RunnableController",
     "StartupError",
+    "leader_identity",
+    "run_command_process",
     "run_in_thread",
+    "serve",
     "signals_set",
 ]
 
@@ -158,6 +175,7 @@ class ControllerProcess(abc.ABC):
     def run(self) -> int:
         """Serve, wait for the clusters, campaign, lead; returns the exit code. A
         :class:`StartupError` from :meth:`wait_for_clusters` is raised."""
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped upstream
         self.server.start()
         log.info("serving", address=self.server.address)
         try:
@@ -294,3 +312,56 @@ def signals_set(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def serve(build: Callable[[], ControllerProcess], options: ProcessOptions, name: str) -> int:
+    """Build the process (its server binds its port: a busy port is a :class:`StartupError`) and
+    run it in a thread named ``name``; its exit code."""
+    try:
+        process = build()
+    except OSError as exc:
+        raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
+    return run_in_thread(process, name=name)
+
+
+def run_command_process(
+    start: Callable[[threading.Event], int], stop: threading.Event | None = None, *, really_crash: bool
+) -> int:
+    """``start(stop)`` with SIGTERM/SIGINT setting ``stop`` and ``REALLY_CRASH`` as asked; its
+    exit code, or 1 after printing one line ``error: <reason>`` on stderr for a
+    :class:`StartupError`."""
+    runtime_errors.configure_crash(really_crash=really_crash)
+    stop = stop or threading.Event()
+    with signals_set(stop):
+        try:
+            return start(stop)
+        except StartupError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+
+
+@contextlib.contextmanager
+def leader_identity(namespace: str, lease: str) -> Iterator[str]:
+    """Hostname, or ``hostname_<pid>`` while another process on this host campaigns for the Lease.
+
+    A lock file per (namespace, Lease) in the temp directory tells whether another process on
+    this host holds the hostname identity; the kernel drops it when that process dies. The key
+    leaves out the cluster's address: two replicas reaching one cluster at different addresses
+    (a proxy, ``localhost`` and ``127.0.0.1``) must not both be "hostname" and both lead.
+    """
+    hostname = socket.gethostname()
+    key = hashlib.sha256(f"{namespace}|{lease}".encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"machine-controller-{key}.lock")
+    handle: IO[str] | None = None
+    try:
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held for the process lifetime
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        if handle is not None:
+            handle.close()
+        yield f"{hostname}_{os.getpid()}"
+        return
+    try:
+        yield hostname
+    finally:
+        handle.close()

@@ -1,9 +1,10 @@
-"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (app-and-controller.md §2).
+"""``mcm.app.run(options, driver)``: upstream's ``app.Run`` sequence (v0.47.0
+``pkg/util/provider/app/app.go``, ``Run`` and ``StartControllers``).
 
-1. Resolve the kubeconfigs (§2.2): empty target → in-cluster; ``none`` → no target cluster;
+1. Resolve the kubeconfigs: empty target → in-cluster; ``none`` → no target cluster;
    empty control → the target's config; ``inClusterConfig`` → in-cluster.
 2. One :class:`~mcm.runtime.client.ClusterClient` per cluster with ``--kube-api-qps``/``-burst``
-   and upstream's user-agent suffixes (§2.3).
+   and upstream's user-agent suffixes.
 3. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``, ``/configz``) starts first, so
    standbys and a process still waiting for its clusters serve it too.
 4. Discovery: the control cluster must answer ``/healthz`` and discovery, the target
@@ -27,37 +28,34 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
-import hashlib
-import importlib
-import os
-import socket
 import sys
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import IO
+from collections.abc import Callable
 
 import structlog
-import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.app.clients import Clients, event_recorder
+from mcm.app.clients import build_clients as _build_clients
 from mcm.app.heap import freeze_start_up_heap
-from mcm.app.logs import configure_logging, log_output
+from mcm.app.logs import configure_logging, start_logging
 from mcm.app.metrics import ProcessMetrics
-from mcm.app.options import IN_CLUSTER_CONFIG, Options
-from mcm.app.process import ControllerProcess, RunnableController, StartupError, run_in_thread, signals_set
-from mcm.app.startup import check_control_cluster, check_target_cluster
+from mcm.app.options import Options
+from mcm.app.process import (
+    ControllerProcess,
+    RunnableController,
+    StartupError,
+    run_command_process,
+    serve,
+)
+from mcm.app.process import leader_identity as process_identity
+from mcm.app.startup import check_control_cluster, check_target_cluster, wait_for_clusters
 from mcm.controller import Controller, ControllerOptions
 from mcm.driver.driver import Driver
-from mcm.runtime import errors as runtime_errors
-from mcm.runtime.client import ClusterClient, ConfigError, load_config
+from mcm.driver.importing import import_driver_module
 from mcm.runtime.client.resources import NODES, SECRETS
-from mcm.runtime.leaderelection import (
-    LeaseLock,
-)
-from mcm.runtime.record import EventBroadcaster, EventRecorder
+from mcm.runtime.leaderelection import LeaseLock
+from mcm.runtime.record import EventRecorder
 
 __all__ = [
     "LEASE_NAME",
@@ -65,6 +63,7 @@ __all__ = [
     "StartupError",
     "build_clients",
     "check_control_cluster",
+    "check_target_cluster",
     "controller_options",
     "load_driver",
     "main_with_options",
@@ -78,54 +77,9 @@ LEASE_NAME = "machine-controller"
 """The leader-election Lease (no flag changes it, as upstream)."""
 
 
-@dataclass
-class Clients:
-    """The cluster clients of one process."""
-
-    control: ClusterClient
-    leader_election: ClusterClient
-    target: ClusterClient | None
-
-    def close(self) -> None:
-        for client in {id(c): c for c in (self.control, self.target) if c is not None}.values():
-            with contextlib.suppress(Exception):
-                client.close()
-
-
-# --- kubeconfigs and clients --------------------------------------------------------------------
-
-
-def _load(kubeconfig: str, what: str, options: Options, suffix: str) -> ClusterClient:
-    if not kubeconfig:
-        log.warning("kubeconfig_not_set_using_in_cluster_config", flag=f"--{what}-kubeconfig")
-    try:
-        return load_config(
-            kubeconfig or IN_CLUSTER_CONFIG,
-            qps=options.kube_api_qps,
-            burst=options.kube_api_burst,
-            user_agent_suffix=suffix,
-        )
-    except ConfigError as exc:
-        raise StartupError(f"{what} cluster: {exc}") from None
-    except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise StartupError(f"{what} cluster: kubeconfig {kubeconfig!r} is not valid YAML: {detail}") from None
-
-
 def build_clients(options: Options) -> Clients:
-    """Resolve the kubeconfigs (§2.2) and build the clients (§2.3)."""
-    target = (
-        None
-        if options.no_target
-        else _load(options.target_kubeconfig, "target", options, "machine-controller")
-    )
-    if options.control_kubeconfig:
-        control = _load(options.control_kubeconfig, "control", options, "machine-controller")
-    elif target is not None:
-        control = target.with_user_agent("machine-controller")
-    else:
-        raise StartupError("--control-kubeconfig is required with --target-kubeconfig=none")
-    return Clients(control, control.with_user_agent("machine-leader-election"), target)
+    """Resolve the kubeconfigs and build the clients (:func:`mcm.app.clients.build_clients`)."""
+    return _build_clients(options, "machine-controller")
 
 
 # --- driver -------------------------------------------------------------------------------------
@@ -175,7 +129,7 @@ def _import_driver(spec: str, options: Options) -> Driver:
     if not module_name or not attr:
         raise StartupError(f"--driver must be local, fake or MODULE:ATTR, got {spec!r}")
     try:
-        module = importlib.import_module(module_name)
+        module = import_driver_module(module_name)
     except Exception as exc:
         raise StartupError(f"--driver: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     target = getattr(module, attr, None)
@@ -252,44 +206,14 @@ class _Readiness:
         return all(informer.has_synced() for informer in informers)
 
 
-def event_recorder(control: ClusterClient) -> tuple[EventBroadcaster, EventRecorder]:
-    """Events go to the control cluster (the involved object's namespace), component
-    ``machine-controller``, and to the log."""
-    broadcaster = EventBroadcaster()
-    broadcaster.start_recording_to_sink(control)
-    broadcaster.start_structured_logging()
-    return broadcaster, broadcaster.new_recorder("machine-controller")
-
-
 # --- identity -----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def leader_identity(clients: Clients, namespace: str) -> Iterator[str]:
-    """Hostname, or ``hostname_<pid>`` while another process on this host campaigns for the Lease.
-
-    A lock file per (namespace, Lease) in the temp directory tells whether another process on
-    this host holds the hostname identity; the kernel drops it when that process dies. The key
-    leaves out the cluster's address: two replicas reaching one cluster at different addresses
-    (a proxy, ``localhost`` and ``127.0.0.1``) must not both be "hostname" and both lead.
-    """
-    del clients  # the identity does not depend on how the cluster is reached
-    hostname = socket.gethostname()
-    key = hashlib.sha256(f"{namespace}|{LEASE_NAME}".encode()).hexdigest()[:16]
-    path = os.path.join(tempfile.gettempdir(), f"machine-controller-{key}.lock")
-    handle: IO[str] | None = None
-    try:
-        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held for the process lifetime
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        if handle is not None:
-            handle.close()
-        yield f"{hostname}_{os.getpid()}"
-        return
-    try:
-        yield hostname
-    finally:
-        handle.close()
+def leader_identity(clients: Clients, namespace: str) -> contextlib.AbstractContextManager[str]:
+    """The identity this process campaigns for Lease :data:`LEASE_NAME` with
+    (:func:`mcm.app.process.leader_identity`); it does not depend on how the cluster is reached."""
+    del clients
+    return process_identity(namespace, LEASE_NAME)
 
 
 # --- the run sequence ---------------------------------------------------------------------------
@@ -348,15 +272,7 @@ class _Process(ControllerProcess):
 
     def wait_for_clusters(self) -> bool:
         """The control cluster answers and serves the Machine CRDs, then the target answers."""
-        self.waiting_for = "the control cluster"
-        if not check_control_cluster(self.clients.control, self.stop):
-            return False
-        if self.clients.target is not None:
-            self.waiting_for = "the target cluster"
-            if not check_target_cluster(self.clients.target, self.stop):
-                return False
-        self.waiting_for = None
-        return True
+        return wait_for_clusters(self, self.clients)
 
 
 def start(
@@ -368,11 +284,12 @@ def start(
     try:
         if driver is None:
             driver = load_driver(options, clients)
-        try:
-            process = _Process(options, driver, clients, stop, freeze_heap=freeze_heap)
-        except OSError as exc:
-            raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
-        exit_code = run_in_thread(process, name="machine-controller")
+        loaded = driver
+        exit_code = serve(
+            lambda: _Process(options, loaded, clients, stop, freeze_heap=freeze_heap),
+            options,
+            "machine-controller",
+        )
         driver.close()
         return exit_code
     finally:
@@ -396,25 +313,15 @@ def run(
     start-up built out of the cyclic collector's reach once the caches have synced
     (:mod:`mcm.app.heap`).
     """
-    runtime_errors.configure_crash(really_crash=really_crash)
-    stop = stop or threading.Event()
-    with signals_set(stop):
-        try:
-            return start(options, driver, stop, freeze_heap=freeze_heap)
-        except StartupError as exc:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-            return 1
+    return run_command_process(
+        lambda event: start(options, driver, event, freeze_heap=freeze_heap), stop, really_crash=really_crash
+    )
 
 
 def main_with_options(options: Options) -> int:
     """What the console script runs after parsing: logging, driver module import, :func:`run`."""
-    try:
-        configure_logging(options.v, options.log_format, output=log_output(options))
-    except OSError as exc:
-        print(f"error: cannot open the log file: {exc}", file=sys.stderr, flush=True)
+    if not start_logging(options, log, configure=configure_logging):
         return 1
-    for flag, reason in options.without_effect():
-        log.warning("flag_has_no_effect", flag=flag, reason=reason)
     driver: Driver | None = None
     if options.driver not in ("", "local"):
         try:

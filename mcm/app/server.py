@@ -1,4 +1,5 @@
-"""The command's HTTP server: ``/metrics``, ``/healthz``, ``/readyz``, ``/configz`` (§2.4).
+"""The command's HTTP server: ``/metrics``, ``/healthz``, ``/readyz``, ``/configz`` (upstream
+``app.go``, ``startHTTP``).
 
 - ``/metrics``: Prometheus text exposition of the registry given (default: the default
   registry); a collector failure is a 500.

@@ -9,7 +9,11 @@ Guarantees:
   MCM v0.47.0 ``cmd/machine-controller/app/controllermanager.go``) polls for 10 s and then
   exits (klog.Fatal), which in a cluster means CrashLoopBackOff for as long as the blip lasts.
 - A control cluster that answers but does not serve ``machine.sapcloud.io/v1alpha1
-  machines`` is a configuration error: :class:`StartupError` (one line, exit 1), as upstream.
+  machines`` (the manager: also ``machinesets`` and ``machinedeployments``) is a configuration
+  error: :class:`StartupError` (one line, exit 1), as upstream. So is a kubeconfig naming a file
+  that cannot be used (a missing client certificate, a CA that does not parse): building the
+  client raises ``ConfigError`` before these checks run, so only network faults and error
+  answers are waited for here.
 - Time comes from the injected clock, so tests drive the back-off without waiting.
 """
 
@@ -21,7 +25,8 @@ from collections.abc import Callable
 import structlog
 
 from mcm.apis.machine.v1alpha1 import API_VERSION
-from mcm.app.process import StartupError
+from mcm.app.clients import Clients
+from mcm.app.process import ControllerProcess, StartupError
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -34,6 +39,7 @@ __all__ = [
     "check_target_cluster",
     "describe",
     "retry_until_stopped",
+    "wait_for_clusters",
 ]
 
 log = structlog.get_logger("startup")
@@ -73,32 +79,39 @@ def retry_until_stopped(
 
 
 def check_control_cluster(
-    control: ClusterClient, stop: threading.Event, *, clock: Clock = REAL_CLOCK
+    control: ClusterClient,
+    stop: threading.Event,
+    *,
+    clock: Clock = REAL_CLOCK,
+    resources: tuple[str, ...] = ("machines",),
+    component: str = "machine controller",
 ) -> bool:
     """Wait until the control cluster answers ``/healthz`` and discovery, retrying failed
     requests with capped back-off for as long as it takes; ``False`` if ``stop`` came first.
-    Raises StartupError if it answers but does not serve the Machine CRDs."""
+    Raises StartupError if it answers but does not serve every one of ``resources`` of the
+    Machine API (``component`` names what cannot start)."""
     discovery = control.with_user_agent("controller-discovery")
-    served: list[bool] = []
+    missing: list[list[str]] = []
 
     def answers() -> str | None:
         try:
             body = discovery.get_bytes("/healthz").strip()
             if body != b"ok":
                 return f"/healthz answered {body[:80]!r}"
-            served.append(discovery.discovery().has_resource(API_VERSION, "machines"))
+            served = discovery.discovery()
+            missing.append([r for r in resources if not served.has_resource(API_VERSION, r)])
         except NotFound:
-            served.append(False)
+            missing.append(list(resources))
         except (ApiError, ConnectionFailed) as exc:
             return describe(exc)
         return None
 
     if not retry_until_stopped(answers, f"control {control.host}", stop, clock):
         return False
-    if not served[-1]:
+    if missing[-1]:
         raise StartupError(
-            f"unable to start machine controller: the control cluster {control.host} does not serve "
-            f"{API_VERSION} machines (are the Machine CRDs installed?)"
+            f"unable to start {component}: the control cluster {control.host} does not serve "
+            f"{API_VERSION} {', '.join(missing[-1])} (are the Machine CRDs installed?)"
         )
     return True
 
@@ -115,3 +128,23 @@ def check_target_cluster(target: ClusterClient, stop: threading.Event, *, clock:
         return None
 
     return retry_until_stopped(answers, f"target {target.host}", stop, clock)
+
+
+def wait_for_clusters(
+    process: ControllerProcess,
+    clients: Clients,
+    resources: tuple[str, ...] = ("machines",),
+    component: str = "machine controller",
+) -> bool:
+    """A process's start-up wait: the control cluster answers and serves ``resources`` of the
+    Machine API, then the target (if any) answers; ``process.waiting_for`` names the cluster
+    waited for (``/readyz`` says it). ``False`` if the process's stop event came first."""
+    process.waiting_for = "the control cluster"
+    if not check_control_cluster(clients.control, process.stop, resources=resources, component=component):
+        return False
+    if clients.target is not None:
+        process.waiting_for = "the target cluster"
+        if not check_target_cluster(clients.target, process.stop):
+            return False
+    process.waiting_for = None
+    return True

@@ -1,4 +1,5 @@
-"""Bootstrap tokens for new machines and the userData placeholders (spec §2.2 with HEAD §9.2).
+"""Bootstrap tokens for new machines and the userData placeholders (upstream v0.47.0
+``machine_bootstrap_token.go``, ``addBootstrapTokenToUserData``; HEAD ``userdata.go``).
 
 - The token id is derived from the machine name as upstream does (hex of the last five bytes,
   first six characters). Names shorter than five bytes, which crash upstream, are padded with

@@ -1,4 +1,5 @@
-"""MachineClass and Secret finalizer loops (safety-class-secret-node-drain.md §2, §3 with HEAD).
+"""MachineClass and Secret finalizer loops (upstream v0.47.0 ``machineclass.go`` and ``secret.go``
+in ``pkg/util/provider/machinecontroller``, with HEAD's changes).
 
 MachineClass (queue ``machineclass``, key ``ns/name``): the MCM finalizer is on a class exactly
 while some Machine references it; a deleting class that is still referenced is retried after
@@ -28,10 +29,13 @@ from mcm.apis.machine import constants as c
 from mcm.controller.context import Deps
 from mcm.controller.indexes import count_of_class, machines_of_class
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.cache.keys import split_meta_namespace_key
-from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found
+from mcm.runtime.client.errors import RequestError, is_not_found
 from mcm.runtime.client.rest import RESTClient
+from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.errors import TransientError
+from mcm.runtime.retry import DEFAULT_RETRY, retry_on_conflict
 from mcm.runtime.worker import DONE, Result
 
 __all__ = [
@@ -47,8 +51,6 @@ log = structlog.get_logger(__name__)
 
 SECRET_RESYNC = 600.0
 """Every Secret is reconciled again after 10 minutes (upstream)."""
-FINALIZER_ATTEMPTS = 3
-"""Live GET + PUT rounds a finalizer write may take when it meets conflicts."""
 
 
 class FinalizerUpdateError(TransientError):
@@ -64,28 +66,33 @@ def _with_finalizer_change(finalizers: list[str], add: str | None, remove: str |
 
 
 def update_finalizers(
-    client: RESTClient, namespace: str, name: str, *, add: str | None = None, remove: str | None = None
+    client: RESTClient,
+    namespace: str,
+    name: str,
+    *,
+    add: str | None = None,
+    remove: str | None = None,
+    clock: Clock = REAL_CLOCK,
 ) -> None:
     """Add ``add`` to / remove ``remove`` from the live object's finalizers (see the module
-    docstring); a missing object is fine. Raises :class:`FinalizerUpdateError`."""
-    last: RequestError | None = None
-    for _ in range(FINALIZER_ATTEMPTS):
-        try:
-            live = client.get(name, namespace=namespace)
-            finalizers = _with_finalizer_change(o.finalizers(live), add, remove)
-            if finalizers is None:
-                return
-            new = o.clone(live)
-            new.setdefault("metadata", {})["finalizers"] = finalizers
-            client.update(new)
+    docstring); a missing object is fine. Each try reads the object live; a conflict is retried as
+    client-go's ``retry.RetryOnConflict(retry.DefaultRetry, …)``. Raises
+    :class:`FinalizerUpdateError`."""
+
+    def write_once() -> None:
+        live = client.get(name, namespace=namespace)
+        finalizers = _with_finalizer_change(o.finalizers(live), add, remove)
+        if finalizers is None:
             return
-        except RequestError as err:
-            if is_not_found(err):
-                return
-            last = err
-            if not is_conflict(err):
-                break
-    raise FinalizerUpdateError(last.message if last else "finalizer update failed")
+        new = o.clone(live)
+        new.setdefault("metadata", {})["finalizers"] = finalizers
+        client.update(new)
+
+    try:
+        retry_on_conflict(DEFAULT_RETRY, write_once, clock=clock)
+    except RequestError as err:
+        if not is_not_found(err):
+            raise FinalizerUpdateError(err.message) from err
 
 
 # --- MachineClass ---------------------------------------------------------------------------
@@ -118,20 +125,24 @@ def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> Non
         raise ClassInUse(c.ERR_CLASS_IN_USE)
     if count:
         if not has_finalizer:
-            update_finalizers(deps.writers.classes, deps.namespace, name, add=c.MCM_FINALIZER)
+            update_finalizers(
+                deps.writers.classes, deps.namespace, name, add=c.MCM_FINALIZER, clock=deps.clock
+            )
         version = str(o.meta(machine_class).get("resourceVersion") or "")
         if not has_finalizer or deps.seen_class_versions.get(name) != version:
             deps.seen_class_versions[name] = version
             _enqueue_machines(deps, machines_of_class(deps, name))
         return
     if has_finalizer:
-        update_finalizers(deps.writers.classes, deps.namespace, name, remove=c.MCM_FINALIZER)
+        update_finalizers(
+            deps.writers.classes, deps.namespace, name, remove=c.MCM_FINALIZER, clock=deps.clock
+        )
 
 
 def _enqueue_machines(deps: Deps, machines: list[Mapping[str, Any]]) -> None:
     for machine in machines:
         if not o.deletion_timestamp(machine):
-            deps.enqueue_machine(f"{o.namespace_of(machine)}/{o.name_of(machine)}", 0.0)
+            deps.enqueue_machine(object_key(machine), 0.0)
 
 
 # --- Secret ---------------------------------------------------------------------------------
@@ -166,6 +177,8 @@ def reconcile_secret(deps: Deps, secret: Mapping[str, Any]) -> None:
     current = o.finalizers(secret)
     if _referenced(deps, name):
         if c.MC_FINALIZER not in current:
-            update_finalizers(deps.writers.secrets, deps.namespace, name, add=c.MC_FINALIZER)
+            update_finalizers(
+                deps.writers.secrets, deps.namespace, name, add=c.MC_FINALIZER, clock=deps.clock
+            )
     elif c.MC_FINALIZER in current:
-        update_finalizers(deps.writers.secrets, deps.namespace, name, remove=c.MC_FINALIZER)
+        update_finalizers(deps.writers.secrets, deps.namespace, name, remove=c.MC_FINALIZER, clock=deps.clock)

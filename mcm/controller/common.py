@@ -19,7 +19,9 @@ from mcm.controller.classmemo import class_dict
 from mcm.controller.context import Deps
 from mcm.controller.status import Write, write_status
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import ApiError
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from mcm.runtime.worker import Result
 
@@ -28,7 +30,6 @@ __all__ = [
     "creation_timeout",
     "drain_timeout",
     "health_timeout",
-    "machine_key",
     "machine_node",
     "max_evict_retries",
     "node_condition_types",
@@ -41,12 +42,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
-
-
-def machine_key(machine: Mapping[str, Any]) -> str:
-    return f"{o.namespace_of(machine)}/{o.name_of(machine)}"
-
 
 def machine_node(deps: Deps, machine: Mapping[str, Any]) -> dict[str, Any] | Result | None:
     """The cached Node the machine's ``node`` label names; ``None`` without a target cluster, a
@@ -58,7 +53,7 @@ def machine_node(deps: Deps, machine: Mapping[str, Any]) -> dict[str, Any] | Res
     try:
         return o.cached(nodes, name)
     except ApiError as err:
-        log.error("node_lookup_failed", machine=machine_key(machine), error=str(err))
+        log.error("node_lookup_failed", machine=object_key(machine), error=str(err))
         return Result.after(c.SHORT_RETRY)
 
 
@@ -76,7 +71,7 @@ def record_normal(deps: Deps, machine: Mapping[str, Any], reason: str, message: 
 
 
 def record_warning(deps: Deps, machine: Mapping[str, Any], reason: str, message: str) -> None:
-    log.warning("machine_step_failed", machine=machine_key(machine), reason=reason, message=message)
+    log.warning("machine_step_failed", machine=object_key(machine), reason=reason, message=message)
     if deps.recorder is not None:
         deps.recorder.event(_event_object(machine), EVENT_TYPE_WARNING, reason, message)
 
@@ -112,7 +107,7 @@ def record_write_failure(
     """A failed write's Warning Event; none for a conflict, which is routine: it is logged and
     the next pass (``CONFLICT_RETRY`` later) writes from fresh data."""
     if write.conflict:
-        log.debug("write_conflict_retried", machine=machine_key(machine), reason=reason)
+        log.debug("write_conflict_retried", machine=object_key(machine), reason=reason)
         return
     record_warning(deps, machine, reason, message)
 

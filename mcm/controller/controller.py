@@ -1,4 +1,5 @@
-"""``Controller``: the machine controller's wiring (app-and-controller.md §3 with HEAD §9.2).
+"""``Controller``: the machine controller's wiring (upstream v0.47.0
+``pkg/util/provider/machinecontroller/controller.go``, ``NewController``, with HEAD's changes).
 
 Built from a control and a target :class:`~mcm.runtime.client.ClusterClient` (target ``None``
 = no target cluster: no node queue, no drain, machines become Available), a

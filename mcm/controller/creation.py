@@ -1,4 +1,7 @@
-"""The creation flow (seed 001, spec §2 with HEAD §9.2): from a Machine to a VM and a Pending phase.
+"""The creation flow: from a Machine to a VM and a Pending phase.
+
+Upstream v0.47.0 ``pkg/util/provider/machinecontroller/machine.go``, ``triggerCreationFlow``, with
+HEAD's changes (metadata, InitializeMachine and Pending in one pass).
 
 Boxes, in order (each a function below):
 
@@ -49,7 +52,6 @@ from mcm.controller.common import (
     FlowInputs,
     creation_timeout,
     elapsed_since,
-    machine_key,
     now,
     phase_of,
     record_normal,
@@ -78,15 +80,15 @@ from mcm.driver import (
     code_name,
 )
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import RequestError
 from mcm.runtime.labels import is_valid_label_value
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["VM", "create_failure_phase", "trigger_creation_flow"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def trigger_creation_flow(
     refused = refuse_unlabelable_name(deps, machine)
     if refused is not None:
         return refused
-    key = machine_key(machine)
+    key = object_key(machine)
     with deps.creation.creating(key) as taken:
         if not taken:
             log.info("creation_deferred", machine=key, held_by=deps.creation.holder(key))
@@ -133,14 +135,14 @@ def still_to_create(deps: Deps, machine: Mapping[str, Any]) -> bool:
     """
     cached = o.cached(deps.listers.machines, o.name_of(machine))
     if cached is None:
-        log.info("creation_skipped_machine_gone", machine=machine_key(machine))
+        log.info("creation_skipped_machine_gone", machine=object_key(machine))
         return False
     if o.meta(cached).get("uid") != o.meta(machine).get("uid"):
-        log.info("creation_skipped_machine_replaced", machine=machine_key(machine))
+        log.info("creation_skipped_machine_replaced", machine=object_key(machine))
         return False
     if o.deletion_timestamp(cached):
-        log.info("creation_skipped_machine_deleting", machine=machine_key(machine))
-        deps.enqueue_termination(machine_key(machine), 0.0)
+        log.info("creation_skipped_machine_deleting", machine=object_key(machine))
+        deps.enqueue_termination(object_key(machine), 0.0)
         return False
     return True
 
@@ -242,8 +244,8 @@ def create_vm(
     typed = typed if typed is not None else Machine.from_dict(machine)
     request = CreateMachineRequest(typed, inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
-    log.info("creating_vm", machine=machine_key(machine), timeout=creation_timeout(deps, machine))
-    key = machine_key(machine)
+    log.info("creating_vm", machine=object_key(machine), timeout=creation_timeout(deps, machine))
+    key = object_key(machine)
     answers: list[CreateMachineResponse] = []
 
     def create(ctx: CallContext) -> CreateMachineResponse:
@@ -296,7 +298,7 @@ def machine_create_error_handler(
         event=(reason, str(err)),
         retry=_create_retry(deps, err.code),
         error_code=code_name(err.code),
-        last_known_state=err.last_known_state,  # empty: the stored one is kept (decisions.md §3)
+        last_known_state=err.last_known_state,  # empty: the stored one is kept
     )
 
 
@@ -366,7 +368,7 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs,
     if node is None:
         return None
     if vm.provider_id and o.text(node, "spec", "providerID") == vm.provider_id:
-        log.info("vm_node_already_registered", machine=machine_key(machine), node=vm.node_name)
+        log.info("vm_node_already_registered", machine=object_key(machine), node=vm.node_name)
         return None
     stale = o.clone(machine)
     stale.setdefault("spec", {})["providerID"] = vm.provider_id
@@ -378,7 +380,7 @@ def check_stale_node(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs,
             provider=inputs.machine_class.provider,
         )
     except MachineError as err:
-        log.info("stale_vm_delete_failed", machine=machine_key(machine), error=str(err))
+        log.info("stale_vm_delete_failed", machine=object_key(machine), error=str(err))
     return write_failed_creation(
         deps,
         machine,
@@ -427,7 +429,7 @@ def keep_vm_identity(deps: Deps, machine: Mapping[str, Any], vm: VM) -> None:
     try:
         deps.writers.machines.patch(o.name_of(machine), patch, namespace=namespace)
     except RequestError as err:
-        log.info("vm_identity_not_kept", machine=machine_key(machine), error=str(err))
+        log.info("vm_identity_not_kept", machine=object_key(machine), error=str(err))
 
 
 # --- 5. initialize ----------------------------------------------------------------------------

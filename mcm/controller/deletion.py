@@ -1,4 +1,5 @@
-"""The deletion flow (seed 003, spec §3 with HEAD §9.5) as an explicit, ordered step table.
+"""The deletion flow as an explicit, ordered step table: upstream v0.47.0
+``pkg/util/provider/machinecontroller/machine.go``, ``triggerDeletionFlow``, with HEAD's steps.
 
 The state of a deletion is the next-step marker at the end of ``status.lastOperation.description``
 (upstream's exact strings, so upstream MCM and mcm can take over from each other). One pass
@@ -12,7 +13,7 @@ marker                                    step
 ========================================  ===============================================
 (phase not Terminating)                   ``set_machine_termination_status``
 ``Set machine status to termination...``  ``get_vm_status`` (fills a missing ``node`` label)
-``Initiate node drain``                   ``drain_node`` (condition, cordon, drain)
+``Initiate node drain``                   ``drain_machine_node`` (:mod:`.nodedrain`)
 ``Delete Volume Attachments``             ``delete_volume_attachments`` (after a forced drain)
 ``Initiate VM deletion``                  ``delete_vm``
 ``Initiate node object deletion``         ``delete_node_object`` (node finalizer, then Node)
@@ -37,8 +38,7 @@ goes on (the VM is deleted).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -47,10 +47,7 @@ from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass
 from mcm.controller.common import (
     FlowInputs,
-    drain_timeout,
     elapsed_since,
-    machine_key,
-    max_evict_retries,
     now,
     phase_of,
     record_normal,
@@ -60,14 +57,14 @@ from mcm.controller.common import (
 )
 from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
-from mcm.controller.node import foreign_node_message, provider_ids_disagree
+from mcm.controller.node import provider_ids_disagree
+from mcm.controller.nodedrain import drain_machine_node
 from mcm.controller.status import (
     current_status,
     last_operation,
-    machine_status_update,
     write_object,
 )
-from mcm.drain import DrainOptions
+from mcm.controller.steps import Step, StepOutcome, advance, foreign_node, mismatch, node_name_of
 from mcm.driver import (
     RETRYABLE_CODES,
     Code,
@@ -77,35 +74,18 @@ from mcm.driver import (
     MachineError,
 )
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["STEPS", "StepOutcome", "dispatch", "trigger_deletion_flow"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 
 MAX_STEPS_PER_PASS = 10
 """Steps one pass may chain before it hands the key back to the queue."""
-NOT_READY_FORCE_AFTER = 5 * 60.0
-"""NotReady / ReadonlyFilesystem for longer than this forces the drain (HEAD)."""
-FORCED_DRAIN_TIMEOUT = 60.0
-"""Drain timeout of a forced drain (upstream: 1 min, one eviction attempt)."""
-EVICTION_RETRY_PERIOD = 20.0
-"""Upstream caps evict retries at drain timeout / 20 s."""
-NODE_CONDITION_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class StepOutcome:
-    """The machine after a step and, unless the flow goes on at once, the pass's result."""
-
-    machine: Obj
-    result: Result | None = None
-
-
-Step = Callable[[Deps, Obj, FlowInputs], StepOutcome]
 
 
 def trigger_deletion_flow(
@@ -116,7 +96,7 @@ def trigger_deletion_flow(
     if c.MCM_FINALIZER not in o.finalizers(machine):
         record_warning(deps, machine, "DeletionBlocked", c.ERR_MISSING_FINALIZERS.format(machine=name))
         return Result.after(c.LONG_RETRY)
-    key = machine_key(machine)
+    key = object_key(machine)
     with deps.creation.deleting(key) as taken:
         if not taken:
             log.info(
@@ -141,7 +121,7 @@ def run_deletion_steps(deps: Deps, machine: Mapping[str, Any], inputs: FlowInput
 
 
 def dispatch(machine: Mapping[str, Any]) -> Step:
-    """The step for the machine's phase and next-step marker (spec §3.2, HEAD order)."""
+    """The step for the machine's phase and next-step marker (``triggerDeletionFlow``, HEAD order)."""
     if phase_of(machine) != c.PHASE_TERMINATING:
         return set_machine_termination_status
     description = o.text(machine, "status", "lastOperation", "description")
@@ -152,77 +132,6 @@ def dispatch(machine: Mapping[str, Any]) -> Step:
         if marker in description:
             return step
     return _reinitiate
-
-
-# --- shared -----------------------------------------------------------------------------------
-
-
-def _advance(
-    deps: Deps,
-    machine: Obj,
-    description: str,
-    *,
-    state: str = c.STATE_PROCESSING,
-    retry: float = c.SHORT_RETRY,
-    reason: str = "",
-    op_type: str = c.OPERATION_DELETE,
-    last_known_state: str = "",
-) -> StepOutcome:
-    """Write the step's description; go on (Processing) or stop with ``retry`` (Failed)."""
-    when = now(deps)
-    old = o.text(machine, "status", "lastOperation", "description")
-    operation = last_operation(description, state, op_type, when)
-    write = machine_status_update(
-        deps.writers.machines,
-        machine,
-        operation,
-        None,
-        now=when,
-        last_known_state=last_known_state,
-        exact=_marker(old) != _marker(description),
-    )
-    if not write.ok:
-        return StepOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
-    if state == c.STATE_FAILED:
-        record_warning(deps, machine, reason or "DeletionStepFailed", description)
-        return StepOutcome(write.obj, Result.after(retry))
-    return StepOutcome(write.obj)
-
-
-def _marker(description: str) -> str:
-    for marker in c.DELETION_MARKERS:
-        if description.endswith(marker):
-            return marker
-    return ""
-
-
-def _node_name(machine: Mapping[str, Any]) -> str:
-    return o.label(machine, c.LABEL_NODE) or ""
-
-
-def foreign_node(deps: Deps, machine: Mapping[str, Any], node_name: str, left_alone: str) -> Obj | None:
-    """The cached Node ``node_name`` if its providerID disagrees with the machine's (Event sent)."""
-    nodes = deps.listers.nodes
-    if nodes is None or not node_name:
-        return None
-    try:
-        node = dict(nodes.get(node_name))
-    except ApiError as err:
-        if is_not_found(err):
-            return None
-        raise
-    if not provider_ids_disagree(machine, node):
-        return None
-    record_warning(deps, machine, "NodeProviderIDMismatch", foreign_node_message(machine, node, left_alone))
-    return node
-
-
-def _mismatch(machine: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, str]:
-    return {
-        "node": o.name_of(node),
-        "node_provider_id": o.text(node, "spec", "providerID"),
-        "provider_id": o.text(machine, "spec", "providerID"),
-    }
 
 
 # --- steps ------------------------------------------------------------------------------------
@@ -247,12 +156,16 @@ def set_machine_termination_status(deps: Deps, machine: Obj, inputs: FlowInputs)
 
 
 def _reinitiate(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
-    log.warning("undecodable_deletion_state", machine=machine_key(machine))
+    log.warning("undecodable_deletion_state", machine=object_key(machine))
     return set_machine_termination_status(deps, machine, inputs)
 
 
 def get_vm_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
-    """Does the VM still exist? Every answer but a driver failure moves on to the drain."""
+    """Does the VM still exist? Every answer but a driver failure moves on to the drain; without a
+    target cluster there is nothing to drain and the flow goes on to the VM's deletion (HEAD's
+    ``updateMachineStatusAndNodeLabel``, which asks the driver nothing then)."""
+    if not deps.has_target:
+        return advance(deps, machine, c.DESC_NO_TARGET_SKIP_DRAIN)
     filled = fill_node_label(deps, machine, inputs)
     if isinstance(filled, Result):
         return StepOutcome(machine, filled)
@@ -268,22 +181,22 @@ def get_vm_status(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
         )
     except MachineError as err:
         return _vm_status_error(deps, machine, err)
-    return _advance(deps, machine, c.DESC_VM_FOUND)
+    return advance(deps, machine, c.DESC_VM_FOUND)
 
 
 def _vm_status_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome:
     if err.code == Code.NotFound:
-        return _advance(deps, machine, c.DESC_VM_NOT_FOUND)
+        return advance(deps, machine, c.DESC_VM_NOT_FOUND)
     if err.code == Code.Uninitialized:
-        return _advance(deps, machine, c.DESC_VM_UNINITIALIZED)
+        return advance(deps, machine, c.DESC_VM_UNINITIALIZED)
     if err.code == Code.Unimplemented:
-        return _advance(deps, machine, c.DESC_VM_FOUND)
+        return advance(deps, machine, c.DESC_VM_FOUND)
     if err.code in RETRYABLE_CODES:
-        return _advance(
+        return advance(
             deps, machine, c.DESC_GET_VM_RETRYABLE, state=c.STATE_FAILED, reason="GetVMStatusFailed"
         )
     description = c.DESC_GET_VM_FAILED.format(err=str(err))
-    return _advance(
+    return advance(
         deps, machine, description, state=c.STATE_FAILED, retry=c.MEDIUM_RETRY, reason="GetVMStatusFailed"
     )
 
@@ -296,7 +209,7 @@ def fill_node_label(deps: Deps, machine: Obj, inputs: FlowInputs) -> Obj | Resul
     it the deletion would delete the VM and leave its Node behind, so a listing that failed
     with a retryable code is returned (the step is retried like a failed GetMachineStatus)."""
     nodes = deps.listers.nodes
-    if _node_name(machine) or nodes is None:
+    if node_name_of(machine) or nodes is None:
         return machine
     every = nodes.list()
     name = o.name_of(machine)
@@ -362,140 +275,9 @@ def _provider_ids(deps: Deps, machine: Obj, inputs: FlowInputs) -> set[str] | Ma
             provider=inputs.machine_class.provider,
         )
     except MachineError as err:
-        log.info("list_machines_failed", machine=machine_key(machine), error=str(err))
+        log.info("list_machines_failed", machine=object_key(machine), error=str(err))
         return err if err.code in RETRYABLE_CODES else set()
     return {pid for pid, owner in listed.machine_list.items() if owner == o.name_of(machine)}
-
-
-def drain_node(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
-    """Termination condition, cordon and drain the node; forced drains go to the VolumeAttachments step."""
-    node = _node_name(machine)
-    if not node or not deps.has_target:
-        return _advance(deps, machine, c.DESC_DRAIN_SKIPPED_NO_NODE)
-    foreign = foreign_node(deps, machine, node, "not cordoned or drained")
-    if foreign is not None:
-        return _advance(
-            deps, machine, c.DESC_DRAIN_SKIPPED_FOREIGN_NODE.format(**_mismatch(machine, foreign))
-        )
-    force = _force_drain(deps, machine)
-    started = deps.clock.monotonic()
-    condition_error = update_node_termination_condition(deps, machine)
-    if condition_error is not None and not force:
-        description = c.DESC_DRAIN_CONDITION_UPDATE_FAILED.format(err=condition_error)
-        return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DrainFailed")
-    failure = _cordon_and_drain(deps, machine, node, force)
-    labels = machine_metric_labels(machine, inputs.class_dict)
-    deps.metrics.drain_duration.labels(labels["namespace"], labels["machine_deployment"]).set(
-        deps.clock.since(started)
-    )
-    if failure is None:
-        return _advance(deps, machine, c.DESC_FORCE_DRAIN_SUCCESSFUL if force else c.DESC_DRAIN_SUCCESSFUL)
-    if force:
-        record_warning(deps, machine, "DrainFailed", failure)
-        return _advance(deps, machine, c.DESC_DRAIN_FAILED_FORCED.format(err=failure))
-    return _advance(
-        deps, machine, c.DESC_DRAIN_FAILED.format(err=failure), state=c.STATE_FAILED, reason="DrainFailed"
-    )
-
-
-def _cordon_and_drain(deps: Deps, machine: Obj, node: str, force: bool) -> str | None:
-    """The failure text, or ``None`` when the node was cordoned and drained."""
-    if deps.drainer is None:
-        return "no drainer configured"
-    try:
-        deps.drainer.cordon(node)
-        result = deps.drainer.drain(node, drain_options(deps, machine, force), machine_ref=machine)
-    except Exception as err:
-        return str(err) or type(err).__name__
-    return None if result.ok else result.error or "drain failed"
-
-
-def drain_options(deps: Deps, machine: Mapping[str, Any], force: bool) -> DrainOptions:
-    """The drain of this Machine: its (or the flag's) timeout and evict retries, capped at one
-    retry per 20 s of timeout; a forced drain gets 1 min and one attempt (upstream ``drainNode``)."""
-    timeout = FORCED_DRAIN_TIMEOUT if force else drain_timeout(deps, machine)
-    retries = (
-        1 if force else max(1, min(max_evict_retries(deps, machine), int(timeout / EVICTION_RETRY_PERIOD)))
-    )
-    return DrainOptions(
-        timeout=timeout,
-        max_evict_retries=retries,
-        force=force,
-        pv_detach_timeout=deps.options.machine_pv_detach_timeout,
-        pv_reattach_timeout=deps.options.machine_pv_reattach_timeout,
-    )
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip() in ("1", "t", "T", "TRUE", "true", "True")
-
-
-def _force_drain(deps: Deps, machine: Mapping[str, Any]) -> bool:
-    """Force label, deletion older than the drain timeout, or NotReady/ReadonlyFilesystem > 5 min."""
-    if _truthy(o.label(machine, c.LABEL_FORCE_DELETION)):
-        return True
-    deleting_for = elapsed_since(deps, o.deletion_timestamp(machine))
-    if deleting_for is not None and deleting_for > drain_timeout(deps, machine):
-        return True
-    for cond in o.conditions(machine):
-        kind, status = cond.get("type"), cond.get("status")
-        bad = (kind == c.NODE_READY_CONDITION and status != c.CONDITION_TRUE) or (
-            kind == c.NODE_READONLY_FILESYSTEM_CONDITION and status != c.CONDITION_FALSE
-        )
-        since = elapsed_since(deps, cond.get("lastTransitionTime"))
-        if bad and since is not None and since > NOT_READY_FORCE_AFTER:
-            return True
-    return False
-
-
-def update_node_termination_condition(deps: Deps, machine: Mapping[str, Any]) -> str | None:
-    """Set the node's ``Terminating`` condition (live read, conflicts retried); the error text or ``None``."""
-    nodes = deps.writers.nodes
-    node_name = _node_name(machine)
-    if nodes is None or phase_of(machine) in ("", c.PHASE_CRASH_LOOP_BACK_OFF):
-        return None
-    last: RequestError | None = None
-    for _ in range(NODE_CONDITION_ATTEMPTS):
-        try:
-            node = nodes.get(node_name)
-            nodes.update_status(_with_termination_condition(deps, machine, node))
-        except RequestError as err:
-            if is_not_found(err):
-                return None
-            last = err
-            if is_conflict(err):
-                continue
-            break
-        return None
-    return f'failed to create update conditions for node "{node_name}": {last.message if last else ""}'
-
-
-def _with_termination_condition(deps: Deps, machine: Mapping[str, Any], node: Mapping[str, Any]) -> Obj:
-    when = o.format_time(now(deps))
-    existing = next((cd for cd in o.conditions(node) if cd.get("type") == c.NODE_TERMINATION_CONDITION), None)
-    if existing is not None and phase_of(machine) == c.PHASE_TERMINATING:
-        reason, message = existing.get("reason"), existing.get("message")
-    elif phase_of(machine) == c.PHASE_FAILED:
-        reason, message = c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE
-    else:
-        reason, message = c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE
-    unchanged = (
-        existing is not None
-        and existing.get("status") == c.CONDITION_TRUE
-        and existing.get("reason") == reason
-    )
-    condition = {
-        "type": c.NODE_TERMINATION_CONDITION,
-        "status": c.CONDITION_TRUE,
-        "lastHeartbeatTime": when,
-        "lastTransitionTime": existing.get("lastTransitionTime") if unchanged and existing else when,
-        "reason": reason,
-        "message": message,
-    }
-    new = o.clone(node)
-    others = [cd for cd in o.conditions(node) if cd.get("type") != c.NODE_TERMINATION_CONDITION]
-    new.setdefault("status", {})["conditions"] = [*others, condition]
-    return new
 
 
 def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
@@ -505,36 +287,32 @@ def delete_volume_attachments(deps: Deps, machine: Obj, inputs: FlowInputs) -> S
     counts only the others): its attacher's finalizer must not hold the VM deletion for ever.
     """
     op_type = o.text(machine, "status", "lastOperation", "type") or c.OPERATION_DELETE
-    node_name = _node_name(machine)
+    node_name = node_name_of(machine)
     nodes, attachments = deps.listers.nodes, deps.listers.volume_attachments
     if nodes is None or attachments is None or deps.writers.volume_attachments is None:
-        return _advance(
-            deps, machine, c.DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type
-        )
+        return advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err="no target cluster"), op_type=op_type)
     try:
         node = nodes.get(node_name)
     except ApiError as err:
-        return _advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
+        return advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=err.message), op_type=op_type)
     if provider_ids_disagree(machine, node):
         reason = f"node {node_name} has providerID {o.text(node, 'spec', 'providerID')}, not the machine's"
-        return _advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=reason), op_type=op_type)
+        return advance(deps, machine, c.DESC_VA_NODE_MISSING.format(err=reason), op_type=op_type)
     if not o.sub(node, "status").get("volumesAttached"):
-        return _advance(deps, machine, c.DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
+        return advance(deps, machine, c.DESC_VA_DETACHED.format(node=node_name), op_type=op_type)
     live = [
         va
         for va in attachments.list()
         if o.text(va, "spec", "nodeName") == node_name and not o.deletion_timestamp(va)
     ]
     if not live:
-        return _advance(deps, machine, c.DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
+        return advance(deps, machine, c.DESC_VA_NONE_LIVE.format(node=node_name), op_type=op_type)
     for va in live:
         try:
             deps.writers.volume_attachments.delete(o.name_of(va))
         except RequestError as err:
             if not is_not_found(err):
-                log.warning(
-                    "volume_attachment_delete_failed", machine=machine_key(machine), error=err.message
-                )
+                log.warning("volume_attachment_delete_failed", machine=object_key(machine), error=err.message)
     return StepOutcome(machine, Result.after(c.SHORT_RETRY))
 
 
@@ -558,11 +336,11 @@ def delete_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
         )
     except MachineError as err:
         return _vm_delete_error(deps, machine, err)
-    return _advance(deps, machine, c.DESC_VM_DELETED, last_known_state=response.last_known_state)
+    return advance(deps, machine, c.DESC_VM_DELETED, last_known_state=response.last_known_state)
 
 
 def _node_of_a_late_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> Obj | Result | MachineError:
-    if _node_name(machine) or o.text(machine, "spec", "providerID"):
+    if node_name_of(machine) or o.text(machine, "spec", "providerID"):
         return machine
     return fill_node_label(deps, machine, inputs)
 
@@ -570,14 +348,14 @@ def _node_of_a_late_vm(deps: Deps, machine: Obj, inputs: FlowInputs) -> Obj | Re
 def _vm_delete_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome:
     state = err.last_known_state
     if err.code == Code.NotFound:
-        return _advance(deps, machine, c.DESC_VM_DELETE_NOT_FOUND, last_known_state=state)
+        return advance(deps, machine, c.DESC_VM_DELETE_NOT_FOUND, last_known_state=state)
     if err.code in RETRYABLE_CODES:
         description = c.DESC_VM_DELETE_RETRYABLE.format(err=str(err))
-        return _advance(
+        return advance(
             deps, machine, description, state=c.STATE_FAILED, reason="DeleteVMFailed", last_known_state=state
         )
     description = c.DESC_VM_DELETE_FAILED.format(err=str(err))
-    return _advance(
+    return advance(
         deps,
         machine,
         description,
@@ -590,20 +368,20 @@ def _vm_delete_error(deps: Deps, machine: Obj, err: MachineError) -> StepOutcome
 
 def delete_node_object(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
     """Remove the node finalizer, then delete the Node (a missing Node is fine)."""
-    node_name = _node_name(machine)
+    node_name = node_name_of(machine)
     nodes, writer = deps.listers.nodes, deps.writers.nodes
     if not node_name or nodes is None or writer is None:
-        return _advance(deps, machine, c.DESC_NODE_LABEL_MISSING.format(machine=o.name_of(machine)))
+        return advance(deps, machine, c.DESC_NODE_LABEL_MISSING.format(machine=o.name_of(machine)))
     try:
         node = _current_node(deps, node_name)
     except RequestError as err:
         if is_not_found(err):
-            return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
+            return advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = c.DESC_NODE_GET_FAILED.format(node=node_name, err=err.message)
-        return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+        return advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     if foreign_node(deps, machine, node_name, "not deleted") is not None:
-        description = c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(**_mismatch(machine, node))
-        return _advance(deps, machine, description)
+        description = c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(**mismatch(machine, node))
+        return advance(deps, machine, description)
     failed = _remove_node_finalizer(deps, machine, node)
     if failed is not None:
         return failed
@@ -625,11 +403,11 @@ def _remove_node_finalizer(deps: Deps, machine: Obj, node: Mapping[str, Any]) ->
         )
     except RequestError as err:
         if is_conflict(err):
-            log.debug("node_finalizer_conflict", machine=machine_key(machine), node=node_name)
+            log.debug("node_finalizer_conflict", machine=object_key(machine), node=node_name)
             return StepOutcome(machine, Result.after(c.CONFLICT_RETRY))
         if not is_not_found(err):
             description = c.DESC_NODE_FINALIZER_FAILED.format(node=node_name, err=err.message)
-            return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+            return advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     return None
 
 
@@ -656,14 +434,14 @@ def _delete_node(deps: Deps, machine: Obj, node_name: str) -> StepOutcome:
         answer = deps.writers.nodes.delete(node_name)
     except RequestError as err:
         if is_not_found(err):
-            return _advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
+            return advance(deps, machine, c.DESC_NODE_NOT_FOUND.format(node=node_name))
         description = c.DESC_NODE_DELETE_FAILED.format(node=node_name, err=err.message)
-        return _advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
+        return advance(deps, machine, description, state=c.STATE_FAILED, reason="DeleteNodeFailed")
     if isinstance(answer, Mapping) and o.name_of(answer) == node_name:
         failed = _remove_node_finalizer(deps, machine, answer)
         if failed is not None:
             return failed
-    return _advance(deps, machine, c.DESC_NODE_DELETED.format(node=node_name))
+    return advance(deps, machine, c.DESC_NODE_DELETED.format(node=node_name))
 
 
 def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: FlowInputs) -> StepOutcome:
@@ -684,7 +462,7 @@ def remove_machine_finalizer(deps: Deps, machine: Obj, inputs: FlowInputs) -> St
 
 STEPS: tuple[tuple[str, Step], ...] = (
     (c.MARKER_GET_VM_STATUS, get_vm_status),
-    (c.MARKER_INITIATE_DRAIN, drain_node),
+    (c.MARKER_INITIATE_DRAIN, drain_machine_node),
     (c.MARKER_DELETE_VOLUME_ATTACHMENTS, delete_volume_attachments),
     (c.MARKER_INITIATE_VM_DELETION, delete_vm),
     (c.MARKER_INITIATE_NODE_DELETION, delete_node_object),

@@ -27,8 +27,9 @@ Guarantees of :meth:`DriverCaller.call`:
   made, say) is not started either (``Canceled`` or ``DeadlineExceeded``). A leader paused past
   its deadline, whose successor may already have deleted the Machine, thus creates no VM for it
   in the moment before its elector's watchdog notices.
-- A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``: its
-  text is kept but it never reaches the worker as a crash.
+- A driver exception that is not a ``MachineError`` becomes ``MachineError(Internal, ...)``
+  (a Go driver's panic would end the process): its text is kept but it never reaches the worker
+  as a crash.
 - Every call is observed in ``mcm_cloud_api_driver_request_duration_seconds`` and failures in
   ``mcm_cloud_api_driver_requests_failed_total`` (label ``error_code`` = the code name), with
   label ``provider`` = the MachineClass's ``provider``; an abandoned call is observed when it is

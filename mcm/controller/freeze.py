@@ -1,23 +1,27 @@
 """The API-server safety loop (queue ``machinesafetyapiserver``): probe both clusters, freeze, unfreeze.
 
-Spec: safety-class-secret-node-drain.md §1.4, §1.5 with the fixes of decisions.md §3 (§1.8 bugs
-1, 2 and 6). :class:`APIServerSafety` owns the outage start; the frozen flag lives in the
-controller (``Deps.frozen`` reads it, ``set_frozen`` writes it). Guarantees:
+Upstream: v0.47.0 ``pkg/util/provider/machinecontroller/machine_safety.go``,
+``reconcileClusterMachineSafetyAPIServer`` and ``isAPIServerUp``, with three of its bugs fixed
+(said below; docs/controller.md, "API-server freeze"). :class:`APIServerSafety` owns the outage
+start; the frozen flag lives in the controller (``Deps.frozen`` reads it, ``set_frozen`` writes
+it). Guarantees:
 
-- **Probe** (§1.4): GET Machine ``dummy_name`` in the controller namespace, then Node
-  ``dummy_name`` on the target; success or NotFound is "up"; an error, or no answer within
-  the probe deadline (``max(timeout / 5, 0.5 s)``: a hanging server is down, the worker is never
-  held), is "down".
-- **State machine**: not frozen and up → the outage start is cleared (bug 1 fixed), next run
+- **Probe** (upstream's ``isAPIServerUp``): GET Machine ``dummy_name`` in the controller
+  namespace, then Node ``dummy_name`` on the target; success or NotFound is "up"; an error, or
+  no answer within the probe deadline (``max(timeout / 5, 0.5 s)``: a hanging server is down,
+  the worker is never held), is "down".
+- **State machine**: not frozen and up → the outage start is cleared (upstream keeps it, so
+  one failed probe hours later froze at once), next run
   after the period. Not frozen and down → the outage start is the start of the first failed
   probe; once the outage lasted longer than ``--machine-safety-apiserver-statuscheck-timeout``
   the controller freezes; next run after timeout/5. Frozen and down → next run after the period.
   Frozen and up → unfreeze; a failed unfreeze is retried after ``min(period, ShortRetry)`` until
-  it succeeds (bug 2 fixed: the loop never returns an error and always schedules its next run).
+  it succeeds (upstream returns the error without rescheduling, and the loop died after the
+  worker's retries: here the loop never returns an error and always schedules its next run).
 - **Unfreeze**: every Machine in phase ``Unknown`` (re-read live) gets phase Running,
   ``timeoutActive`` false and a fresh ``lastUpdateTime`` (its health timer starts over), and
   lastOperation ``Machine Health Timeout was reset due to APIServer being unreachable``
-  (Successful, HealthCheck); every other status field is kept (bug 6). Every Machine is then
+  (Successful, HealthCheck); every other status field is kept (upstream wipes them). Every Machine is then
   enqueued after 30 s, and only then is the flag cleared.
 - **Visible**: ``mcm_machine_controller_frozen`` (the controller's collector reads the flag), a
   log line at each transition, and an Event on every Machine the freeze holds back (no
@@ -38,10 +42,11 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.controller.common import machine_key, now, phase_of, record_normal, record_warning
+from mcm.controller.common import now, phase_of, record_normal, record_warning
 from mcm.controller.context import Deps
 from mcm.controller.status import last_operation, write_status
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, is_not_found
 from mcm.runtime.worker import DONE, Result
 
@@ -175,7 +180,7 @@ class APIServerSafety:
             if phase_of(machine) == c.PHASE_UNKNOWN and not self.reset_health_timeout(o.name_of(machine)):
                 return False
         for machine in machines:
-            self.deps.enqueue_machine(machine_key(machine), self.requeue_delay)
+            self.deps.enqueue_machine(object_key(machine), self.requeue_delay)
         self.set_frozen(False)
         self.inactive_since = None
         log.warning("machine_controller_unfrozen", machines=len(machines))

@@ -1,4 +1,5 @@
-"""Informer event handlers: which change puts which key into which queue (app-and-controller.md §3.3, HEAD).
+"""Informer event handlers: which change puts which key into which queue (upstream
+``NewController``'s handlers, as at HEAD).
 
 One key spelling per kind: ``ns/name`` for Machines, MachineClasses and Secrets, the bare name
 for Nodes. Delete handlers accept tombstones (:class:`DeletedFinalStateUnknown`) everywhere.

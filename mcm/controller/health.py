@@ -1,4 +1,5 @@
-"""Machine health (seed 001 "health", spec §4 with HEAD §9.4): node conditions → phase.
+"""Machine health (upstream v0.47.0 ``machine_util.go``, ``reconcileMachineHealth``, with
+HEAD's changes): node conditions → phase.
 
 Boxes: ``copy_node_conditions`` (by condition type), ``is_healthy``, ``decide_phase``
 (Running ↔ Unknown, Pending → Running unless the node still carries the
@@ -28,7 +29,6 @@ from mcm.controller.common import (
     creation_timeout,
     elapsed_since,
     health_timeout,
-    machine_key,
     machine_node,
     node_condition_types,
     now,
@@ -41,6 +41,8 @@ from mcm.controller.context import Deps
 from mcm.controller.metrics import machine_metric_labels
 from mcm.controller.status import current_status, last_operation, write_status
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import Result
 
 __all__ = [
@@ -53,7 +55,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 
 PERMIT_TIMEOUT = 1.0
 """Seconds to wait for the per-deployment permit before trying again later (upstream)."""
@@ -141,8 +142,24 @@ def conditions_changed(
 
 
 def format_conditions(conditions: list[dict[str, Any]]) -> str:
-    """``[Ready=False, DiskPressure=False]``: the node conditions in descriptions."""
-    return "[" + ", ".join(f"{cond.get('type')}={cond.get('status')}" for cond in conditions) + "]"
+    """The node conditions in descriptions, exactly as upstream prints them: Go's ``%+v`` of a
+    ``[]v1.NodeCondition`` (``[{Type:Ready Status:False LastHeartbeatTime:2024-01-01 10:00:00 +0000
+    UTC LastTransitionTime:… Reason:KubeletNotReady Message:…} {Type:…}]``; times as
+    :func:`~mcm.runtime.objects.format_go_time` prints them, other fields as they are)."""
+    return "[" + " ".join(_go_node_condition(cond) for cond in conditions) + "]"
+
+
+def _go_node_condition(cond: Mapping[str, Any]) -> str:
+    def text(key: str) -> str:
+        value = cond.get(key)
+        return value if isinstance(value, str) else ""
+
+    return (
+        f"{{Type:{text('type')} Status:{text('status')} "
+        f"LastHeartbeatTime:{o.format_go_time(cond.get('lastHeartbeatTime'))} "
+        f"LastTransitionTime:{o.format_go_time(cond.get('lastTransitionTime'))} "
+        f"Reason:{text('reason')} Message:{text('message')}}}"
+    )
 
 
 def _has_critical_taint(node: Mapping[str, Any]) -> bool:
@@ -185,7 +202,7 @@ def decide_phase(
     status: Obj,
     class_dict: Mapping[str, Any] | None,
 ) -> None:
-    """Change ``status`` (a copy) for the node's conditions (spec §4.1-4.4, HEAD taint rule)."""
+    """Change ``status`` (a copy) for the node's conditions (``reconcileMachineHealth``, HEAD taint rule)."""
     phase = phase_of(machine)
     name = o.name_of(machine)
     when = now(deps)
@@ -228,7 +245,7 @@ def _mark_running(
             failed = delete_bootstrap_token(deps.writers.target_secrets, name)
             if failed is not None:
                 log.warning(
-                    "bootstrap_token_delete_failed", machine=machine_key(machine), error=failed.message
+                    "bootstrap_token_delete_failed", machine=object_key(machine), error=failed.message
                 )
     else:
         description = c.DESC_REJOINED.format(machine=name)
@@ -302,7 +319,7 @@ def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout:
     group = o.label(machine, c.LABEL_DEPLOYMENT_NAME) or ""
     deps.permits.register_permits(group, 1)
     if not deps.permits.try_permit(group, PERMIT_TIMEOUT):
-        log.warning("permit_timeout", machine=machine_key(machine))
+        log.warning("permit_timeout", machine=object_key(machine))
         return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
     try:
         allowed = can_mark_machine_failed(deps, machine, marks, group)
@@ -312,7 +329,7 @@ def mark_failed_throttled(deps: Deps, machine: Obj, marks: FailedMarks, timeout:
         deps.permits.release_permit(group)
     if not allowed:
         message = f'machine "{name}" couldn\'t be marked FAILED, other machines are getting replaced'
-        log.info("failed_marking_throttled", machine=machine_key(machine), message=message)
+        log.info("failed_marking_throttled", machine=object_key(machine), message=message)
         return HealthOutcome(machine, Result.after(c.SHORT_RETRY))
     description = c.DESC_HEALTH_TIMEOUT.format(
         machine=name,

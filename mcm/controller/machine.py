@@ -1,4 +1,5 @@
-"""Machine entry points (spec §1 with HEAD §9.1): the ``machine`` and ``machinetermination`` queues.
+"""Machine entry points: the ``machine`` and ``machinetermination`` queues (upstream v0.47.0
+``machine.go``, ``reconcileClusterMachineKey`` and ``reconcileClusterMachine``; HEAD's termination queue).
 
 ``reconcile_machine_key`` (queue ``machine``): not found → done; deleting → handed to the
 termination queue; frozen → Long; then ``reconcile_machine``: validate the spec, resolve the
@@ -10,7 +11,8 @@ lacks a providerID or a phase (or is in CrashLoopBackOff).
 deletion flow, always requeued after the period it returns.
 
 Bad input (invalid spec, missing class or secret, class of another kind) gets an Event and a
-log line and is retried after upstream's period, never a crash.
+log line and is retried after upstream's period, never a crash. A class that does not carry its
+finalizer yet (just created with its machines) is routine: a log line and ShortRetry, no Event.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import structlog
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.validation import ClassResolution, format_error_list, validate_machine
 from mcm.controller.classmemo import ClassMemo, class_dict
-from mcm.controller.common import machine_key, phase_of, record_warning, record_write_failure
+from mcm.controller.common import phase_of, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.creation import trigger_creation_flow
 from mcm.controller.deletion import trigger_deletion_flow
@@ -31,14 +33,14 @@ from mcm.controller.health import FailedMarks, reconcile_machine_health
 from mcm.controller.nodesync import sync_node_templates
 from mcm.controller.status import write_object
 from mcm.runtime import objects as o
+from mcm.runtime.cache import object_key
 from mcm.runtime.cache.keys import split_meta_namespace_key
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import DONE, Result
 
 __all__ = ["MachineReconciler"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 def _sooner(result: Result, recheck: float | None) -> Result:
@@ -73,7 +75,7 @@ class MachineReconciler:
         if machine is None:
             return DONE
         if o.deletion_timestamp(machine):
-            self.deps.enqueue_termination(machine_key(machine), 0.0)
+            self.deps.enqueue_termination(object_key(machine), 0.0)
             return DONE
         if self.deps.frozen():
             log.error("machine_controller_frozen", machine=key)
@@ -86,7 +88,7 @@ class MachineReconciler:
         if machine is None:
             return DONE
         if not o.deletion_timestamp(machine):
-            self.deps.enqueue_machine(machine_key(machine), 0.0)
+            self.deps.enqueue_machine(object_key(machine), 0.0)
             return DONE
         resolution = self.resolve_class(machine)
         if not resolution.ok or resolution.machine_class is None:
@@ -138,11 +140,26 @@ class MachineReconciler:
         Secrets are unchanged: :mod:`mcm.controller.classmemo`); failures get an Event."""
         resolution = self.classes.resolve(machine)
         if resolution.class_needs_finalizer and resolution.machine_class is not None:
-            self.deps.enqueue_class(resolution.machine_class.metadata.name or "")
-        if resolution.errors:
-            reason = "ClassNotReady" if resolution.class_needs_finalizer else "InvalidClass"
-            record_warning(self.deps, machine, reason, format_error_list(list(resolution.errors)))
+            self._wait_for_class_finalizer(machine, resolution.machine_class.metadata.name or "", resolution)
+        elif resolution.errors:
+            record_warning(self.deps, machine, "InvalidClass", format_error_list(list(resolution.errors)))
         return resolution
+
+    def _wait_for_class_finalizer(
+        self, machine: Mapping[str, Any], class_name: str, resolution: ClassResolution
+    ) -> None:
+        """A class without its finalizer yet is routine (it was created with its machines; the
+        class loop adds the finalizer and then enqueues them): enqueue the class and log, no
+        Event; the machine is retried after ShortRetry if the class loop has not enqueued it
+        before. Upstream v0.47.0 ``ValidateMachineClass`` logs and requeues likewise."""
+        self.deps.enqueue_class(class_name)
+        log.info(
+            "machine_class_not_ready",
+            machine=object_key(machine),
+            machine_class=class_name,
+            message=" ".join(error.detail or str(error) for error in resolution.errors),
+            retry_after=resolution.retry,
+        )
 
     def _cached(self, lister: Any, namespace: str, name: str) -> Mapping[str, Any] | None:
         if namespace != self.deps.namespace:

@@ -1,7 +1,7 @@
 """The controller's Prometheus metrics: every ``mcm_*`` metric of upstream's provider side.
 
 All of them live on the registry the controller is given (upstream v0.47.0 hid most of them in
-a private registry; decisions.md §1 calls that a bug). Guarantees:
+a private registry, so /metrics never showed them). Guarantees:
 
 - :class:`ControllerMetrics` creates the counters, histograms and gauges at construction;
   :meth:`ControllerMetrics.register_collector` adds the scrape-time collector (machine count,

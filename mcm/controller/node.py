@@ -1,4 +1,4 @@
-"""The node loop (HEAD, safety-class-secret-node-drain.md §4.7): node finalizer and Node → Machine.
+"""The node loop (upstream HEAD ``node.go``): node finalizer and Node → Machine.
 
 - ``reconcile_node_key`` (queue ``node``): a Node of a non-deleting machine gets the node
   finalizer (merge patch of the sorted set, carrying the cached ``resourceVersion`` so a stale

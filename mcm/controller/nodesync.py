@@ -1,4 +1,4 @@
-"""Node-side sync (spec §5.1-5.2 with HEAD §9.3): the machine's node template onto its Node.
+"""Node-side sync (upstream ``machine_util.go``, as at HEAD): the machine's node template onto its Node.
 
 ``sync_node_templates`` applies ``spec.nodeTemplate`` annotations, labels and taints as
 upstream's ``syncMachineNodeTemplates`` does (keys recorded in the last-applied annotation and
@@ -26,13 +26,12 @@ from mcm.controller.context import Deps
 from mcm.controller.node import foreign_node_message, is_not_managed, provider_ids_disagree
 from mcm.controller.status import write_object
 from mcm.runtime import objects as o
+from mcm.runtime.objects import Obj
 from mcm.runtime.worker import Result
 
 __all__ = ["sync_annotations_or_labels", "sync_node_templates", "sync_taints"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 def sync_annotations_or_labels(

@@ -16,6 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcm.drain import (
+    DEFAULT_MACHINE_DRAIN_TIMEOUT,
+    DEFAULT_MAX_EVICT_RETRIES,
+    DEFAULT_PV_DETACH_TIMEOUT,
+    DEFAULT_PV_REATTACH_TIMEOUT,
+)
+
 __all__ = ["DEFAULT_NODE_CONDITIONS", "ControllerOptions"]
 
 DEFAULT_NODE_CONDITIONS = "KernelDeadlock,ReadonlyFilesystem,DiskPressure,NetworkUnavailable"
@@ -36,10 +43,10 @@ class ControllerOptions:
     # --- safety options (upstream SafetyOptions) ---
     machine_creation_timeout: float = 20 * _MINUTE
     machine_health_timeout: float = 10 * _MINUTE
-    machine_drain_timeout: float = 2 * _HOUR
-    machine_max_evict_retries: int = 360
-    machine_pv_detach_timeout: float = 2 * _MINUTE
-    machine_pv_reattach_timeout: float = 90.0
+    machine_drain_timeout: float = DEFAULT_MACHINE_DRAIN_TIMEOUT
+    machine_max_evict_retries: int = DEFAULT_MAX_EVICT_RETRIES
+    machine_pv_detach_timeout: float = DEFAULT_PV_DETACH_TIMEOUT
+    machine_pv_reattach_timeout: float = DEFAULT_PV_REATTACH_TIMEOUT
     machine_safety_apiserver_statuscheck_timeout: float = 30.0
     machine_safety_orphan_vms_period: float = 15 * _MINUTE
     machine_safety_apiserver_statuscheck_period: float = _MINUTE

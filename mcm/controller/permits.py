@@ -2,7 +2,7 @@
 
 The health check uses it to serialise "mark Failed" decisions per MachineDeployment. mcm keeps
 upstream's register / try / release / delete / close contract without its races
-(safety-class-secret-node-drain.md §6.3): one lock guards every entry, an entry is only dropped
+(upstream's janitor can drop a key someone waits for): one lock guards every entry, an entry is only dropped
 by the janitor while nobody holds or waits for it, the last-acquire time is really recorded, and
 closing wakes every waiter. ``try_permit`` never grants more holders than the key's capacity.
 """

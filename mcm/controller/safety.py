@@ -1,6 +1,8 @@
 """The orphan-VM safety loop (queue ``machinesafetyorphanvms``): orphan VMs and unmanaged Nodes.
 
-Spec: safety-class-secret-node-drain.md §1.2, §1.3 with HEAD §1.9; decisions.md §2, §3.
+Upstream: v0.47.0 ``pkg/util/provider/machinecontroller/machine_safety.go``,
+``reconcileClusterMachineSafetyOrphanVMs`` and ``AnnotateNodesUnmanagedByMCM``, with HEAD's changes
+(15 min period, node finalizer and annotation removal) and without false deletions.
 :class:`OrphanCollector` runs every ``--machine-safety-orphan-vms-period`` (default 15 min)
 and whenever a machine's lastOperation turns ``OutOfRange`` or a machine is deleted (the
 handlers add ``""``). Guarantees:
@@ -14,7 +16,8 @@ handlers add ``""``). Guarantees:
   empty cache can never cause a deletion; a failing GET keeps the VM). A VM whose Machine is
   inside the creation flow (:class:`~mcm.controller.context.CreationTracker`) is kept, and
   no creation flow of that Machine can start between the live GET and the deletion.
-- **One bad class never blocks the others** (§1.8 bugs 3 and 5): a class that does not decode
+- **One bad class never blocks the others** (upstream's ``checkMachineClasses`` stops at the first
+  failing class, and a Secret cache error panics in ``getSecretData``): a class that does not decode
   (or has fields of the wrong type), whose Secret lookup fails or whose ``ListMachines`` fails
   is skipped with a log line and a Warning Event on the class; the run goes on with the next
   class and comes back after LongRetry at the latest.

@@ -13,7 +13,7 @@ Guarantees:
 - :func:`machine_status_update` is upstream's ``machineStatusUpdate``: it sets lastOperation,
   currentStatus and lastKnownState on a copy and skips the write when the new status is
   *similar* to the old one (:func:`is_machine_status_similar`). ``lastKnownState`` is always
-  kept unless a new non-empty value is given (decisions.md §3).
+  kept unless a new non-empty value is given (upstream drops it when a driver call fails).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def levenshtein_ratio(first: str, second: str) -> float:
 
 
 def is_machine_status_similar(new: Mapping[str, Any], old: Mapping[str, Any], now: _dt.datetime) -> bool:
-    """Upstream's ``isMachineStatusSimilar`` over two ``status`` dicts (see the spec §5.3)."""
+    """Upstream's ``isMachineStatusSimilar`` over two ``status`` dicts (``machine_util.go``)."""
     new_op, old_op = o.sub(new, "lastOperation"), o.sub(old, "lastOperation")
     new_cur, old_cur = o.sub(new, "currentStatus"), o.sub(old, "currentStatus")
     same_op = all(new_op.get(k) == old_op.get(k) for k in ("state", "type", "errorCode"))

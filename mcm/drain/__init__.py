@@ -1,6 +1,6 @@
 """Node drain: cordon, evict or delete the pods of a node, wait for their volumes, clean up.
 
-Start with :func:`drain_node` (after :func:`cordon_node`). The caller
+Start with :func:`run_drain` (after :func:`cordon_node`). The caller
 supplies the target-cluster client, :class:`DrainListers` over its informers, the driver (for
 ``get_volume_ids``), a clock and a stop event; :class:`VolumeAttachmentHub` turns the
 VolumeAttachment informer's events, :class:`PodDeletions` the pod informer's delete events,
@@ -9,7 +9,7 @@ controller, whose deletion step builds the options of each drain and calls it.
 ``docs/drain.md`` describes the flow and where mcm differs from upstream.
 """
 
-from mcm.drain.drain import drain_node
+from mcm.drain.drain import run_drain
 from mcm.drain.drainer import Drainer
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
@@ -24,11 +24,11 @@ from mcm.drain.state import (
     REASON_DRAIN_SUCCEEDED,
 )
 from mcm.drain.types import (
+    DEFAULT_MACHINE_DRAIN_TIMEOUT,
     DEFAULT_MAX_EVICT_RETRIES,
     DEFAULT_MAX_PARALLEL_EVICTIONS,
     DEFAULT_PV_DETACH_TIMEOUT,
     DEFAULT_PV_REATTACH_TIMEOUT,
-    DEFAULT_TIMEOUT,
     DrainListers,
     DrainOptions,
     DrainResult,
@@ -37,11 +37,11 @@ from mcm.drain.types import (
 from mcm.drain.volumes import VolumeAttachmentHub
 
 __all__ = [
+    "DEFAULT_MACHINE_DRAIN_TIMEOUT",
     "DEFAULT_MAX_EVICT_RETRIES",
     "DEFAULT_MAX_PARALLEL_EVICTIONS",
     "DEFAULT_PV_DETACH_TIMEOUT",
     "DEFAULT_PV_REATTACH_TIMEOUT",
-    "DEFAULT_TIMEOUT",
     "EVICTION_RETRY_INTERVAL",
     "POD_POLL_INTERVAL",
     "REASON_DRAIN_BLOCKED",
@@ -57,6 +57,6 @@ __all__ = [
     "PodOutcome",
     "VolumeAttachmentHub",
     "cordon_node",
-    "drain_node",
     "is_misconfigured",
+    "run_drain",
 ]

@@ -1,4 +1,6 @@
-"""The node drain (§5 at HEAD, with the §5.13 bugs fixed): :func:`drain_node`.
+"""The node drain: upstream's ``RunDrain`` (``pkg/util/provider/drain/drain.go``, as at HEAD) with
+its hangs, crashes and miscounts fixed (docs/drain.md, "Where mcm differs from upstream"):
+:func:`run_drain`.
 
 Guarantees:
 
@@ -6,7 +8,7 @@ Guarantees:
   termination, detach and reattach wait ends by it, and every wait also ends promptly when
   ``stop`` is set. ``max_evict_retries <= 0`` means "delete at once" and cannot hang.
 - Every selected pod gets exactly one outcome: evicted, deleted, already gone, or left behind
-  with a reason. A pod left behind is never counted as drained (§5.13 bug 6); a drain that
+  with a reason. A pod left behind is never counted as drained (upstream's fast track does); a drain that
   leaves pods behind fails, except when the node itself disappeared (``node_gone``).
 - Pods without PVs are handled in parallel (at most ``max_parallel_evictions`` API calls at
   once), pods with PVs one by one in descending priority (a missing priority counts as 0), each
@@ -24,7 +26,7 @@ import structlog
 
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.parallel import remove_in_parallel
-from mcm.drain.pods import pod_key, select_pods
+from mcm.drain.pods import select_pods
 from mcm.drain.serial import SerialPass, priority
 from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
@@ -34,23 +36,24 @@ from mcm.drain.state import (
     REASON_DRAIN_FAILED,
     REASON_DRAIN_STARTED,
     REASON_DRAIN_SUCCEEDED,
-    Obj,
     aggregate,
 )
 from mcm.drain.types import DrainListers, DrainOptions, DrainResult
 from mcm.drain.volumes import VolumeAttachmentHub, pod_volumes, uses_pvc
 from mcm.driver import Driver
+from mcm.runtime.cache import object_key
 from mcm.runtime.cache.shared_informer import wait_for_cache_sync
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 
-__all__ = ["drain_node"]
+__all__ = ["run_drain"]
 
 log = structlog.get_logger(__name__)
 
 
-def drain_node(
+def run_drain(
     client: ClusterClient,
     listers: DrainListers,
     driver: Driver,
@@ -153,9 +156,9 @@ def _remove_serially(run: DrainRun, pods: list[Obj]) -> None:
         log.exception("drain_pv_path_failed", node=run.node)
         for pod in ordered:
             with run.tally.lock:
-                known = pod_key(pod) in run.tally.outcomes
+                known = object_key(pod) in run.tally.outcomes
             if not known:
-                run.tally.record(pod, "left", str(err), f"error draining pod {pod_key(pod)}: {err}")
+                run.tally.record(pod, "left", str(err), f"error draining pod {object_key(pod)}: {err}")
 
 
 def _result(run: DrainRun, error: str | None) -> DrainResult:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import threading
 
-from mcm.drain.drain import drain_node
+from mcm.drain.drain import run_drain
 from mcm.drain.metrics import DrainMetrics
 from mcm.drain.node import cordon_node
-from mcm.drain.state import Obj
 from mcm.drain.types import DrainListers, DrainOptions, DrainResult
 from mcm.drain.volumes import VolumeAttachmentHub
 from mcm.driver import Driver
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 
 __all__ = ["Drainer"]
@@ -56,11 +56,11 @@ class Drainer:
 
     def cordon(self, node_name: str) -> None:
         """Mark the node unschedulable (a missing or cordoned node is fine); API errors raise."""
-        cordon_node(self.client, node_name)
+        cordon_node(self.client, node_name, clock=self.clock)
 
     def drain(self, node_name: str, options: DrainOptions, *, machine_ref: Obj | None = None) -> DrainResult:
         """Drain ``node_name``; Events go to ``machine_ref`` (the Machine) when given."""
-        return drain_node(
+        return run_drain(
             self.client,
             self.listers,
             self.driver,

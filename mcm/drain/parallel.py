@@ -1,4 +1,5 @@
-"""Pods without PVs (and every pod of a forced drain): removed in parallel (§5.7 at HEAD).
+"""Pods without PVs (and every pod of a forced drain): removed in parallel
+(upstream's ``evictPodsWithoutPv`` / ``evictPodWithoutPVInternal`` in ``drain/drain.go``, as at HEAD).
 
 At most ``options.max_parallel_evictions`` evict/delete calls run at once. A PDB-refused eviction
 (429) is retried every 20 s until the deadline; a misconfigured PDB fails the pod at once; after
@@ -12,10 +13,11 @@ from collections.abc import Sequence
 
 import structlog
 
-from mcm.drain.pods import pod_key
 from mcm.drain.shared import DrainRun
-from mcm.drain.state import API_ERRORS, EVICTION_RETRY_INTERVAL, Obj, Removed
+from mcm.drain.state import API_ERRORS, EVICTION_RETRY_INTERVAL, Removed
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import NotFound, TooManyRequests
+from mcm.runtime.objects import Obj
 from mcm.runtime.workqueue import parallelize_until
 
 __all__ = ["remove_in_parallel"]
@@ -72,5 +74,5 @@ def _evict_with_retries(run: DrainRun, pod: Obj) -> Removed | None:
 def _failed(run: DrainRun, pod: Obj, evict: bool, err: Exception) -> None:
     verb = "evicting" if evict else "deleting"
     error = f'error when {verb} pod "{pod["metadata"]["name"]}": {err} scheduled on node {run.node}'
-    log.error("drain_pod_failed", pod=pod_key(pod), node=run.node, error=str(err))
+    log.error("drain_pod_failed", pod=object_key(pod), node=run.node, error=str(err))
     run.tally.record(pod, "left", str(err), error)

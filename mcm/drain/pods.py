@@ -1,4 +1,5 @@
-"""Which pods a drain removes (§5.4, from the pod cache at HEAD) and the PDB rules (§5.10).
+"""Which pods a drain removes (upstream's ``getPodsForDeletion``, from the pod cache as at HEAD) and
+the PDB rules (``isMisconfiguredPdb``), both in upstream ``pkg/util/provider/drain/drain.go``.
 
 Guarantees:
 
@@ -21,21 +22,20 @@ from typing import Any
 import structlog
 
 from mcm.drain.types import DrainOptions
-from mcm.runtime.cache import Lister
+from mcm.runtime.cache import Lister, object_key
 from mcm.runtime.labels import selector_from_label_selector
+from mcm.runtime.objects import Obj
 
 __all__ = [
     "MIRROR_ANNOTATION",
     "PodSelection",
     "blocking_pdb",
     "is_misconfigured",
-    "pod_key",
     "select_pods",
 ]
 
 log = structlog.get_logger(__name__)
 
-Obj = Mapping[str, Any]
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 LOCAL_STORAGE_WARNING = "Deleting pods with local storage"
 LOCAL_STORAGE_FATAL = "pods with local storage (use --delete-local-data to override)"
@@ -48,11 +48,6 @@ UNREPLICATED_FATAL = (
 )
 DAEMONSET_WARNING = "Ignoring DaemonSet-managed pods"
 DAEMONSET_FATAL = "DaemonSet-managed pods (use --ignore-daemonsets to ignore)"
-
-
-def pod_key(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 @dataclass
@@ -77,7 +72,7 @@ def _joined(groups: Mapping[str, list[str]]) -> str:
 
 
 def select_pods(pods: Sequence[Obj], node: str, options: DrainOptions) -> PodSelection:
-    """Apply the four filters of §5.4 to the pods bound to ``node``."""
+    """Apply upstream's four filters (mirror, local storage, unreplicated, DaemonSet) to ``node``'s pods."""
     selection = PodSelection()
     for pod in pods:
         if not isinstance(pod, Mapping) or not isinstance(pod.get("metadata"), Mapping):
@@ -90,7 +85,7 @@ def select_pods(pods: Sequence[Obj], node: str, options: DrainOptions) -> PodSel
         if keep:
             selection.pods.append(pod)
         else:
-            selection.skipped.append(pod_key(pod))
+            selection.skipped.append(object_key(pod))
     return selection
 
 
@@ -113,7 +108,7 @@ def _local_storage(pod: Obj, options: DrainOptions, selection: PodSelection) -> 
     return False
 
 
-def _controller_ref(pod: Obj) -> Obj | None:
+def _controller_ref(pod: Obj) -> Mapping[str, Any] | None:
     for ref in pod["metadata"].get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref
@@ -156,12 +151,12 @@ def blocking_pdb(pod: Obj, pdbs: Lister) -> Obj | None:
         key=lambda p: str(p["metadata"].get("name", "")),
     )
     if not matching:
-        log.debug("no_pdb_for_pod", pod=pod_key(pod))
+        log.debug("no_pdb_for_pod", pod=object_key(pod))
         return None
     if len(matching) > 1:
         log.warning(
             "pod_matches_several_pdbs_first_chosen",
-            pod=pod_key(pod),
+            pod=object_key(pod),
             pdb=matching[0]["metadata"].get("name"),
         )
     return matching[0]

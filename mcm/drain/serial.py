@@ -1,17 +1,17 @@
-"""Pods with PVs, one at a time (§5.8 at HEAD): passes of evictions, then one delete pass.
+"""Pods with PVs, one at a time (upstream's ``evictPodsWithPv`` in ``drain/drain.go``, as at HEAD):
+passes of evictions, then one delete pass.
 
 Each pod is evicted (or deleted), then the drain waits for its tracked volumes to detach from the
 node and to attach elsewhere. A pod whose PVs are all untracked is waited for like a pod without
-PVs (§5.13 bug 7). After each pass, pending pods that are gone are dropped (HEAD #979). When the
-deadline passes, ``stop`` is set or the node disappears, the remaining pods are left behind with
-that reason, never counted as drained.
+PVs (upstream counts it done at once). After each pass, pending pods that are gone are dropped
+(upstream v0.59.0, #979). When the deadline passes, ``stop`` is set or the node disappears, the
+remaining pods are left behind with that reason, never counted as drained.
 """
 
 from __future__ import annotations
 
 import structlog
 
-from mcm.drain.pods import pod_key
 from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
     API_ERRORS,
@@ -20,11 +20,12 @@ from mcm.drain.state import (
     LEFT_NODE_GONE,
     POD_POLL_INTERVAL,
     REATTACH_TIMEOUT_TEXT,
-    Obj,
     Removed,
 )
 from mcm.drain.volumes import TrackedVolume, VolumeWatch, is_attached
+from mcm.runtime.cache import object_key
 from mcm.runtime.client.errors import NotFound, TooManyRequests
+from mcm.runtime.objects import Obj
 
 __all__ = ["SerialPass", "priority"]
 
@@ -37,7 +38,7 @@ def priority(pod: Obj) -> int:
 
 
 class SerialPass:
-    """The PV pods, one at a time: passes of evictions, then one delete pass (§5.8, HEAD)."""
+    """The PV pods, one at a time: passes of evictions, then one delete pass (``evictPodsWithPv``)."""
 
     def __init__(self, run: DrainRun, volumes: dict[str, list[TrackedVolume]]) -> None:
         self.d = run
@@ -64,8 +65,8 @@ class SerialPass:
             if self.halted:
                 self.d.tally.record(pod, "left", self.halted)
                 continue
-            verb = "evicting" if self.last_action.get(pod_key(pod)) == "evicted" else "deleting"
-            error = f'error {verb} pod {pod_key(pod)} from node "{self.d.node}"'
+            verb = "evicting" if self.last_action.get(object_key(pod)) == "evicted" else "deleting"
+            error = f'error {verb} pod {object_key(pod)} from node "{self.d.node}"'
             self.d.tally.record(pod, "left", "could not be evicted or deleted", error)
 
     def _one_pass(self, pods: list[Obj], *, evict: bool) -> list[Obj]:
@@ -82,7 +83,7 @@ class SerialPass:
 
     def _handle(self, pod: Obj, evict: bool) -> bool:
         """Remove one PV pod and wait for its volumes; True if it must be retried."""
-        tracked = self.volumes.get(pod_key(pod), [])
+        tracked = self.volumes.get(object_key(pod), [])
         hub = self.d.hub
         watch = hub.watch(self.d.node, [v.pv_name for v in tracked], self.d.stop) if hub and tracked else None
         try:
@@ -94,7 +95,7 @@ class SerialPass:
     def _remove_and_wait(
         self, pod: Obj, evict: bool, tracked: list[TrackedVolume], watch: VolumeWatch | None
     ) -> bool:
-        key = pod_key(pod)
+        key = object_key(pod)
         self.last_action[key] = "evicted" if evict else "deleted"
         started = self.d.clock.monotonic()
         try:
@@ -149,7 +150,7 @@ class SerialPass:
                 return str(err)
             attached = (node.get("status") or {}).get("volumesAttached") or []
             if not any(is_attached(v.volume_id, attached) for v in tracked):
-                log.debug("volumes_detached", pod=pod_key(pod), node=self.d.node)
+                log.debug("volumes_detached", pod=object_key(pod), node=self.d.node)
                 return None
             left = until - self.d.clock.monotonic()
             if left <= 0 or self.d.stop.is_set():
@@ -163,7 +164,9 @@ class SerialPass:
             self.halted = self.d.deadline.reason()
             self.d.tally.record(pod, "left", self.halted)
             return self.halted
-        log.warning("volumes_detach_timed_out", pod=pod_key(pod), node=self.d.node, error=DETACH_TIMEOUT_TEXT)
+        log.warning(
+            "volumes_detach_timed_out", pod=object_key(pod), node=self.d.node, error=DETACH_TIMEOUT_TEXT
+        )
         self.d.tally.record(pod, "left", DETACH_TIMEOUT_TEXT, DETACH_TIMEOUT_TEXT)
         return DETACH_TIMEOUT_TEXT
 
@@ -176,13 +179,13 @@ class SerialPass:
             if left <= 0 or self.d.stop.is_set():
                 log.warning(
                     "volumes_reattach_timed_out",
-                    pod=pod_key(pod),
+                    pod=object_key(pod),
                     volumes=[v.pv_name for v in tracked],
                     error=REATTACH_TIMEOUT_TEXT,
                 )
                 return
             self.d.clock.wait(done, left)
-        log.info("volumes_reattached", pod=pod_key(pod), volumes=[v.pv_name for v in tracked])
+        log.info("volumes_reattached", pod=object_key(pod), volumes=[v.pv_name for v in tracked])
 
     def _recheck(self, pods: list[Obj]) -> list[Obj]:
         """HEAD #979: drop pending pods that are gone (or replaced) after a pass."""

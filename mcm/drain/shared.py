@@ -1,6 +1,6 @@
 """One drain's state, and the calls its parallel and serial paths both make.
 
-:class:`DrainRun` is built once per drain by :func:`~mcm.drain.drain.drain_node` and handed to
+:class:`DrainRun` is built once per drain by :func:`~mcm.drain.drain.run_drain` and handed to
 :mod:`~mcm.drain.parallel` (pods without PVs) and :mod:`~mcm.drain.serial` (pods with PVs); neither
 path imports the other or the top level, so the modules form no cycle. What they share:
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from mcm.drain.pods import blocking_pdb, is_misconfigured, pod_key
+from mcm.drain.pods import blocking_pdb, is_misconfigured
 from mcm.drain.state import (
     API_ERRORS,
     LEFT_DEADLINE,
@@ -28,18 +28,19 @@ from mcm.drain.state import (
     REASON_DRAIN_BLOCKED,
     TERMINATION_BUFFER,
     Deadline,
-    Obj,
     Removed,
     Tally,
 )
 from mcm.drain.types import DrainListers, DrainOptions
 from mcm.drain.volumes import VolumeAttachmentHub
 from mcm.driver import Driver
+from mcm.runtime.cache import object_key
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import NotFound, TooManyRequests
 from mcm.runtime.client.resources import NODES, PODS
 from mcm.runtime.client.rest import delete_options
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 from mcm.runtime.workqueue import parallelize_until
 
@@ -89,21 +90,21 @@ class DrainRun:
         if evict:
             grace = self.options.grace_period
             body = delete_options(grace_period_seconds=grace) if grace is not None and grace >= 0 else None
-            log.debug("evicting_pod", pod=pod_key(pod), node=self.node)
+            log.debug("evicting_pod", pod=object_key(pod), node=self.node)
             self.pods_api.evict(name, namespace, body)
             return "evicted"
-        log.debug("force_deleting_pod", pod=pod_key(pod), node=self.node)
+        log.debug("force_deleting_pod", pod=object_key(pod), node=self.node)
         self.pods_api.delete(name, namespace=namespace, grace_period_seconds=0)
         return "deleted"
 
     def refused_by_pdb(self, pod: Obj, err: TooManyRequests) -> str | None:
         """Log a 429; return the misconfigured-PDB error if the pod can never be evicted."""
         pdb = blocking_pdb(pod, self.listers.pdbs)
-        pdb_name = pod_key(pdb) if pdb is not None else None
+        pdb_name = object_key(pdb) if pdb is not None else None
         disrupted = sorted(((pdb or {}).get("status") or {}).get("disruptedPods") or {})
         log.info(
             "pod_eviction_refused_will_retry",
-            pod=pod_key(pod),
+            pod=object_key(pod),
             node=self.node,
             pdb=pdb_name,
             disrupted_pods=disrupted,
@@ -118,7 +119,7 @@ class DrainRun:
             self.event(
                 "Warning",
                 REASON_DRAIN_BLOCKED,
-                f"Eviction of pod {pod_key(pod)} from node {self.node!r} blocked by "
+                f"Eviction of pod {object_key(pod)} from node {self.node!r} blocked by "
                 f"PodDisruptionBudget {pdb_name}",
             )
         if not is_misconfigured(pdb):

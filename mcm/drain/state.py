@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from mcm.drain.types import PodOutcome
 from mcm.runtime.client.errors import ApiError, ConnectionFailed
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 
 __all__ = [
     "API_ERRORS",
@@ -31,7 +31,6 @@ __all__ = [
     "aggregate",
 ]
 
-Obj = Mapping[str, Any]
 API_ERRORS = (ApiError, ConnectionFailed)
 """What a failed API call raises: an error answer or no answer at all."""
 

@@ -14,18 +14,18 @@ from mcm.drain.podevents import PodDeletions
 from mcm.runtime.cache import Lister
 
 __all__ = [
+    "DEFAULT_MACHINE_DRAIN_TIMEOUT",
     "DEFAULT_MAX_EVICT_RETRIES",
     "DEFAULT_MAX_PARALLEL_EVICTIONS",
     "DEFAULT_PV_DETACH_TIMEOUT",
     "DEFAULT_PV_REATTACH_TIMEOUT",
-    "DEFAULT_TIMEOUT",
     "DrainListers",
     "DrainOptions",
     "DrainResult",
     "PodOutcome",
 ]
 
-DEFAULT_TIMEOUT = 2 * 3600.0
+DEFAULT_MACHINE_DRAIN_TIMEOUT = 2 * 3600.0
 """``--machine-drain-timeout`` default (``drain.DefaultMachineDrainTimeout``)."""
 DEFAULT_MAX_EVICT_RETRIES = 360
 """``--machine-max-evict-retries`` default (2 h ÷ 20 s)."""
@@ -39,8 +39,8 @@ DEFAULT_MAX_PARALLEL_EVICTIONS = 20
 class DrainOptions:
     """How to drain one node. Durations are seconds."""
 
-    timeout: float = DEFAULT_TIMEOUT
-    """Drain-wide deadline, measured from the start of :func:`~mcm.drain.drain_node` (HEAD)."""
+    timeout: float = DEFAULT_MACHINE_DRAIN_TIMEOUT
+    """Drain-wide deadline, measured from the start of :func:`~mcm.drain.run_drain` (HEAD)."""
     max_evict_retries: int = DEFAULT_MAX_EVICT_RETRIES
     """Eviction attempts per pod (per pass for PV pods) before one delete; ≤ 0 deletes at once."""
     pv_detach_timeout: float = DEFAULT_PV_DETACH_TIMEOUT

@@ -8,10 +8,12 @@ Guarantees:
   (a provider-unrelated volume) or a driver error skips only that volume; nothing raises.
 - :func:`is_attached` matches volume IDs exactly against ``node.status.volumesAttached`` names:
   the whole name, the part after ``^`` (CSI ``kubernetes.io/csi/<driver>^<id>``) or after the
-  last ``/`` (in-tree plugins) — never as a regular expression (§5.13 bug 8).
+  last ``/`` (in-tree plugins) — never as a regular expression, as upstream's ``waitForDetach``
+  does (a false match there keeps a drain waiting).
 - :class:`VolumeAttachmentHub` fans VolumeAttachment informer events out to the drains waiting
-  on them (§5.12) without dropping events, under one lock, and ignores attachments without a
-  PV name (inline volumes, §5.13 bug 4) and malformed objects.
+  on them (upstream's ``VolumeAttachmentHandler``, ``drain/volume_attachment.go``) without dropping
+  events, under one lock, and ignores attachments without a PV name (inline volumes, on which
+  upstream's ``dispatch`` panics) and malformed objects.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import Any
 import structlog
 
 from mcm.driver import CallContext, Driver, GetVolumeIDsRequest
-from mcm.runtime.cache import Lister
+from mcm.runtime.cache import Lister, object_key
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.clock import Clock
+from mcm.runtime.objects import Obj
 
 __all__ = [
     "TrackedVolume",
@@ -41,7 +44,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = Mapping[str, Any]
 DRIVER_CALL_TIMEOUT = 30.0
 """Bound of one ``get_volume_ids`` call (also bounded by the drain deadline)."""
 
@@ -93,7 +95,7 @@ def pod_volumes(
     deadline: float,
 ) -> dict[str, list[TrackedVolume]]:
     """The tracked volumes of each pod, keyed ``<ns>/<name>`` (every pod has an entry)."""
-    names = {_key(pod): _pv_names(pod, pvcs) for pod in pods}
+    names = {object_key(pod): _pv_names(pod, pvcs) for pod in pods}
     counts = Counter(name for pv_names in names.values() for name in pv_names)
     shared = {name for name, count in counts.items() if count > 1}
     if shared:
@@ -265,8 +267,3 @@ class VolumeAttachmentHub:
     def on_delete(self, obj: Any) -> None:
         """VolumeAttachment informer's listener thread (a tombstone is unwrapped); never blocks."""
         self.dispatch(getattr(obj, "obj", obj), deleted=True)
-
-
-def _key(pod: Obj) -> str:
-    meta = pod["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"

@@ -52,11 +52,17 @@ from mcm.runtime.clock import REAL_CLOCK, Clock
 __all__ = [
     "DEFAULT_CAPACITY",
     "KUBELET_CONDITIONS",
+    "KUBELET_VERSION",
     "NodeSimulator",
     "SimulatedVM",
     "VMSource",
     "driver_vms",
 ]
+
+KUBELET_VERSION = "v1.37.2"
+"""The kubelet version simulated Nodes report: the release the real-API tier runs (a kubelet
+older than the API server by more than the supported skew would be refused by a real cluster).
+"""
 
 log = structlog.get_logger(__name__)
 
@@ -339,7 +345,7 @@ class NodeSimulator:
                 "allocatable": dict(capacity),
                 "conditions": self._conditions(state),
                 "nodeInfo": {
-                    "kubeletVersion": "v1.31.0",
+                    "kubeletVersion": KUBELET_VERSION,
                     "operatingSystem": "linux",
                     "architecture": "amd64",
                 },

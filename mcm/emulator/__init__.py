@@ -4,10 +4,11 @@ it answers bad input, and where it differs from a real API server.
 
 Quick start::
 
+    from mcm import packaged
     from mcm.emulator import ClusterPair, Emulator
 
     with Emulator() as emu:                       # 127.0.0.1, kernel-chosen port, plain HTTP
-        emu.install_crds(["charts/machine-controller/crds"])
+        emu.install_crds([packaged.machine_crds()])
         emu.write_kubeconfig("kubeconfig")        # for new_client_from_config and kubectl
         emu.faults.add(code=503, verb="list", resource="nodes", times=2)
         emu.pause("hang"); emu.resume()           # also "refuse" and "error"
@@ -28,6 +29,7 @@ semantics), :mod:`.strategies` (per-kind rules), :mod:`.listing` and :mod:`.watc
 from __future__ import annotations
 
 from mcm.emulator.cluster import ClusterPair
+from mcm.emulator.discovery import KUBERNETES_VERSION
 from mcm.emulator.emulator import Emulator
 
-__all__ = ["ClusterPair", "Emulator"]
+__all__ = ["KUBERNETES_VERSION", "ClusterPair", "Emulator"]

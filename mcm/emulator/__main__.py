@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--request-log", help="append the request log as JSON lines to this file")
     serve.add_argument("--no-controllers", action="store_true", help="do not run the simulated controllers")
     serve.add_argument(
+        "--run-pods",
+        action="store_true",
+        help="the simulated kubelet starts pods bound to an existing node (Running and Ready)",
+    )
+    serve.add_argument(
         "--history-size", type=int, default=10_000, help="watch history entries kept per resource (10,000)"
     )
     serve.add_argument(
@@ -88,6 +93,8 @@ def _refusal(args: argparse.Namespace) -> str | None:
     """Why the arguments cannot be served (printed as ``error: ...``), else ``None``."""
     if args.crds and not Path(args.crds).exists():
         return f"--crds {args.crds}: no such file or directory"
+    if args.run_pods and args.no_controllers:
+        return "--run-pods needs the simulated controllers (drop --no-controllers)"
     try:
         check_listen(args.host, tls=args.tls, insecure=args.insecure, what="the emulator")
     except InsecureListenError as exc:
@@ -121,6 +128,8 @@ def serve(args: argparse.Namespace) -> int:
     admin: AdminServer | None = None
     try:
         emulator.start()
+        if args.run_pods:
+            emulator.kubelet.run_pods = True
         if args.crds:
             emulator.install_crds([args.crds])
         kubeconfig = emulator.write_kubeconfig(args.kubeconfig, namespace=args.namespace)

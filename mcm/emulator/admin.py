@@ -1,5 +1,5 @@
 """The admin listener and :class:`RemoteEmulator`: emulator controls over JSON, for an emulator
-running in another process (spec §3, §4.1).
+running in another process (docs/emulator.md).
 
 The admin listener is a separate loopback HTTP server, never counted in stats and unaffected by
 ``pause("refuse")``. Every endpoint is ``POST /<control>`` with a JSON object of keyword

@@ -1,4 +1,5 @@
-"""Known fields of the built-in kinds, for ``fieldValidation=Strict`` (spec §2.6).
+"""Known fields of the built-in kinds, for ``fieldValidation=Strict`` (as kube-apiserver
+refuses unknown fields of a write with it).
 
 The table ``builtin_fields.json`` is generated from the ``kubernetes`` client's model field lists
 (``tests/emulator/builtin_fields_gen.py``); it is loaded on first use.

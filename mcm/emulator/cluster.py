@@ -1,5 +1,5 @@
 """Two clusters side by side: ``control`` (Machines, classes, secrets, leases) and ``target``
-(nodes, pods, volumes, PDBs), each with its own kubeconfig (spec §4.1).
+(nodes, pods, volumes, PDBs), each with its own kubeconfig (docs/emulator.md).
 
 Guarantees:
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from mcm import packaged
 from mcm.emulator.emulator import Emulator
 from mcm.emulator.process import EmulatorProcess, spawn
 
@@ -27,8 +28,8 @@ __all__ = ["ClusterPair", "default_crd_dir"]
 
 
 def default_crd_dir() -> Path:
-    """``charts/machine-controller/crds`` of this repository."""
-    return Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
+    """The machine.sapcloud.io CRDs shipped in the package (``mcm/apis/machine/crds``)."""
+    return packaged.machine_crds()
 
 
 class ClusterPair:

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from mcm.emulator.registry import CRD_STORAGE_KEY, Registry, ResourceType
 from mcm.emulator.storage import Storage
-from mcm.emulator.store import Change, VersionedStore
+from mcm.emulator.store import Change, Obj, VersionedStore
 
 __all__ = ["follow_crds", "install_crds"]
-
-Obj = dict[str, Any]
 
 
 def follow_crds(store: VersionedStore, registry: Registry) -> None:

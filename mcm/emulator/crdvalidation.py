@@ -1,14 +1,15 @@
-"""CustomResourceDefinition validation, defaults and the establishment it gets on create (spec §1.7).
+"""CustomResourceDefinition validation, defaults and the establishment it gets on create
+(as kube-apiserver's apiextensions validation and establishing controller do).
 
 Guarantees:
 
-- :func:`crd_errors` rejects what the real server rejects for the rules of §1.7 (name equals
+- :func:`crd_errors` rejects what the real server rejects for these rules (name equals
   ``<plural>.<group>``, lowercase plural and singular, scope, at least one version, exactly one
   storage version, a schema on every served version) and immutable ``group``/``scope`` on update.
 - :func:`crd_defaults` fills ``singular``/``listKind``, the conversion strategy, the cleanup
   finalizer, and the established status (``acceptedNames``, ``storedVersions``, the
   ``NamesAccepted`` and ``Established`` conditions). Running it on create makes a CRD established
-  before the create is answered, as the spec asks.
+  before the create is answered, so a client can use it at once.
 - :func:`schemas_by_version` and :func:`is_established` read what the registry needs.
 """
 
@@ -18,6 +19,7 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 from mcm.emulator.validation import (
     DNS1123_LABEL_MESSAGE,
@@ -41,8 +43,6 @@ __all__ = [
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _SCOPES = ["Cluster", "Namespaced"]
-
-Obj = dict[str, Any]
 
 
 def _names(crd: Mapping[str, Any]) -> dict[str, Any]:

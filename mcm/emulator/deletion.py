@@ -1,4 +1,5 @@
-"""DELETE semantics (spec §2.7, §2.8): preconditions, propagation finalizers, graceful deletion.
+"""DELETE semantics of kube-apiserver (``registry/generic/registry/store.go``, ``Delete``):
+preconditions, propagation finalizers, graceful deletion.
 
 Guarantees:
 
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcm.emulator import errors
-from mcm.emulator.store import StaleObjectError, Stored, VersionedStore
+from mcm.emulator.store import Obj, StaleObjectError, Stored, VersionedStore
 from mcm.emulator.timefmt import format_time, parse_time
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Deletion"]
 
-Obj = dict[str, Any]
 MAX_RETRIES = 5
 
 

@@ -21,13 +21,13 @@ from typing import Any
 
 from mcm.emulator import podspec
 from mcm.emulator.errors import Raw
+from mcm.emulator.store import Obj
 from mcm.emulator.strategies import Strategy
 from mcm.emulator.validation import FieldError, invalid, label_errors, not_supported, required
 from mcm.runtime.labels import selector_from_label_selector
 
 __all__ = ["DEPLOYMENT", "deployment_defaults", "deployment_errors"]
 
-Obj = dict[str, Any]
 _STRATEGY_TYPES = ["Recreate", "RollingUpdate"]
 _POD_LIST_STRATEGIES = {
     "containers": "merge:name",

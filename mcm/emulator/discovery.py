@@ -1,4 +1,5 @@
-"""Discovery, version and OpenAPI documents, generated from the registry (spec §1.3, §1.6).
+"""Discovery, version and OpenAPI documents, generated from the registry (the
+documents kube-apiserver serves at ``/api``, ``/apis``, ``/version`` and ``/openapi/v3``).
 
 Guarantees:
 
@@ -6,6 +7,9 @@ Guarantees:
   are the served ones. ``/api/v1`` lists ``pods/eviction`` as ``policy/v1 Eviction``; scale
   subresources are ``autoscaling/v1 Scale``.
 - Documents are rebuilt only when the registry changes (cached by ``registry.generation``).
+- ``/version`` says the emulator is Kubernetes :data:`KUBERNETES_VERSION`, with the fields a
+  kube-apiserver of that release reports (emulation version = its own minor, minimum
+  compatibility version = the minor before).
 - ``/openapi/v3`` names one document per group-version; each holds one path item per kind with a
   ``patch`` operation carrying ``x-kubernetes-group-version-kind`` and a ``fieldValidation``
   parameter, which is what kubectl needs to send ``fieldValidation=Strict``.
@@ -19,11 +23,16 @@ from typing import Any
 
 from mcm.emulator.openapi import component_schemas
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import encode
+from mcm.emulator.store import Obj, encode
 
-__all__ = ["Discovery"]
+__all__ = ["KUBERNETES_VERSION", "Discovery"]
 
-Obj = dict[str, Any]
+KUBERNETES_VERSION = "v1.37.2"
+"""The Kubernetes release the emulator reports (``/version``, the OpenAPI ``info.version``): the
+release of the real kube-apiserver its conformance tests (tests/conformance) hold it to, pinned
+by envtest's Go module (``mcm/testing/envtest/gomodule/go.mod``). A test checks the two agree,
+so version-gated behaviour and tests see one version."""
+
 _SUB_VERBS = ["get", "patch", "update"]
 
 
@@ -77,7 +86,7 @@ def _sub_entries(rt: ResourceType) -> list[Obj]:
 class Discovery:
     """Encoded discovery documents for one registry."""
 
-    def __init__(self, registry: Registry, git_version: str = "v1.32.0") -> None:
+    def __init__(self, registry: Registry, git_version: str = KUBERNETES_VERSION) -> None:
         self.registry = registry
         self.git_version = git_version
         self._lock = threading.RLock()
@@ -101,11 +110,15 @@ class Discovery:
             {
                 "major": major,
                 "minor": minor,
+                "emulationMajor": major,
+                "emulationMinor": minor,
+                "minCompatibilityMajor": major,
+                "minCompatibilityMinor": str(max(0, int(minor) - 1)),
                 "gitVersion": self.git_version,
                 "gitCommit": "0000000000000000000000000000000000000000",
                 "gitTreeState": "clean",
-                "buildDate": "2024-12-11T00:00:00Z",
-                "goVersion": "go1.23.4",
+                "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.26.0",
                 "compiler": "gc",
                 "platform": "linux/amd64",
             }

@@ -1,4 +1,4 @@
-"""The in-process Kubernetes API server emulator (spec §3, §4).
+"""The in-process Kubernetes API server emulator (docs/emulator.md).
 
 ``Emulator`` is a facade: it builds and wires the parts and offers the controls tests use; the
 behaviour lives in the parts: ``store.py`` (objects, resourceVersions, history), ``storage.py``,
@@ -32,7 +32,7 @@ import structlog
 
 from mcm.emulator.controllers import start_controllers
 from mcm.emulator.crdserving import follow_crds, install_crds
-from mcm.emulator.discovery import Discovery
+from mcm.emulator.discovery import KUBERNETES_VERSION, Discovery
 from mcm.emulator.exposure import check_listen
 from mcm.emulator.faults import Faults
 from mcm.emulator.frontend import Frontend
@@ -44,7 +44,7 @@ from mcm.emulator.server import HttpServer
 from mcm.emulator.services import seed_kubernetes_service
 from mcm.emulator.stats import Stats
 from mcm.emulator.storage import Storage
-from mcm.emulator.store import Change, VersionedStore
+from mcm.emulator.store import Change, Obj, VersionedStore
 from mcm.emulator.watch import WatchHub
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -52,7 +52,6 @@ __all__ = ["Emulator"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -86,7 +85,7 @@ class Emulator:
         history_size: int = 10_000,
         history_age: float | None = None,
         freshness_timeout: float = 3.0,
-        git_version: str = "v1.32.0",
+        git_version: str = KUBERNETES_VERSION,
         min_request_timeout: float = 1800.0,
         bookmark_interval: float = 60.0,
         log_file: str | Path | None = None,

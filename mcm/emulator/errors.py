@@ -2,7 +2,8 @@
 
 Every failure inside the emulator is raised as :class:`ApiStatusError`; the HTTP layer turns it
 into a response with ``err.code``, ``err.status`` as the JSON body and ``err.headers``. There is
-one builder per row of the error catalogue (spec §2.2); messages match the real server's.
+one builder per kind of ``Status`` the real server answers with (apimachinery's
+``pkg/api/errors``); messages match the real server's.
 
 Guarantees:
 

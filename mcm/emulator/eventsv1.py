@@ -1,4 +1,5 @@
-"""``events.k8s.io/v1`` Events served from the core Event storage (spec §2.13).
+"""``events.k8s.io/v1`` Events served from the core Event storage (as kube-apiserver
+serves both from one storage).
 
 Guarantees:
 
@@ -16,14 +17,12 @@ Guarantees:
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcm.emulator import errors
 from mcm.emulator.registry import ResourceType
+from mcm.emulator.store import Obj
 
 __all__ = ["FIELD_MAP", "from_core", "to_core", "validate_create"]
 
-Obj = dict[str, Any]
 
 FIELD_MAP = {
     "regarding": "involvedObject",

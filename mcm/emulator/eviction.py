@@ -1,4 +1,5 @@
-"""The eviction subresource, ``POST pods/{name}/eviction`` (spec §2.11).
+"""The eviction subresource, ``POST pods/{name}/eviction`` (kube-apiserver's
+``pkg/registry/core/pod/storage/eviction.go``).
 
 Guarantees:
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcm.emulator import errors
 from mcm.emulator.pdb import PDBS, PODS, disruption_allowed_condition, is_ready, selects
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EVICTION_BLOCKED", "MULTIPLE_PDBS", "evict"]
 
-Obj = dict[str, Any]
 MAX_DISRUPTED_PODS = 2000
 EVICTION_BLOCKED = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_PDBS = (
@@ -71,7 +72,7 @@ def evict(
     clock: Clock = REAL_CLOCK,
     dry_run: bool = False,
 ) -> Obj:
-    """``POST pods/{name}/eviction``: delete the pod if its disruption budget allows (spec §2.11)."""
+    """``POST pods/{name}/eviction``: delete the pod if its disruption budget allows."""
     if not isinstance(body, Mapping):
         raise errors.bad_request(
             'Eviction in version "v1" cannot be handled as a Eviction: body must be an object'

@@ -1,4 +1,4 @@
-"""Fault injection: pause modes, latency and error rules (spec §3.1, §3.2).
+"""Fault injection: pause modes, latency and error rules (docs/emulator.md).
 
 Guarantees:
 
@@ -7,8 +7,8 @@ Guarantees:
   ``probability`` draws from a seeded generator.
 - ``phase="before"`` answers before anything is done; ``phase="after"`` lets the request commit
   and then replaces the answer (a lost response).
-- Error bodies follow the catalogue of spec §2.2 for the code; 429 and 5xx carry ``Retry-After``
-  when ``retry_after`` is set.
+- Error bodies are the real server's ``Status`` for the code (:mod:`mcm.emulator.errors`); 429
+  and 5xx carry ``Retry-After`` when ``retry_after`` is set.
 - ``pause("hang")`` parks requests until ``resume()``; ``pause("error")`` answers 503 (health
   endpoints 500). ``pause("refuse")`` is carried out by the emulator (listener closed).
 """
@@ -81,12 +81,13 @@ class ErrorRule:
 
 @dataclass(eq=False)
 class LatencyRule:
-    """A delay applied before handling matching requests."""
+    """A delay applied before handling matching requests; ``hits`` counts the requests delayed."""
 
     faults: Faults
     seconds: float
     jitter: float = 0.0
     match: dict[str, Any] = field(default_factory=dict)
+    hits: int = 0
 
     def remove(self) -> None:
         """Stop delaying."""
@@ -219,6 +220,8 @@ class Faults:
         """Total latency to inject for this request."""
         with self._lock:
             rules = [r for r in self._rules if isinstance(r, LatencyRule) and _matches(r.match, meta)]
+            for rule in rules:
+                rule.hits += 1
         delay = 0.0
         for rule in rules:
             delay += rule.seconds + (self._random.uniform(0, rule.jitter) if rule.jitter else 0.0)

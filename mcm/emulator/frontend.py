@@ -1,4 +1,4 @@
-"""The request path in front of the API handlers (spec §4): pause modes, authentication, fault
+"""The request path in front of the API handlers: pause modes, authentication, fault
 rules and latency, dispatch, watch serving and the per-request stats.
 
 Guarantees:
@@ -14,6 +14,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import hmac
 import time
 
 from mcm.emulator import errors
@@ -68,7 +69,8 @@ class Frontend:
         header = req.headers.get("Authorization", "")
         if not header and info.kind in ("version", "healthz", "livez", "readyz"):
             return True  # anonymous access to the public-info endpoints, as upstream allows
-        return bool(header == f"Bearer {self.token}")
+        # Constant time: how long a wrong token takes to refuse must not tell how much of it was right.
+        return hmac.compare_digest(header.encode(), f"Bearer {self.token}".encode())
 
     @staticmethod
     def _fault_response(info: RequestInfo, err: ApiStatusError) -> Response | WatchStart:

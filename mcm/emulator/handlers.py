@@ -44,7 +44,7 @@ from mcm.emulator.listing import (
 from mcm.emulator.registry import ResourceType
 from mcm.emulator.routing import RequestInfo, parse_bool
 from mcm.emulator.storage import Storage, WriteResult
-from mcm.emulator.store import ObjectTooLarge, Stored, encode
+from mcm.emulator.store import Obj, ObjectTooLarge, Stored, encode
 from mcm.emulator.validation import FieldError
 from mcm.emulator.watch import WatchHub
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -53,7 +53,6 @@ __all__ = ["Api", "Request", "Response"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
 APPLY_PATCH = "application/apply-patch+yaml"
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")

@@ -1,4 +1,4 @@
-"""Kubeconfig files and TLS material for emulators (spec §4.3).
+"""Kubeconfig files and TLS material for emulators (docs/emulator.md).
 
 Guarantees:
 

@@ -1,6 +1,6 @@
 """List and watch requests: option validation, selectors, snapshots, pagination, watch start.
 
-Guarantees (spec §2.9, §2.10):
+Guarantees (as kube-apiserver's list and watch):
 
 - List options are validated in upstream order (422 ``ListOptions.meta.k8s.io``); selectors that
   do not parse are 400.

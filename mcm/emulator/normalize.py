@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import normalize_microtime, normalize_time, quantity_string
 from mcm.emulator.validation import DecodeError
 
 __all__ = ["map_at", "normalizer", "time_map"]
-
-Obj = dict[str, Any]
 
 
 def map_at(obj: Obj, path: str, fn: Callable[[Any], Any]) -> Obj:

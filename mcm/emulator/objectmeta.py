@@ -1,5 +1,6 @@
 """ObjectMeta rules shared by every kind: names, generateName, labels, annotations, owner refs,
-and the system fields the server owns (spec §2.3 items 4-6, §2.5 item 4).
+and the system fields the server owns (uid, resourceVersion, creationTimestamp, generation,
+managedFields), as apimachinery's ``ValidateObjectMeta`` and the generic registry do.
 
 All functions are pure: they return new dicts or lists of field errors and never mutate input.
 """
@@ -23,7 +24,6 @@ __all__ = [
     "validate_name",
 ]
 
-Obj = dict[str, Any]
 
 SYSTEM_FIELDS = (
     "uid",

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from mcm.emulator.registry import ResourceType
+from mcm.emulator.store import Obj
 
 __all__ = ["component_schemas"]
 
-Obj = dict[str, Any]
 _TABLE = Path(__file__).with_name("builtin_schemas.json")
 _OBJECT_META = "io.k8s.api.ObjectMeta"
 

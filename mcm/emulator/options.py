@@ -1,4 +1,5 @@
-"""Query parameters of writes, checked as the real server checks its ``*Options`` (spec §1.4).
+"""Query parameters of writes, checked as the real server checks its ``*Options``
+(``CreateOptions``, ``UpdateOptions``, ``PatchOptions``, ``DeleteOptions``).
 
 Guarantees:
 

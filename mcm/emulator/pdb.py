@@ -11,12 +11,12 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 from mcm.runtime.labels import selector_from_label_selector
 
 __all__ = ["PDBS", "PODS", "disruption_allowed_condition", "is_ready", "selects"]
 
-Obj = dict[str, Any]
 PODS = "pods"
 PDBS = "poddisruptionbudgets.policy"
 

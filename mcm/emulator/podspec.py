@@ -6,7 +6,8 @@ Guarantees:
 - :func:`pod_update_errors` allows exactly the upstream mutable fields: container and init-container
   images, ``activeDeadlineSeconds``, added tolerations and removed scheduling gates. Specs are
   compared after defaulting, so a client that omits defaulted fields is not refused.
-- :func:`pod_grace_period` implements the grace rules of a pod DELETE (spec §2.8).
+- :func:`pod_grace_period` implements the grace rules of a pod DELETE (kube-apiserver's
+  pod strategy, ``CheckGracefulDelete``).
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def _gates_only_removed(old: Any, new: Any) -> bool:
 
 
 def pod_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """Upstream pod update immutability (spec §2.5 item 9)."""
+    """Upstream pod update immutability (``ValidatePodUpdate``)."""
     new_spec = default_pod_spec(new.get("spec") or {})
     old_spec = default_pod_spec(old.get("spec") or {})
     same_rest = _canonical(_without_mutable(new_spec)) == _canonical(_without_mutable(old_spec))

@@ -17,11 +17,11 @@ import datetime as _dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import human_duration, parse_time
 
 __all__ = ["Printer", "printer_for"]
 
-Obj = dict[str, Any]
 Cells = Callable[[Obj, str], list[Any]]
 
 

@@ -1,6 +1,6 @@
 """Emulators in their own processes (``python -m mcm.emulator serve``), driven through
-:class:`~mcm.emulator.admin.RemoteEmulator` (spec §4.1: keeps the server off the GIL of the
-code under test). This is the one launcher: :class:`~mcm.emulator.cluster.ClusterPair`, tests
+:class:`~mcm.emulator.admin.RemoteEmulator` (this keeps the server off the GIL of the code
+under test). This is the one launcher: :class:`~mcm.emulator.cluster.ClusterPair`, tests
 and benchmarks all start emulator processes with :func:`spawn`.
 
 Guarantees: :func:`spawn` returns only once the ready file exists (or raises after
@@ -83,7 +83,7 @@ def spawn(
     controllers: bool = True,
     history_size: int | None = None,
     request_log: str | Path | None = None,
-    timeout: float = 30.0,
+    timeout: float = 90.0,
 ) -> EmulatorProcess:
     """Start ``serve`` for cluster ``name``; files go to ``directory``; the options are ``serve``'s
     (``request_log``: append every answered request to this file as a JSON line)."""

@@ -1,4 +1,4 @@
-"""The served resource types: the built-in table of spec §1.1 plus types defined by CRDs.
+"""The served resource types: the built-in ones (:func:`builtin_types`) plus types defined by CRDs.
 
 Guarantees:
 
@@ -38,7 +38,7 @@ class ScaleSpec:
 
 @dataclass(frozen=True)
 class ResourceType:
-    """One served resource of one group/version (spec §5.3)."""
+    """One served resource of one group/version."""
 
     group: str
     version: str
@@ -105,7 +105,8 @@ def _builtin(
 
 
 def builtin_types() -> list[ResourceType]:
-    """The built-in resources of spec §1.1 (plus ConfigMaps, Services, Endpoints, ServiceAccounts,
+    """The built-in resources mcm uses (Namespaces, Nodes, Pods, PVs, PVCs, Events, Leases, Secrets,
+    PDBs, VolumeAttachments, CRDs; plus ConfigMaps, Services, Endpoints, ServiceAccounts,
     the self-subject reviews and apps/v1 Deployments), grouped by API group in serving order."""
     return [
         *_core_types(),

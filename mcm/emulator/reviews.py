@@ -14,13 +14,12 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from mcm.emulator.registry import ResourceType
+from mcm.emulator.store import Obj
 
 __all__ = ["ADMIN_USER", "GROUPS", "answer", "user_info"]
 
-Obj = dict[str, Any]
 GROUPS = ("authorization.k8s.io", "authentication.k8s.io")
 ADMIN_USER = "emulator-admin"
 

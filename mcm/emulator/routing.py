@@ -1,4 +1,5 @@
-"""URL -> RequestInfo, like the real server's request-info resolver (spec §1.2, §2.15).
+"""URL -> RequestInfo, like the real server's request-info resolver
+(apiserver's ``pkg/endpoints/request/requestinfo.go``).
 
 Guarantees:
 

@@ -1,6 +1,6 @@
 """HTTP/1.1 transport: a tuned ``ThreadingHTTPServer`` with per-connection TLS and chunked watches.
 
-Guarantees (spec §1.5, §5.4):
+Guarantees:
 
 - Keep-alive HTTP/1.1 with ``TCP_NODELAY``; every non-streaming response is one ``sendall`` with
   ``Content-Length``, ``Audit-Id`` and ``Cache-Control: no-cache, private``.

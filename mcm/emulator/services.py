@@ -20,11 +20,11 @@ import hashlib
 from typing import Any
 
 from mcm.emulator.kinds import FieldError, Strategy
+from mcm.emulator.store import Obj
 from mcm.emulator.validation import not_supported, required
 
 __all__ = ["ENDPOINTS", "SERVICE", "SERVICE_ACCOUNT", "seed_kubernetes_service"]
 
-Obj = dict[str, Any]
 _TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 

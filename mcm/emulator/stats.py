@@ -1,4 +1,4 @@
-"""Request counters and the request log (spec §3.3).
+"""Request counters and the request log (docs/emulator.md).
 
 Guarantees:
 

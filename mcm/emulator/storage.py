@@ -1,8 +1,8 @@
 """Storage: the generic REST semantics of every resource on top of :class:`VersionedStore`.
 
 This is the transactional API used by the HTTP handlers *and* the simulated controllers
-(``emulator.storage``). It applies spec §2.3 (create), §2.5 (update and status), §2.6 (patch) and
-§2.7 (delete, via :mod:`mcm.emulator.deletion`), using the per-kind ``Strategy``.
+(``emulator.storage``). It applies the real server's rules for create, update (and status), patch and
+delete (via :mod:`mcm.emulator.deletion`), using the per-kind ``Strategy``.
 
 Guarantees:
 
@@ -22,19 +22,17 @@ import contextlib
 import datetime as _dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from mcm.emulator import builtinfields, errors, objectmeta
 from mcm.emulator.deletion import Deletion
 from mcm.emulator.errors import ApiStatusError, Raw
 from mcm.emulator.kinds import FieldError
 from mcm.emulator.registry import Registry, ResourceType
-from mcm.emulator.store import StaleObjectError, Stored, VersionedStore
+from mcm.emulator.store import Obj, StaleObjectError, Stored, VersionedStore
 from mcm.emulator.timefmt import format_time
 
 __all__ = ["Storage", "WriteResult"]
 
-Obj = dict[str, Any]
 MAX_RETRIES = 5
 NAMESPACES = "namespaces"
 
@@ -198,7 +196,7 @@ class Storage:
         field_validation: str = "Warn",
         bypass_strategy: bool = False,
     ) -> WriteResult:
-        """Create an object (spec §2.3). Answer code 201 on success."""
+        """Create an object. Answer code 201 on success."""
         obj = self._decode_new(rt, body, namespace)
         name = obj["metadata"].get("name")
         generate = obj["metadata"].get("generateName")
@@ -309,7 +307,7 @@ class Storage:
         dry_run: bool = False,
         field_validation: str = "Warn",
     ) -> WriteResult:
-        """PUT (spec §2.5): optimistic concurrency, status rules, generation, finalizer release."""
+        """PUT: optimistic concurrency, status rules, generation, finalizer release."""
         obj = self._decode_replacement(rt, body, namespace, name)
         body_rv = str(obj["metadata"].get("resourceVersion") or "")
         for _ in range(MAX_RETRIES):
@@ -531,7 +529,7 @@ class Storage:
         *,
         dry_run: bool = False,
     ) -> tuple[Obj, bool]:
-        """DELETE (spec §2.7/§2.8). Returns ``(response body, removed)``."""
+        """DELETE (pods: graceful deletion). Returns ``(response body, removed)``."""
         return self._deletion.delete(rt, namespace, name, options or {}, dry_run=dry_run)
 
 

@@ -4,7 +4,7 @@ One store per emulator (one cluster). It keeps, per resource (storage key such a
 ``machines.machine.sapcloud.io``), the current objects, a bounded history of changes and a
 compaction floor; one global resourceVersion counter orders every commit.
 
-Guarantees (see spec §2.4, §5.3, §5.5):
+Guarantees:
 
 - One ``RLock`` (``store.lock``) guards objects, history, floors and watcher registration.
   Holding it makes a sequence of reads and commits one atomic transaction
@@ -17,7 +17,8 @@ Guarantees (see spec §2.4, §5.3, §5.5):
   lock is held. Watchers and hooks must not block or do I/O.
 - Committed object dicts are never mutated. :class:`Stored` wraps one object version with its RV
   and caches its JSON encoding, so lists, GETs and watch events reuse the bytes. Write responses
-  encode their own copy, so versions nobody reads or watches hold no bytes (memory, spec P4).
+  encode their own copy, so versions nobody reads or watches hold no bytes (memory:
+  benchmarks/emulator.py, P4).
   Encodings (of a stored object, and of a change's watch line per event type) are computed at most
   once, by whichever thread asks first, outside the store lock (watch threads, readers); a small
   encoding lock makes concurrent first requests wait instead of encoding twice.
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_OBJECT_BYTES",
     "Change",
     "ChangeType",
+    "Obj",
     "ObjectTooLarge",
     "StaleObjectError",
     "Stored",
@@ -54,6 +56,8 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+"""An API object as JSON: the one alias of the emulator's modules (the emulator imports nothing
+from ``mcm.runtime`` but the clock and labels, so not :data:`mcm.runtime.objects.Obj`)."""
 Key = tuple[str, str]
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 

@@ -1,4 +1,5 @@
-"""Per-kind strategies: the small record of rules the write path applies to each kind (spec §5.3).
+"""Per-kind strategies: the small record of rules the write path applies to each kind
+(kube-apiserver's per-kind ``rest.RESTCreateStrategy``/``RESTUpdateStrategy``).
 
 A :class:`Strategy` is data plus a few pure functions; there is no class hierarchy. The server's
 write path uses it as follows (create, update and patch alike):
@@ -18,8 +19,8 @@ write path uses it as follows (create, update and patch alike):
    object metadata (names, labels, annotations, owner references) is the server's check.
 
 Guarantees: all functions are pure and never mutate their input; built-in strategies follow the
-tables of spec §2.3, §2.5, §2.9 and §2.6; any unknown (group, kind) gets the generic custom-resource
-strategy.
+real server's per-kind create, update, list and patch rules; any unknown (group, kind) gets the
+generic custom-resource strategy.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from mcm.emulator import podspec
 from mcm.emulator import schema as schemas
 from mcm.emulator.crdvalidation import crd_defaults, crd_errors
 from mcm.emulator.normalize import map_at, normalizer, time_map
+from mcm.emulator.store import Obj
 from mcm.emulator.validation import (
     DecodeError,
     FieldError,
@@ -56,7 +58,6 @@ __all__ = [
     "strategy_for",
 ]
 
-Obj = dict[str, Any]
 FieldGetter = Callable[[Obj], "str | None"]
 
 COMMON_SMP_LISTS: Mapping[str, str] = {
@@ -174,6 +175,7 @@ _CONTAINER_QUANTITIES = (
 _CONDITION_TIMES = ("status.conditions[].lastTransitionTime", "status.conditions[].lastProbeTime")
 
 POD = Strategy(
+    tracks_generation="spec",  # from v1.33 (KUBERNETES_VERSION): upstream updatePodGeneration
     status_subresource=True,
     reset_status_on_create=True,
     return_deleted_object=True,

@@ -1,5 +1,5 @@
 """Server-side tables (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``), so kubectl prints
-the columns a CRD declares (spec §1.5: MAY).
+the columns a CRD declares (optional for a server; kubectl falls back to names without it).
 
 Guarantees:
 
@@ -23,11 +23,11 @@ from typing import Any
 
 from mcm.emulator.printers import printer_for
 from mcm.emulator.registry import ResourceType
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import human_duration, parse_time
 
 __all__ = ["human_duration", "table", "wants_table"]
 
-Obj = dict[str, Any]
 _NAME_COLUMN = {
     "name": "Name",
     "type": "string",

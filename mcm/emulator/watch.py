@@ -1,6 +1,6 @@
 """Watchers: per-connection event queues with selector transitions, bookmarks and timeouts.
 
-Guarantees (spec §2.10):
+Guarantees (as kube-apiserver's watch cache):
 
 - A watcher receives the changes of one resource in RV order, each at most once. Filtering
   happens when the store offers a change: only the new state matches -> ADDED, both -> MODIFIED,

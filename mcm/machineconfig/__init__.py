@@ -1,4 +1,7 @@
-"""mcm.machineconfig: the MachineConfigController of seed 004 on ``mcm.runtime``.
+"""mcm.machineconfig: OpenShift's MachineConfigController design on ``mcm.runtime``.
+
+The design is machine-config-operator's ``docs/MachineConfigController.md``; where it is silent,
+the package follows machine-config-operator's code (``docs/machineconfig.md`` says where).
 
 It rolls configuration out to machines pool by pool, while a daemon on each node applies it:
 

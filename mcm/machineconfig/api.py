@@ -1,9 +1,10 @@
 """The ``machineconfiguration.openshift.io/v1`` API of the MachineConfigController: resources,
 names, annotations, labels, condition types and event reasons, defined once.
 
-The node annotations are the seed's (``machine-config-daemon.v1.openshift.com/…``); the
+The node annotations are those of the design (machine-config-operator's
+``docs/MachineConfigController.md``: ``machine-config-daemon.v1.openshift.com/…``); the
 role label, the generated-by annotation and the condition types are OpenShift's
-machine-config-operator's. CRDs: ``charts/machine-config-controller/crds/``.
+machine-config-operator's. CRDs: ``mcm/machineconfig/crds/`` (:func:`mcm.packaged.machineconfig_crds`).
 """
 
 from __future__ import annotations
@@ -40,17 +41,17 @@ def rendered_name(pool: str, digest: str) -> str:
 
 
 def kubelet_managed_name(pool: str) -> str:
-    """``99-<pool>-kubelet-managed``: the MachineConfig a KubeletConfig becomes (seed 004)."""
+    """``99-<pool>-kubelet-managed``: the MachineConfig a KubeletConfig becomes (the design's name)."""
     return f"99-{pool}-kubelet-managed"
 
 
-# --- node annotations (the UpdateController ↔ daemon interface of seed 004) ---------------------
+# --- node annotations (the UpdateController ↔ daemon interface of the design) -------------------
 CURRENT_CONFIG_ANNOTATION: Final = "machine-config-daemon.v1.openshift.com/currentConfig"
 DESIRED_CONFIG_ANNOTATION: Final = "machine-config-daemon.v1.openshift.com/desiredConfig"
 STATE_ANNOTATION: Final = "machine-config-daemon.v1.openshift.com/state"
 REASON_ANNOTATION: Final = "machine-config-daemon.v1.openshift.com/reason"
 """Why the daemon is degraded (OpenShift's ``machineconfiguration.openshift.io/reason``, under the
-seed's prefix)."""
+design's prefix)."""
 STATE_DONE: Final = "done"
 STATE_WORKING: Final = "working"
 STATE_DEGRADED: Final = "degraded"
@@ -69,6 +70,8 @@ POOL_UPDATING: Final = "Updating"
 POOL_DEGRADED: Final = "Degraded"
 POOL_NODE_DEGRADED: Final = "NodeDegraded"
 POOL_RENDER_DEGRADED: Final = "RenderDegraded"
+POOL_NODES_CONFLICT: Final = "NodesInMultiplePools"
+"""True while nodes the pool selects belong to no pool because several pools select them."""
 TEMPLATE_RUNNING: Final = "TemplateControllerRunning"
 TEMPLATE_COMPLETED: Final = "TemplateControllerCompleted"
 TEMPLATE_FAILING: Final = "TemplateControllerFailing"
@@ -108,7 +111,7 @@ class Reason:
 
 
 # --- component names (event sources and work-queue names; OpenShift's, but "update" for the
-# controller seed 004 calls the UpdateController and OpenShift the node controller) ------------
+# controller the design calls the UpdateController and OpenShift the node controller) ----------
 TEMPLATE_CONTROLLER: Final = "machineconfigcontroller-templatecontroller"
 RENDER_CONTROLLER: Final = "machineconfigcontroller-rendercontroller"
 UPDATE_CONTROLLER: Final = "machineconfigcontroller-updatecontroller"

@@ -1,4 +1,4 @@
-"""MachineConfigController: the four sub-controllers of seed 004 over one set of informers.
+"""MachineConfigController: its four sub-controllers over one set of informers.
 
 ``MachineConfigController(client, options)`` builds the shared informers (MachineConfigs,
 MachinePools, ControllerConfigs, KubeletConfigs, Nodes), one event broadcaster and the

@@ -1,7 +1,7 @@
-"""KubeletConfigController (seed 004): a KubeletConfig becomes MachineConfig
+"""KubeletConfigController: a KubeletConfig becomes MachineConfig
 ``99-<pool>-kubelet-managed``, which the RenderController then picks up.
 
-For each KubeletConfig (queue ``machineconfigcontroller-kubeletconfigcontroller``) the seed's
+For each KubeletConfig (queue ``machineconfigcontroller-kubeletconfigcontroller``) the design's
 steps, for every MachinePool its ``machineConfigPoolSelector`` selects (by the pool's labels):
 
 1. **Validate** the user's fields (:mod:`mcm.machineconfig.kubelet`); a refused or unknown field
@@ -36,9 +36,11 @@ from mcm.machineconfig import api
 from mcm.machineconfig.base import SubController
 from mcm.machineconfig.conditions import set_condition
 from mcm.machineconfig.context import Context, object_of, same_content
-from mcm.machineconfig.ignition import data_url, file_text, merge_specs, validate_spec
+from mcm.machineconfig.ignition import data_url, file_text
 from mcm.machineconfig.kubelet import merge_kubelet_config, validate_kubelet_config
+from mcm.machineconfig.merge import merge_specs
 from mcm.machineconfig.render import RenderError, select_configs
+from mcm.machineconfig.validation import validate_spec
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import AlreadyExists, NotFound
@@ -62,6 +64,10 @@ def _deleting(obj: Object) -> bool:
 def pools_of(kubelet_config: Object, pools: list[Object]) -> list[Object]:
     """The pools the KubeletConfig's ``machineConfigPoolSelector`` selects, sorted by name."""
     raw = api.spec_of(kubelet_config).get("machineConfigPoolSelector")
+    if raw is None:
+        raise KubeletConfigError(
+            "spec.machineConfigPoolSelector is required: without it the KubeletConfig applies to no pool"
+        )
     if isinstance(raw, dict) and not raw.get("matchLabels") and not raw.get("matchExpressions"):
         raise KubeletConfigError(
             "spec.machineConfigPoolSelector selects every pool; a non-empty selector is required"
@@ -161,17 +167,20 @@ class KubeletConfigController(SubController):
         if problems:
             self._set_status(kubelet_config, api.Reason.KUBELET_CONFIG_INVALID, "; ".join(problems))
             return None
+        invalid = ""
         try:
             selected = pools_of(kubelet_config, self.pools.list())
-        except KubeletConfigError as err:
-            self._set_status(kubelet_config, api.Reason.KUBELET_CONFIG_INVALID, str(err))
-            return None
+        except KubeletConfigError as err:  # it applies to no pool: take it out of those it was in
+            selected, invalid = [], str(err)
         errors = []
         for pool in self._pools_touched(kubelet_config, selected):
             try:
                 self._sync_pool(pool, kubelet_config)
             except KubeletConfigError as err:
                 errors.append(f"pool {api.name_of(pool)}: {err}")
+        if invalid:
+            self._set_status(kubelet_config, api.Reason.KUBELET_CONFIG_INVALID, invalid)
+            return None
         if not selected:
             errors.append("no MachinePool matches spec.machineConfigPoolSelector")
         self._set_status(

@@ -34,12 +34,12 @@ from mcm.machineconfig import api
 from mcm.machineconfig.nodes import (
     DEGRADED,
     OUTDATED,
-    UNAVAILABLE_PHASES,
     UPDATED,
     UPDATING,
     candidate_order,
     desired_config,
     is_ready,
+    is_unavailable,
     node_phase,
 )
 from mcm.machineconfig.pools import PoolIndex
@@ -70,6 +70,17 @@ class NodeEntry:
     phase: str
     """Towards the target of its pool ("" without a pool)."""
     order: tuple[int, str, str, str]
+    unavailable: bool = False
+    """Counts against ``maxUnavailable`` (:func:`~mcm.machineconfig.nodes.is_unavailable`)."""
+
+    def set_phase(self, target: str) -> None:
+        self.phase = node_phase(self.node, target)
+        self.unavailable = is_unavailable(self.node, self.phase)
+
+    @property
+    def startable(self) -> bool:
+        """Outdated and able to take workloads: a node a pass may start."""
+        return self.phase == OUTDATED and not self.unavailable
 
 
 @dataclass
@@ -79,6 +90,7 @@ class _Book:
     target: str = ""
     members: dict[str, NodeEntry] = field(default_factory=dict)
     phases: dict[str, set[str]] = field(default_factory=dict)
+    unavailable: set[str] = field(default_factory=set)
     ready: int = 0
     heap: list[tuple[tuple[int, str, str, str], int, NodeEntry]] = field(default_factory=list)
     """The outdated entries in pick order (a heap); an entry that left the pool or its phase since
@@ -89,12 +101,15 @@ class _Book:
         self.members[entry.name] = entry
         self.phases.setdefault(entry.phase, set()).add(entry.name)
         self.ready += entry.ready
-        if entry.phase == OUTDATED:
+        if entry.unavailable:
+            self.unavailable.add(entry.name)
+        if entry.startable:
             self._push(entry)
 
     def _push(self, entry: NodeEntry) -> None:
         if len(self.heap) > 2 * len(self.named(OUTDATED)) + 64:  # mostly stale: start over
-            self.heap = [(e.order, i, e) for i, e in enumerate(self.members[n] for n in self.named(OUTDATED))]
+            startable = (self.members[n] for n in self.named(OUTDATED) if self.members[n].startable)
+            self.heap = [(e.order, i, e) for i, e in enumerate(startable)]
             heapq.heapify(self.heap)
             self.pushed = len(self.heap)
             if any(e is entry for _, _, e in self.heap):
@@ -103,11 +118,11 @@ class _Book:
         heapq.heappush(self.heap, (entry.order, self.pushed, entry))
 
     def outdated_first(self, count: int) -> list[NodeEntry]:
-        """The first ``count`` outdated entries in pick order (stale ones dropped on the way)."""
+        """The first ``count`` startable entries in pick order (stale ones dropped on the way)."""
         picked: list[tuple[tuple[int, str, str, str], int, NodeEntry]] = []
         while self.heap and len(picked) < count:
             item = heapq.heappop(self.heap)
-            if self.members.get(item[2].name) is item[2] and item[2].phase == OUTDATED:
+            if self.members.get(item[2].name) is item[2] and item[2].startable:
                 picked.append(item)
         for item in picked:  # still outdated until a write says otherwise
             heapq.heappush(self.heap, item)
@@ -117,6 +132,7 @@ class _Book:
         if self.members.pop(entry.name, None) is None:
             return
         self.phases.get(entry.phase, set()).discard(entry.name)
+        self.unavailable.discard(entry.name)
         self.ready -= entry.ready
 
     def named(self, phase: str) -> set[str]:
@@ -135,6 +151,8 @@ class NodeLedger:
         self._all_touched = True
         self._index: PoolIndex | None = None
         self._entries: dict[str, NodeEntry] = {}
+        self._contested: dict[str, NodeEntry] = {}
+        """The nodes several pools claim (so none owns them), by name."""
         self._books: dict[str, _Book] = {}
 
     # -- marking (informer handlers) -------------------------------------------------------------
@@ -170,7 +188,7 @@ class NodeLedger:
             entries = list(book.members.values())
             self._books[pool] = book = _Book(target=target)
             for entry in entries:
-                entry.phase = node_phase(entry.node, target)
+                entry.set_phase(target)
                 book.add(entry)
 
     def forget_pool(self, pool: str) -> None:
@@ -197,10 +215,11 @@ class NodeLedger:
                 total=len(book.members),
                 updated=len(book.named(UPDATED)),
                 ready=book.ready,
-                unavailable=sum(len(book.named(phase)) for phase in UNAVAILABLE_PHASES),
+                unavailable=len(book.unavailable),
                 updating=len(book.named(UPDATING)),
                 degraded=len(degraded),
                 degraded_reasons=reasons,
+                contested=self.contested(pool),
             )
 
     def degraded(self, pool: str) -> list[Object]:
@@ -209,23 +228,36 @@ class NodeLedger:
             book = self._books.get(pool) or _Book()
             return [book.members[name].node for name in sorted(book.named(DEGRADED))]
 
+    def contested(self, pool: str) -> tuple[str, ...]:
+        """Why each node the pool selects belongs to no pool (several claim it), by node name."""
+        with self._lock:
+            if self._index is None:
+                return ()
+            found = sorted(
+                (name, entry.contested)
+                for name, entry in self._contested.items()
+                if pool in {api.name_of(p) for p in self._index.selecting(entry.node)}
+            )
+            return tuple(why for _, why in found)
+
     def is_degraded(self, name: str) -> bool:
         with self._lock:
             entry = self._entries.get(name)
             return entry is not None and entry.phase == DEGRADED
 
     def candidates(self, pool: str, limit: int) -> list[Object]:
-        """The nodes a pass may target now: unavailable, Ready nodes whose desired config is not
-        the target (they take no further node down), then as many outdated nodes as the bound
-        leaves room for, in :func:`candidate_order`."""
+        """The nodes a pass may target now: Ready nodes updating or degraded whose desired config
+        is not the target (they are down already and take no further node down), then as many
+        startable nodes (outdated and available) as the bound leaves room for, in
+        :func:`candidate_order`."""
         with self._lock:
             book = self._books.get(pool) or _Book()
-            unavailable = [book.members[n] for phase in UNAVAILABLE_PHASES for n in book.named(phase)]
+            busy = [book.members[n] for phase in (UPDATING, DEGRADED) for n in book.named(phase)]
             retarget = sorted(
-                (e for e in unavailable if e.ready and e.desired != book.target),
+                (e for e in busy if e.ready and e.desired != book.target),
                 key=lambda e: e.order,
             )
-            room = max(0, limit - len(unavailable))
+            room = max(0, limit - len(book.unavailable))
             fresh = book.outdated_first(room) if room else []
             return [e.node for e in retarget + fresh]
 
@@ -246,12 +278,15 @@ class NodeLedger:
         if old is not None:
             self._drop(old)
         self._entries[name] = entry
+        if entry.contested:
+            self._contested[name] = entry
         if entry.pool:
             self._books.setdefault(entry.pool, _Book()).add(entry)
         return entry
 
     def _drop(self, entry: NodeEntry) -> None:
         self._entries.pop(entry.name, None)
+        self._contested.pop(entry.name, None)
         book = self._books.get(entry.pool)
         if book is not None:
             book.remove(entry)
@@ -261,7 +296,7 @@ class NodeLedger:
         owner, why = self._index.primary(node)
         pool = api.name_of(owner) if owner is not None else ""
         book = self._books.get(pool)
-        return NodeEntry(
+        entry = NodeEntry(
             name=api.name_of(node),
             node=node,
             version=_version(node),
@@ -269,6 +304,9 @@ class NodeLedger:
             contested=why,
             ready=is_ready(node),
             desired=desired_config(node),
-            phase=node_phase(node, book.target if book is not None else "") if pool else "",
+            phase="",
             order=candidate_order(node),
         )
+        if pool:
+            entry.set_phase(book.target if book is not None else "")
+        return entry

@@ -5,10 +5,11 @@ Guarantees:
 - Selectors follow Deployment semantics (``metav1.LabelSelectorAsSelector``): an absent selector
   selects nothing, ``{}`` would select everything and is refused (OpenShift's ``SelectingAll``),
   anything that does not parse raises :class:`PoolSpecError` with the parser's message.
-- :func:`max_unavailable`: ``maxUnavailable`` absent means 1; an integer must be ≥ 0; a
-  percentage (``"30%"``) must be 0% to 100% and is taken of the pool's node count rounded down; the
-  result is at least 1 (OpenShift's ``maxUnavailable``). ``"abc"``, ``"150%"``, ``-1`` raise
-  :class:`PoolSpecError`.
+- :func:`max_unavailable`: ``maxUnavailable`` absent means 1; an integer must be ≥ 1; a
+  percentage (``"30%"``) must be 1% to 100% and is taken of the pool's node count rounded down,
+  at least 1 (OpenShift's ``maxUnavailable``). ``0`` and ``"0%"`` would never update a node (OpenShift
+  silently takes them as 1): like ``"abc"``, ``"150%"`` and ``-1`` they raise
+  :class:`PoolSpecError`, which the controllers turn into a condition.
 - :meth:`PoolIndex.primary` gives each node at most one pool: the only pool selecting it; or, when
   ``worker`` and exactly one other pool select it, that other pool (a custom pool carved out of
   the workers, as in OpenShift). Any other overlap is an error and the node belongs to none.
@@ -88,6 +89,12 @@ def max_unavailable(pool: Object, node_count: int) -> int:
     if is_percent and number > MAX_PERCENT:
         raise PoolSpecError(
             api.Reason.INVALID_MAX_UNAVAILABLE, f"spec.maxUnavailable: {raw!r} must not be greater than 100%"
+        )
+    if number == 0:
+        raise PoolSpecError(
+            api.Reason.INVALID_MAX_UNAVAILABLE,
+            f"spec.maxUnavailable: {raw!r} would never start an update; set at least 1 "
+            "(spec.paused stops updates)",
         )
     return max(1, value)
 

@@ -1,13 +1,13 @@
-"""RenderController (seed 004): one rendered MachineConfig per pool, from the pool's selection.
+"""RenderController: one rendered MachineConfig per pool, from the pool's selection.
 
 For each MachinePool (queue ``machineconfigcontroller-rendercontroller``, keyed by pool name):
 
 1. **Find the MachineConfigs**: ``spec.machineConfigSelector`` with Deployment selector
    semantics, over every MachineConfig that no MachinePool controls (rendered configs are never
    inputs). An empty selector is refused (``SelectingAll``), as OpenShift does.
-2. **Validate** each one (:func:`~mcm.machineconfig.ignition.validate_spec`); a bad one (e.g. a
-   duplicate file path) stops the render.
-3. **Merge** them as the seed says (:func:`~mcm.machineconfig.ignition.merge_specs`).
+2. **Validate** each one (:func:`~mcm.machineconfig.validation.validate_spec`, MCO's
+   ``ValidateMachineConfig``); a bad one (e.g. an unknown Ignition version) stops the render.
+3. **Merge** them as Ignition merges configs (:func:`~mcm.machineconfig.merge.merge_specs`).
 4. **Write** ``rendered-<pool>-<md5 of the content>`` if it does not exist, controlled by the
    pool (ownerReference). It is immutable: the same content always gets the same name, old ones
    are kept (for rollback), and a rendered config someone edited is written back.
@@ -22,7 +22,12 @@ Event on the pool (and on the bad MachineConfig) when the condition changes, and
 pool's previous ``currentMachineConfig`` — never a crash. A MachineConfig change re-renders the
 pools that select it (before or after the change) after ``render_delay`` seconds, so a burst of
 changes yields one rendered config (OpenShift's ``renderDelay``); a pool change re-renders at
-once. Rendering does not stop for a paused pool (OpenShift): pausing stops the UpdateController.
+once.
+
+A paused pool is not rendered: its ``currentMachineConfig`` stays as it is until it is unpaused
+(the original design: pausing "includes generating new desiredMachineConfig and update of
+machines"; machine-config-operator renders paused pools and only stops their node updates). A
+Normal Event ``Paused`` names the config the pool would get, once per change of it.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ from mcm.machineconfig import api
 from mcm.machineconfig.base import SubController
 from mcm.machineconfig.conditions import condition, set_condition
 from mcm.machineconfig.context import Context, object_of, same_content
-from mcm.machineconfig.ignition import content_digest, merge_specs, validate_spec
+from mcm.machineconfig.ignition import content_digest
+from mcm.machineconfig.merge import merge_specs
 from mcm.machineconfig.pools import PoolIndex, PoolSpecError, config_selector, nodes_of_pool, spec_problem
 from mcm.machineconfig.status import announce_status_change, count_nodes, pool_status, with_degraded
+from mcm.machineconfig.validation import validate_spec
 from mcm.runtime.cache import ResourceEventHandlerFuncs
 from mcm.runtime.client import Object
 from mcm.runtime.client.errors import AlreadyExists
@@ -113,6 +120,8 @@ class RenderController(SubController):
         self.controller_configs = ctx.cached(api.CONTROLLER_CONFIGS)
         self.nodes = ctx.cached(NODES)
         self.synced = ctx.synced(api.MACHINE_POOLS, api.MACHINE_CONFIGS, api.CONTROLLER_CONFIGS, NODES)
+        self._held: dict[str, str] = {}
+        """pool → the config a paused pool would get, as last announced."""
         ctx.informers.informer_for(api.CONTROLLER_CONFIGS).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=lambda _: self._enqueue_all(),
@@ -183,9 +192,24 @@ class RenderController(SubController):
         except RenderError as err:
             self._set_status(pool, err)
             return None
+        if api.spec_of(pool).get("paused") is True:
+            self._hold(pool, api.name_of(rendered))
+            self._set_status(pool, None, str(api.status_of(pool).get("currentMachineConfig") or ""))
+            return None
+        self._held.pop(key, None)
         self._ensure_rendered(pool, rendered)
         self._set_status(pool, None, api.name_of(rendered))
         return None
+
+    def _hold(self, pool: Object, name: str) -> None:
+        """A paused pool: say (once per config) what it would get, write nothing."""
+        key = api.name_of(pool)
+        if name == api.status_of(pool).get("currentMachineConfig") or self._held.get(key) == name:
+            return
+        self._held[key] = name
+        log.info("render_paused", pool=key, config=name)
+        message = f"Pool {key} is paused; {name} will be rendered and rolled out when it is unpaused"
+        self.recorder.event(pool, EVENT_TYPE_NORMAL, api.Reason.PAUSED, message)
 
     def _templates_pending(self) -> str:
         """Why the role templates are not rendered yet ("" when they are, or when there is no
@@ -264,9 +288,11 @@ class RenderController(SubController):
         announce_status_change(self.recorder, written, old, status, spec_problem(pool))
 
     def _status_for_target(self, pool: Object, target: str) -> dict[str, Any]:
-        nodes, _ = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
+        nodes, contested = nodes_of_pool(pool, PoolIndex(self.pools.list()), self.nodes.list())
         problem = spec_problem(pool, len(nodes))
-        return pool_status(pool, count_nodes(nodes, target), target, problem, self.ctx.clock)
+        whys = [why for _, why in sorted(contested, key=lambda item: api.name_of(item[0]))]
+        counts = count_nodes(nodes, target, contested=whys)
+        return pool_status(pool, counts, target, problem, self.ctx.clock)
 
     def _announce(
         self, pool: Object, old: dict[str, Any], new: dict[str, Any], error: RenderError | None

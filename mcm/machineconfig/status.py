@@ -1,19 +1,27 @@
 """A MachinePool's status: machine counts and conditions, computed from its nodes.
 
-The JSON names are seed 004's: ``machineCount``, ``updatingMachines`` (the seed's name for the
-*updated* count), ``readyMachines``, ``unavailableMachines``, ``currentMachineConfig``,
-``observedGeneration``, ``conditions``. Conditions (OpenShift's ``calculateStatus``):
+The JSON names are the original design's: ``machineCount``, ``updatingMachines`` (its name for the
+*updated* count), ``readyMachines``, ``unavailableMachines``, ``currentMachineConfig`` (the
+target: the rendered config the nodes are brought to), ``observedGeneration``, ``conditions``;
+and machine-config-operator's ``degradedMachineCount`` and ``configuration.name`` (the rendered
+config every node of the pool last completed, set when ``Updated`` becomes True: what the nodes
+run while they head to a new target). Conditions (OpenShift's ``calculateStatus``,
+``pkg/controller/node/status.go``):
 
-- ``Updated``: True when every node is updated to ``currentMachineConfig`` (never while the
-  ``machineSelector`` is invalid: the pool's nodes are then unknown).
+- ``Updated``: True when every node is updated to ``currentMachineConfig`` and none is
+  unavailable (never while the ``machineSelector`` is invalid: the pool's nodes are then unknown).
 - ``Updating``: True while nodes still have to update; False when all are updated, when the pool
-  is paused ("Pool is paused; will not update to …"), or when its spec stops the rollout.
+  is paused (reason ``Paused``: "Pool is paused; will not update to …" while nodes are behind,
+  :data:`PAUSED_MESSAGE` otherwise), or when its spec stops the rollout.
 - ``NodeDegraded``: True when a node's daemon reports ``degraded`` (message: each node's reason).
 - ``RenderDegraded``: set by the RenderController.
+- ``NodesInMultiplePools``: True while nodes the pool selects belong to no pool because several
+  pools select them (message: each node and the pools; the pools' updates go on without them).
 - ``Degraded``: True when the spec cannot be acted on (bad ``machineSelector`` or
-  ``maxUnavailable``), or ``RenderDegraded`` or ``NodeDegraded`` is True; its reason says which.
+  ``maxUnavailable``), or ``RenderDegraded``, ``NodeDegraded`` or ``NodesInMultiplePools`` is
+  True; its reason and message are the first of these.
 
-``readyMachines`` counts every node reporting ``NodeReady`` (the seed's definition; OpenShift
+``readyMachines`` counts every node reporting ``NodeReady`` (the design's definition; OpenShift
 counts only updated ready nodes, which ``updatingMachines`` already does).
 """
 
@@ -26,13 +34,22 @@ from typing import Any
 
 from mcm.machineconfig import api
 from mcm.machineconfig.conditions import condition, set_condition
-from mcm.machineconfig.nodes import DEGRADED, UNAVAILABLE_PHASES, UPDATED, UPDATING, is_ready, node_phase
+from mcm.machineconfig.nodes import DEGRADED, UPDATED, UPDATING, is_ready, is_unavailable, node_phase
 from mcm.machineconfig.pools import PoolSpecError
 from mcm.runtime.client import Object
 from mcm.runtime.clock import Clock
 from mcm.runtime.record import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 
-__all__ = ["PoolCounts", "announce_status_change", "count_nodes", "pool_status", "with_degraded"]
+__all__ = [
+    "PAUSED_MESSAGE",
+    "PoolCounts",
+    "announce_status_change",
+    "count_nodes",
+    "pool_status",
+    "with_degraded",
+]
+
+PAUSED_MESSAGE = "Pool is paused; changed MachineConfigs are not rendered until it is unpaused"
 
 
 @dataclass(frozen=True)
@@ -46,10 +63,14 @@ class PoolCounts:
     updating: int = 0
     degraded: int = 0
     degraded_reasons: tuple[str, ...] = field(default=())
+    contested: tuple[str, ...] = field(default=())
+    """Why each node the pool selects belongs to no pool (several pools select it)."""
 
     @property
     def all_updated(self) -> bool:
-        return self.updated == self.total
+        """Every node runs the target, is Ready, and none is unavailable (machine-config-operator's
+        ``allUpdated`` in ``calculateStatus``, ``pkg/controller/node/status.go``)."""
+        return self.updated == self.total and self.unavailable == 0
 
     def as_metrics(self) -> dict[str, int]:
         return {
@@ -62,8 +83,14 @@ class PoolCounts:
         }
 
 
-def count_nodes(nodes: Sequence[Object], target: str, known: Mapping[str, str] | None = None) -> PoolCounts:
-    """The pool's counts; ``known`` maps node names to phases already computed."""
+def count_nodes(
+    nodes: Sequence[Object],
+    target: str,
+    known: Mapping[str, str] | None = None,
+    contested: Sequence[str] = (),
+) -> PoolCounts:
+    """The pool's counts; ``known`` maps node names to phases already computed, ``contested`` says
+    why nodes the pool selects belong to no pool."""
     phases = [(known or {}).get(api.name_of(node)) or node_phase(node, target) for node in nodes]
     reasons = tuple(
         f"Node {api.name_of(n)} is reporting: {api.annotations_of(n).get(api.REASON_ANNOTATION, '')!r}"
@@ -74,10 +101,11 @@ def count_nodes(nodes: Sequence[Object], target: str, known: Mapping[str, str] |
         total=len(nodes),
         updated=phases.count(UPDATED),
         ready=sum(1 for n in nodes if is_ready(n)),
-        unavailable=sum(1 for p in phases if p in UNAVAILABLE_PHASES),
+        unavailable=sum(1 for n, p in zip(nodes, phases, strict=True) if is_unavailable(n, p)),
         updating=phases.count(UPDATING),
         degraded=phases.count(DEGRADED),
         degraded_reasons=reasons,
+        contested=tuple(contested),
     )
 
 
@@ -85,31 +113,61 @@ def _updating(
     pool: Object, target: str, counts: PoolCounts, problem: PoolSpecError | None
 ) -> tuple[bool, str, str]:
     line = f"MachineConfig {target}"
+    paused = api.spec_of(pool).get("paused") is True
     if problem is not None:
         return False, problem.reason, str(problem)
+    if paused and (counts.all_updated or not target):
+        return False, api.Reason.PAUSED, PAUSED_MESSAGE
     if not target:
         return False, "NoRenderedConfig", "waiting for the RenderController to render a configuration"
     if counts.all_updated:
         return False, "", ""
-    if api.spec_of(pool).get("paused") is True:
+    if paused:
         return False, api.Reason.PAUSED, f"Pool is paused; will not update to {line}"
     return True, "", f"All nodes are updating to {line}"
 
 
 def with_degraded(conditions: Any, problem: PoolSpecError | None, clock: Clock) -> list[dict[str, Any]]:
     """``conditions`` with ``Degraded`` derived from the spec problem and the other conditions."""
-    render = condition(conditions, api.POOL_RENDER_DEGRADED)
-    node = condition(conditions, api.POOL_NODE_DEGRADED)
+    status, reason, message = False, "", ""
     if problem is not None:
         status, reason, message = True, problem.reason, str(problem)
-    elif render is not None and render.get("status") == "True":
-        status, reason, message = True, str(render.get("reason") or ""), str(render.get("message") or "")
-    elif node is not None and node.get("status") == "True":
-        status, reason, message = True, str(node.get("reason") or ""), str(node.get("message") or "")
     else:
-        status, reason, message = False, "", ""
+        for kind in (api.POOL_RENDER_DEGRADED, api.POOL_NODE_DEGRADED, api.POOL_NODES_CONFLICT):
+            found = condition(conditions, kind)
+            if found is not None and found.get("status") == "True":
+                status, reason, message = (
+                    True,
+                    str(found.get("reason") or ""),
+                    str(found.get("message") or ""),
+                )
+                break
     return set_condition(
         conditions, api.POOL_DEGRADED, status=status, reason=reason, message=message, clock=clock
+    )
+
+
+def _node_conditions(conditions: Any, counts: PoolCounts, clock: Clock) -> list[dict[str, Any]]:
+    """``NodeDegraded`` (each degraded node's reason) and ``NodesInMultiplePools``."""
+    degraded = counts.degraded > 0
+    reasons = ", ".join(counts.degraded_reasons)
+    message = f"{counts.degraded} nodes are reporting degraded status on sync: {reasons}"
+    conditions = set_condition(
+        conditions,
+        api.POOL_NODE_DEGRADED,
+        status=degraded,
+        reason=api.Reason.NODE_DEGRADED if degraded else "",
+        message=message if degraded else "",
+        clock=clock,
+    )
+    conflict = bool(counts.contested)
+    return set_condition(
+        conditions,
+        api.POOL_NODES_CONFLICT,
+        status=conflict,
+        reason=api.Reason.NODE_IN_MULTIPLE_POOLS if conflict else "",
+        message="; ".join(counts.contested),
+        clock=clock,
     )
 
 
@@ -126,6 +184,7 @@ def pool_status(
             "updatingMachines": counts.updated,
             "readyMachines": counts.ready,
             "unavailableMachines": counts.unavailable,
+            "degradedMachineCount": counts.degraded,
         }
     )
     nodes_unknown = problem is not None and problem.reason in (
@@ -133,6 +192,8 @@ def pool_status(
         api.Reason.INVALID_SELECTOR,
     )
     done = bool(target) and counts.all_updated and not nodes_unknown
+    if done:
+        status["configuration"] = {"name": target}
     conditions = set_condition(
         status.get("conditions"),
         api.POOL_UPDATED,
@@ -144,18 +205,7 @@ def pool_status(
     conditions = set_condition(
         conditions, api.POOL_UPDATING, status=updating, reason=reason, message=message, clock=clock
     )
-    degraded = counts.degraded > 0
-    conditions = set_condition(
-        conditions,
-        api.POOL_NODE_DEGRADED,
-        status=degraded,
-        reason=api.Reason.NODE_DEGRADED if degraded else "",
-        message=f"{counts.degraded} nodes are reporting degraded status on sync: "
-        + ", ".join(counts.degraded_reasons)
-        if degraded
-        else "",
-        clock=clock,
-    )
+    conditions = _node_conditions(conditions, counts, clock)
     status["conditions"] = with_degraded(conditions, problem, clock)
     return status
 

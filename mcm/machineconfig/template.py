@@ -1,4 +1,4 @@
-"""TemplateController (seed 004): the MachineConfigs of each role, from templates shipped in the
+"""TemplateController: the MachineConfigs of each role, from templates shipped in the
 package and the variables of ControllerConfig ``machine-config-controller``.
 
 ``templates/<role>/<name>.yaml`` yields MachineConfig ``<name>`` (``00-worker``,

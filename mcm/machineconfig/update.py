@@ -1,6 +1,6 @@
-"""UpdateController (seed 004): brings each pool's nodes to ``status.currentMachineConfig``.
+"""UpdateController: brings each pool's nodes to ``status.currentMachineConfig``.
 
-It coordinates with the daemon on each node through the seed's annotations: it sets
+It coordinates with the daemon on each node through the design's annotations: it sets
 ``desiredConfig``; the daemon sets ``state`` (done / working / degraded) and ``currentConfig``.
 One queue (``machineconfigcontroller-updatecontroller``) keyed by pool name; Node and MachinePool
 events only enqueue (a Node event also marks the node's name for the
@@ -29,7 +29,7 @@ Guarantees of one pass over a pool:
   pools. A node that joins later is an ``outdated`` node like any other and is brought to the
   current config.
 
-Where the seed is silent this follows OpenShift's node controller, except that node events are
+Where the design is silent this follows OpenShift's node controller, except that node events are
 handled at once (OpenShift delays every pool sync by 5 s, which would add up on every wave) and
 that already-unavailable nodes are retargeted without using capacity.
 """
@@ -45,7 +45,7 @@ from mcm.machineconfig.base import CONFLICT_RETRY, SubController
 from mcm.machineconfig.conditions import condition
 from mcm.machineconfig.context import Context, object_of
 from mcm.machineconfig.ledger import NodeLedger
-from mcm.machineconfig.nodes import desired_config, is_ready
+from mcm.machineconfig.nodes import desired_config, is_ready, not_schedulable_reason
 from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable, spec_problem
 from mcm.machineconfig.status import PoolCounts, announce_status_change, pool_status
 from mcm.runtime.cache import ResourceEventHandlerFuncs
@@ -63,7 +63,13 @@ log = structlog.get_logger(__name__)
 STATUS_INTERVAL = 0.5
 """Seconds between status writes that only change machine counts (conditions, the target and
 the observed generation are written at once): a wave of 100 nodes is a few writes, not 100."""
-COUNT_FIELDS = ("machineCount", "updatingMachines", "readyMachines", "unavailableMachines")
+COUNT_FIELDS = (
+    "machineCount",
+    "updatingMachines",
+    "readyMachines",
+    "unavailableMachines",
+    "degradedMachineCount",
+)
 PATCH_WORKERS = 16
 """Concurrent ``desiredConfig`` patches of one pass (a wave of 100 nodes is not 100 round trips)."""
 
@@ -76,8 +82,11 @@ WATCHED_ANNOTATIONS = (
 
 
 def _node_changed(old: Object, new: Object) -> bool:
-    """Whether a node update matters to a pool: labels, the daemon's annotations or readiness."""
+    """Whether a node update matters to a pool: labels, the daemon's annotations, readiness or
+    whether it can take workloads (cordon, disk pressure, network)."""
     if api.labels_of(old) != api.labels_of(new) or is_ready(old) != is_ready(new):
+        return True
+    if not_schedulable_reason(old) != not_schedulable_reason(new):
         return True
     old_annotations, new_annotations = api.annotations_of(old), api.annotations_of(new)
     return any(old_annotations.get(key) != new_annotations.get(key) for key in WATCHED_ANNOTATIONS)
@@ -93,7 +102,11 @@ def _only_counts_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def _count_fields(counts: PoolCounts) -> dict[str, int]:
     """The status fields of the counts (:func:`~mcm.machineconfig.status.pool_status`'s names)."""
     return dict(
-        zip(COUNT_FIELDS, (counts.total, counts.updated, counts.ready, counts.unavailable), strict=True)
+        zip(
+            COUNT_FIELDS,
+            (counts.total, counts.updated, counts.ready, counts.unavailable, counts.degraded),
+            strict=True,
+        )
     )
 
 
@@ -113,6 +126,7 @@ def _condition_inputs(
         spec_problem_key,
         counts.all_updated,
         counts.degraded_reasons,
+        counts.contested,
     )
 
 
@@ -150,9 +164,9 @@ class UpdateController(SubController):
         self.ledger = NodeLedger(self.nodes.get, self.nodes.lister.indexer.list_keys)
         ctx.informers.informer_for(api.MACHINE_POOLS).add_event_handler(
             ResourceEventHandlerFuncs(
-                on_add=self._pool_event,
-                on_update=lambda old, new: self._pool_event(new) if _pool_changed(old, new) else None,
-                on_delete=self._pool_event,
+                on_add=lambda _: self._enqueue_all_pools(),
+                on_update=self._pool_updated,
+                on_delete=self._pool_deleted,
             )
         )
         ctx.informers.informer_for(NODES).add_event_handler(
@@ -164,9 +178,24 @@ class UpdateController(SubController):
         )
 
     # -- handlers (enqueue only) -----------------------------------------------------------------
-    def _pool_event(self, obj: Any) -> None:
+    def _pool_updated(self, old: Object, new: Object) -> None:
+        """A changed ``machineSelector`` can move nodes between pools: every pool; another change
+        that matters: this pool."""
+        if api.spec_of(old).get("machineSelector") != api.spec_of(new).get("machineSelector"):
+            self._enqueue_all_pools()
+        elif _pool_changed(old, new):
+            self.enqueue(api.name_of(new))
+
+    def _pool_deleted(self, obj: Any) -> None:
+        """Its nodes may now belong to another pool (or to none): every pool, and the deleted one
+        (its pass forgets it)."""
         pool = object_of(obj)
         if pool is not None:
+            self.enqueue(api.name_of(pool))
+        self._enqueue_all_pools()
+
+    def _enqueue_all_pools(self) -> None:
+        for pool in self.pools.list():
             self.enqueue(api.name_of(pool))
 
     def _pool_index(self) -> PoolIndex:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from mcm.runtime.client.errors import ApiError, is_not_found
 
 __all__ = [
+    "Obj",
     "annotation",
     "annotations_of",
     "cached",
@@ -24,6 +25,7 @@ __all__ = [
     "deletion_timestamp",
     "finalizers",
     "format_go_duration",
+    "format_go_time",
     "format_time",
     "label",
     "labels_of",
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+"""An API object as JSON (the one alias of the product packages, tests and benchmarks)."""
 
 
 class _Getter(Protocol):
@@ -181,6 +184,36 @@ def parse_time(value: object) -> _dt.datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC)
+
+
+_RFC3339 = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")
+GO_ZERO_TIME = "0001-01-01 00:00:00 +0000 UTC"
+"""Go's ``time.Time{}.String()``: what a missing ``metav1.Time`` prints."""
+
+
+def format_go_time(value: object) -> str:
+    """Go's ``time.Time.String()`` of the ``metav1.Time`` decoded from ``value`` (an RFC 3339
+    string), as a Go controller whose local time zone is UTC prints it (``metav1.Time`` decodes into
+    local time): ``2024-01-01 10:00:00 +0000 UTC``, a fraction of a second as Go prints it
+    (``10:00:00.5``). A missing or malformed value prints Go's zero time."""
+    match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return GO_ZERO_TIME
+    year, month, day, hour, minute, second = (int(part) for part in match.group(1, 2, 3, 4, 5, 6))
+    zone = match.group(8)
+    offset = 0 if zone == "Z" else (int(zone[1:3]) * 60 + int(zone[4:6])) * (-1 if zone[0] == "-" else 1)
+    try:
+        local = _dt.datetime(
+            year, month, day, hour, minute, second, tzinfo=_dt.timezone(_dt.timedelta(minutes=offset))
+        )
+        when = local.astimezone(_dt.UTC)
+    except (ValueError, OverflowError):
+        return GO_ZERO_TIME
+    fraction = (match.group(7) or "").rstrip("0").rstrip(".")
+    return (
+        f"{when.year:04d}-{when.month:02d}-{when.day:02d} "
+        f"{when.hour:02d}:{when.minute:02d}:{when.second:02d}{fraction} +0000 UTC"
+    )
 
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

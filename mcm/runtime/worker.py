@@ -1,6 +1,7 @@
 """The controller worker: takes keys off a rate-limiting queue and reconciles them.
 
-The loop of sample-controller and MCM's ``pkg/util/worker`` (seeds 000/002). Guarantees:
+The loop of k8s.io/sample-controller (``controller.go``, ``processNextWorkItem``) and upstream
+MCM's ``pkg/util/worker``. Guarantees:
 
 - :func:`process_next_work_item` handles exactly one item and returns ``False`` only when the
   queue has shut down and is empty; it calls ``done`` for every item it took, whatever happens.

@@ -6,7 +6,10 @@ Where to start:
 - :mod:`mcm.testing.driver_conformance`: a pytest plugin a provider repository runs against its
   driver (``ConformanceCase`` and ``DriverConformanceSuite``; ``docs/driver.md`` states the rules).
 - For a cluster without a cluster, use :class:`mcm.emulator.ClusterPair` (control and target
-  API server emulators, in process or as subprocesses) from :mod:`mcm.emulator`.
+  API server emulators, in process or as subprocesses) from :mod:`mcm.emulator`; for a real one,
+  :mod:`mcm.testing.envtest` (``python -m mcm.testing.envtest build`` builds it with Go).
+- :mod:`mcm.testing.nodesim`: kubelets for VMs that do not boot, registering Nodes for a
+  driver's VMs in the target cluster.
 """
 
 try:

@@ -9,7 +9,8 @@ one node informer and one work queue. For a node whose ``desiredConfig`` differs
    the desired MachineConfig matches ``degrade_paths``, sets ``state=degraded`` with a ``reason``
    and stays there until ``desiredConfig`` changes;
 3. optionally reboots: ``Ready=False`` for ``reboot_seconds``, then ``Ready=True``;
-4. sets ``currentConfig=<desired>`` and ``state=done``, and uncordons the node.
+4. uncordons the node, then sets ``currentConfig=<desired>`` and ``state=done`` (the order of
+   MCO's daemon).
 
 Each step is an Event on the node (``Drain``, ``Reboot``, ``ConfigApplied``, Warning
 ``ConfigFailed``) unless ``events`` is off.
@@ -33,7 +34,7 @@ from typing import Any
 
 import structlog
 
-from mcm.drain import DrainListers, DrainOptions, cordon_node, drain_node
+from mcm.drain import DrainListers, DrainOptions, cordon_node, run_drain
 from mcm.driver import FakeDriver
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import config_files
@@ -274,7 +275,7 @@ class DaemonFleet:
         name = api.name_of(node)
         working = self._annotate(name, {api.STATE_ANNOTATION: api.STATE_WORKING, api.REASON_ANNOTATION: None})
         cordon_node(self.client, name)
-        result = drain_node(
+        result = run_drain(
             self.client,
             self.listers,
             FakeDriver(),
@@ -319,14 +320,17 @@ class DaemonFleet:
         return self._complete(api.name_of(node), desired)
 
     def _complete(self, name: str, desired: str) -> Result | None:
+        """Uncordon, then ``done``: MCO's daemon does the same (``completeUpdate`` before
+        ``SetDone``, ``pkg/daemon/daemon.go``), so a node reported done can take workloads."""
+        current = self.own_writes.get_by_key(name)
+        if current is not None and api.spec_of(current).get("unschedulable"):
+            self.own_writes.mutation(
+                self.client.resource(NODES).patch(name, {"spec": {"unschedulable": None}})
+            )
         node = self._annotate(
             name, {api.CURRENT_CONFIG_ANNOTATION: desired, api.STATE_ANNOTATION: api.STATE_DONE}
         )
         self._event(node, "Normal", "ConfigApplied", f"Node runs config {desired}")
-        if api.spec_of(node).get("unschedulable"):
-            self.own_writes.mutation(
-                self.client.resource(NODES).patch(name, {"spec": {"unschedulable": None}})
-            )
         with self._lock:
             self.progress.pop(name, None)
             self.applied.append((name, desired))

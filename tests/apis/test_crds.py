@@ -1,13 +1,14 @@
-"""The CRDs in charts/machine-controller/crds/ and the typed models describe the same schema."""
+"""The CRDs in mcm/apis/machine/crds/ (mirrored in charts/machine-controller/crds/) and the typed
+models describe the same schema."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from mcm import packaged
 from mcm.apis.machine.resources import MACHINE_RESOURCES
 from mcm.apis.machine.v1alpha1 import Machine, MachineClass, MachineDeployment, MachineSet, Model
 from mcm.apis.machine.v1alpha1.meta import ListMeta, ObjectMeta
@@ -15,7 +16,7 @@ from mcm.apis.machine.v1alpha1.model import Codec, ListCodec, MapCodec, ModelCod
 from mcm.emulator.schema import prune, validate
 from tests.apis.fixtures import MACHINE, MACHINE_CLASS, MACHINE_DEPLOYMENT, MACHINE_SET
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "charts" / "machine-controller" / "crds"
+CRD_DIR = packaged.machine_crds()
 
 KINDS: dict[str, type[Model]] = {
     "machines": Machine,

@@ -61,22 +61,39 @@ def test_every_rendered_object_validates(values: dict[str, Any]) -> None:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
+CONTROLLER_CORE = [
+    "Deployment",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "NetworkPolicy",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+]
+MANAGER_CORE = [
+    "Deployment",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Service",
+    "NetworkPolicy",
+]
+
+
 def test_defaults_render_the_core_objects_only() -> None:
     kinds = sorted(o["kind"] for o in _render(MINIMAL))
-    assert kinds == sorted(
-        [
-            "Deployment",
-            "ServiceAccount",
-            "Role",
-            "RoleBinding",
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "Service",
-            "NetworkPolicy",
-        ]
-    )
+    assert kinds == sorted(CONTROLLER_CORE + MANAGER_CORE)
+    without_manager = {**MINIMAL, "manager": {"enabled": False}}
+    assert sorted(o["kind"] for o in _render(without_manager)) == sorted(CONTROLLER_CORE)
 
 
 def _container(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -173,9 +190,9 @@ def test_the_chart_has_no_default_driver(values: dict[str, Any], message: str) -
         (MINIMAL, "--driver=provider.driver:new_driver", "Driver: provider.driver:new_driver, in process."),
         ({"driver": {"local": {"enabled": True}}}, "--driver=local", "LOCAL DEMO PROVIDER"),
         (
-            {"driver": {"sidecar": {"enabled": True, "image": {"repository": "p/d"}}}},
+            {"driver": {"sidecar": {"enabled": True, "image": {"repository": "p/d", "tag": "1.0"}}}},
             "--driver-endpoint=unix:///var/run/mcm/driver.sock",
-            "Driver: the gRPC sidecar p/d:",
+            "Driver: the gRPC sidecar p/d:1.0,",
         ),
     ],
 )
@@ -184,8 +201,14 @@ def test_notes_say_which_driver_was_installed(values: dict[str, Any], driver_arg
     assert said in _notes(values)
 
 
+LOCAL_SIDECAR = {
+    "driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "serviceAccountToken": True}}
+}
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
 def test_the_local_provider_in_the_sidecar_runs_from_the_controller_image() -> None:
-    values = {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}}
+    values = LOCAL_SIDECAR
     objects = _render(values)
     sidecar = _container(objects, "driver")
     assert sidecar["image"] == _container(objects, "machine-controller")["image"]
@@ -196,9 +219,14 @@ def test_the_local_provider_in_the_sidecar_runs_from_the_controller_image() -> N
 
 
 def test_control_role_never_touches_machinesets_machinedeployments_or_configmaps() -> None:
-    """Issue 26 #1, 27: no cluster-wide ConfigMap or Namespace rights, no MachineSet writes."""
+    """Issue 26 #1, 27: no cluster-wide ConfigMap or Namespace rights, no MachineSet writes (the
+    controller's Roles; the manager's own account has those, tests/app/test_chart_manager_rbac.py)."""
     for values in (MINIMAL, {"driver": {"local": {"enabled": True}}}):
-        objects = _render(values)
+        objects = [
+            o
+            for o in _render(values)
+            if o["metadata"]["labels"]["app.kubernetes.io/name"] == "machine-controller"
+        ]
         resources = {r for o in _by_kind(objects, "Role") for rule in o["rules"] for r in rule["resources"]}
         assert not {"machinesets", "machinedeployments"} & resources
         cluster_rules = [rule for o in _by_kind(objects, "ClusterRole") for rule in o["rules"]]
@@ -225,6 +253,9 @@ def test_no_target_rbac_in_the_control_cluster_unless_the_target_is_it(target: d
     objects = _render({**MINIMAL, "targetCluster": target})
     assert _by_kind(objects, "ClusterRole") == [] and _by_kind(objects, "ClusterRoleBinding") == []
     assert [o for o in objects if o["metadata"].get("namespace") == "kube-system"] == []
+    assert [p["metadata"]["name"] for p in _by_kind(objects, "ValidatingAdmissionPolicy")] == [
+        "mc-machine-controller-control-secrets"
+    ]
 
 
 def test_no_key_material_on_disk_volumes() -> None:
@@ -270,3 +301,97 @@ def test_the_readmes_offline_rendering_recipe_runs() -> None:
     assert result.returncode == 0, result.stderr
     kinds, problems = result.stdout.splitlines()
     assert "'Deployment'" in kinds and problems == "[]"
+
+
+def _pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return dict(_by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"])
+
+
+def _mounts(container: dict[str, Any]) -> dict[str, str]:
+    return {m["mountPath"]: m["name"] for m in container.get("volumeMounts") or []}
+
+
+@pytest.mark.parametrize(
+    "values", [MINIMAL, EVERYTHING, LOCAL_SIDECAR], ids=["module", "provider-sidecar", "local-sidecar"]
+)
+def test_the_token_goes_only_to_containers_that_need_it(values: dict[str, Any]) -> None:
+    """Issue 36 #9: ``automountServiceAccountToken: true`` at pod level gave a provider's sidecar
+    image the controller's token (with an in-cluster target: Node deletion, evictions, kube-system
+    Secrets). The controller gets a projected token; a sidecar only when values say so."""
+    objects = _render(values)
+    pod = _pod(objects)
+    assert pod["automountServiceAccountToken"] is False
+    accounts = {a["metadata"]["name"]: a for a in _by_kind(objects, "ServiceAccount")}
+    assert accounts[pod["serviceAccountName"]]["automountServiceAccountToken"] is False
+    projected = {v["name"]: v for v in pod["volumes"]}["kube-api-access"]["projected"]["sources"]
+    assert [next(iter(source)) for source in projected] == ["serviceAccountToken", "configMap", "downwardAPI"]
+    assert _mounts(_container(objects, "machine-controller"))[TOKEN_DIR] == "kube-api-access"
+    sidecars = [c for c in pod["containers"] if c["name"] == "driver"]
+    wanted = values is LOCAL_SIDECAR
+    for sidecar in sidecars:
+        assert (TOKEN_DIR in _mounts(sidecar)) is wanted, "the sidecar's token is explicit in values"
+
+
+def test_the_local_provider_in_the_sidecar_needs_the_token_said_in_values() -> None:
+    with pytest.raises(Exception, match=re.escape("driver.sidecar.serviceAccountToken=true")):
+        _render({"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}})
+
+
+@pytest.mark.parametrize("values", [EVERYTHING, LOCAL_SIDECAR], ids=["provider-sidecar", "local-sidecar"])
+def test_each_container_has_its_own_tmp(values: dict[str, Any]) -> None:
+    """Issue 36 #9: the sidecar shared the controller's ``/tmp``."""
+    objects = _render(values)
+    pod = _pod(objects)
+    tmp = [_mounts(c)["/tmp"] for c in pod["containers"]]
+    assert len(tmp) == len(set(tmp)) == 2
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert all(volumes[name]["emptyDir"]["medium"] == "Memory" for name in tmp)
+
+
+def _policies(values: dict[str, Any]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Each ValidatingAdmissionPolicy by name, with its binding."""
+    objects = _render(values)
+    bindings = {b["spec"]["policyName"]: b for b in _by_kind(objects, "ValidatingAdmissionPolicyBinding")}
+    return {
+        p["metadata"]["name"]: (p, bindings[p["metadata"]["name"]])
+        for p in _by_kind(objects, "ValidatingAdmissionPolicy")
+    }
+
+
+def test_admission_policies_narrow_the_controllers_secret_rights() -> None:
+    """Issue 36 #8, #11: RBAC cannot say which kube-system Secrets the controller may create, nor
+    that it may only touch finalizers of the control namespace's Secrets (Helm's release records
+    among them): a policy per rule, matching the controller's ServiceAccount only. Their effect
+    on a real API server: tests/realapi/test_chart.py."""
+    policies = _policies({**MINIMAL, "controlNamespace": "shoot--x"})
+    user = 'request.userInfo.username == "system:serviceaccount:machines:mc-machine-controller"'
+    tokens, tokens_binding = policies["mc-machine-controller-bootstrap-tokens"]
+    assert [c["expression"] for c in tokens["spec"]["matchConditions"]] == [user]
+    assert tokens["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == [
+        "CREATE",
+        "UPDATE",
+        "DELETE",
+    ]
+    assert '"bootstrap.kubernetes.io/token"' in tokens["spec"]["validations"][0]["expression"]
+    assert '"bootstrap-token-"' in tokens["spec"]["validations"][0]["expression"]
+    assert tokens_binding["spec"]["validationActions"] == ["Deny"]
+    assert tokens_binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+    }
+    secrets, secrets_binding = policies["mc-machine-controller-control-secrets"]
+    assert [c["expression"] for c in secrets["spec"]["matchConditions"]] == [user]
+    assert secrets["spec"]["matchConstraints"]["resourceRules"][0]["operations"] == ["UPDATE"]
+    assert secrets_binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "shoot--x"}
+    }
+    assert tokens["spec"]["failurePolicy"] == secrets["spec"]["failurePolicy"] == "Fail"
+    assert _policies({**MINIMAL, "rbac": {"admissionPolicies": False}}) == {}
+
+
+def test_notes_warn_when_the_control_namespace_is_the_release_namespace() -> None:
+    """Issue 36 #11: Helm keeps its release records in the release namespace."""
+    assert "WARNING: the control namespace is the release namespace (machines)" in _notes(MINIMAL)
+    assert "mc-machine-controller-control-secrets lets the controller change nothing" in _notes(MINIMAL)
+    unguarded = _notes({**MINIMAL, "rbac": {"admissionPolicies": False}})
+    assert "Nothing keeps the controller from rewriting them" in unguarded
+    assert "WARNING" not in _notes({**MINIMAL, "controlNamespace": "shoot--x"})

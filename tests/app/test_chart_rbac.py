@@ -32,8 +32,12 @@ READ_ALL = {"create", "list", "watch", "deletecollection"}
 """Verbs whose requests carry no object name, so a rule with resourceNames never allows them."""
 
 LOCAL = {"driver": {"local": {"enabled": True}}}
-LOCAL_SIDECAR = {"driver": {"local": {"enabled": True}, "sidecar": {"enabled": True}}}
-PROVIDER_SIDECAR = {"driver": {"sidecar": {"enabled": True, "image": {"repository": "provider/driver"}}}}
+LOCAL_SIDECAR = {
+    "driver": {"local": {"enabled": True}, "sidecar": {"enabled": True, "serviceAccountToken": True}}
+}
+PROVIDER_SIDECAR = {
+    "driver": {"sidecar": {"enabled": True, "image": {"repository": "provider/driver", "tag": "1.0.0"}}}
+}
 MODULE = {"driver": {"module": "provider.driver:new_driver"}}
 REMOTE_TARGET = {**MODULE, "targetCluster": {"existingSecret": "target-kubeconfig"}}
 
@@ -76,14 +80,15 @@ def render(values: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def grants(objects: list[dict[str, Any]]) -> list[Grant]:
-    """The rules bound to the controller's ServiceAccount, with the scope each binding gives."""
+def grants(objects: list[dict[str, Any]], account: str = SERVICE_ACCOUNT) -> list[Grant]:
+    """The rules bound to ServiceAccount ``account`` (the controller's), with the scope each
+    binding gives."""
     roles = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects}
     found = []
     for binding in objects:
         if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
             continue
-        subject = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": RELEASE_NS}
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": RELEASE_NS}
         if subject not in binding["subjects"]:
             continue
         ref = binding["roleRef"]
@@ -169,10 +174,10 @@ def _atoms(rules: set[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ..
     return {(s, g, r, v) for s, gs, rs, vs in rules for g in gs for r in rs for v in vs}
 
 
-def documented_target_rules() -> list[Grant]:
-    """The table between the ``target-rbac`` markers of docs/security.md."""
+def documented_target_rules(marker: str = "target-rbac") -> list[Grant]:
+    """The table between the ``<marker>`` markers of docs/security.md."""
     text = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
-    table = text.split("<!-- target-rbac:start -->", 1)[1].split("<!-- target-rbac:end -->", 1)[0]
+    table = text.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->", 1)[0]
     rules = []
     for line in table.strip().splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]

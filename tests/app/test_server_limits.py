@@ -103,7 +103,7 @@ def test_requests_beyond_the_concurrency_cap_get_503_at_once() -> None:
         assert entered.wait(5)
         started = time.monotonic()
         assert _get(server, "/readyz")[0] == 503
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 5  # not held until the release (10 s)
         release.set()
         worker.join(10)
         assert first == [(200, b"ok")]

@@ -1,5 +1,4 @@
-"""Conformance: create, update, status, generation, leases, time and quantities, events
-(spec §2.1-§2.5, §2.12, §2.13; §7.2 "Create", "Update, concurrency, status, generation", "Events")."""
+"""Conformance: create, update, status, generation, leases, time and quantities, events."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from tests.conformance.semantics_support import (
     Cluster,
     cleanup_node,
     cluster,
+    emulator_deviation,
     namespace,
     node_body,
     pod_body,
@@ -353,7 +353,8 @@ def test_status_write_ignores_spec_pod(cluster: Cluster, namespace: str) -> None
     body["status"] = {"phase": "Running"}
     written = cluster.core.replace_namespaced_pod_status("sp", namespace, body)
     assert written.status.phase == "Running"
-    assert written.metadata.labels == {"a": "1"} and written.spec.active_deadline_seconds is None
+    ignored = written.metadata.labels == {"a": "1"} and written.spec.active_deadline_seconds is None
+    emulator_deviation(ignored, f"takes the labels it carries: {written.metadata.labels}")
 
 
 def test_status_write_node_metadata_behaviour(cluster: Cluster) -> None:
@@ -378,6 +379,26 @@ def test_pod_generation_absent_before_1_33(cluster: Cluster, namespace: str) -> 
         pytest.skip("pods track generation from v1.33")
     pod = cluster.core.create_namespaced_pod(namespace, pod_body("gen"))
     assert pod.metadata.generation is None
+
+
+def test_pod_generation_tracks_spec_changes_from_1_33(cluster: Cluster, namespace: str) -> None:
+    """From v1.33 a pod has ``metadata.generation``: 1 on create, bumped by a spec change and by
+    the start of a graceful deletion, not by a status or metadata write."""
+    version = client.VersionApi(cluster.api).get_code()
+    if (int(version.major), int(version.minor.rstrip("+"))) < (1, 33):
+        pytest.skip("pods track generation from v1.33")
+    pod = cluster.core.create_namespaced_pod(namespace, pod_body("gen", node="conf-gen-node"))
+    assert pod.metadata.generation == 1
+    labelled = cluster.core.patch_namespaced_pod("gen", namespace, {"metadata": {"labels": {"a": "1"}}})
+    assert labelled.metadata.generation == 1
+    status = cluster.core.patch_namespaced_pod_status("gen", namespace, {"status": {"phase": "Running"}})
+    assert status.metadata.generation == 1
+    bumped = cluster.core.patch_namespaced_pod("gen", namespace, {"spec": {"activeDeadlineSeconds": 30}})
+    assert bumped.metadata.generation == 2
+    cluster.core.delete_namespaced_pod("gen", namespace, grace_period_seconds=60)
+    deleting = cluster.core.read_namespaced_pod("gen", namespace)
+    assert deleting.metadata.deletion_timestamp is not None and deleting.metadata.generation == 3
+    cluster.core.delete_namespaced_pod("gen", namespace, grace_period_seconds=0)
 
 
 def test_events_k8s_io_shares_storage_with_core(cluster: Cluster, namespace: str) -> None:

@@ -1,4 +1,4 @@
-"""Conformance: discovery, version, health, unknown resources (spec §1.3, §7.2 "Discovery and basics")."""
+"""Conformance: discovery, version, health, unknown resources."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 
 from kubernetes import client
 
+from mcm.emulator import KUBERNETES_VERSION
 from tests.conformance.semantics_support import Cluster, cluster
 from tests.conformance.wire import call
 
@@ -29,6 +30,17 @@ def test_version_fields_complete_and_semver(cluster: Cluster) -> None:
             assert isinstance(info[key], str), key
         assert re.match(r"^v\d+\.\d+\.\d+", info["gitVersion"])
     assert client.VersionApi(cluster.api).get_code().git_version
+
+
+def test_the_version_is_the_release_the_emulator_models(cluster: Cluster) -> None:
+    """The emulator reports :data:`KUBERNETES_VERSION`; the real server this suite holds it to
+    must be that release, so version-gated behaviour and the tests see one version."""
+    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    info = call(cluster, "GET", "/version").json()
+    assert info["gitVersion"].startswith(KUBERNETES_VERSION)
+    assert (info["major"], info["minor"]) == (major, minor)
+    assert (info["emulationMajor"], info["emulationMinor"]) == (major, minor)
+    assert (info["minCompatibilityMajor"], info["minCompatibilityMinor"]) == (major, str(int(minor) - 1))
 
 
 def test_api_and_apis_lists_groups(cluster: Cluster) -> None:

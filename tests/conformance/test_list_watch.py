@@ -1,4 +1,4 @@
-"""Conformance: list and watch (spec §2.9, §2.10; §7.2 "List" and "Watch")."""
+"""Conformance: list and watch."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 from kubernetes import client, watch
 
-from tests.conformance.semantics_support import Cluster, cluster, emulator_only, namespace, pod_body
+from tests.conformance.semantics_support import Cluster, cluster, emulator_only, namespace, pod_body, within
 from tests.conformance.wire import call, watch_lines
 
 __all__ = ["cluster", "namespace"]
@@ -117,8 +117,18 @@ def test_pagination_consistent_snapshot(cluster: Cluster, namespace: str) -> Non
 def test_rv0_list_ignores_limit(cluster: Cluster, namespace: str) -> None:
     for i in range(3):
         _cm(cluster, namespace, f"r{i}")
-    body = call(cluster, "GET", f"/api/v1/namespaces/{namespace}/configmaps?limit=2&resourceVersion=0").json()
-    assert len(body["items"]) == 3 and "continue" not in body["metadata"]
+    path = f"/api/v1/namespaces/{namespace}/configmaps?limit=2&resourceVersion=0"
+    listed: list[int] = []
+
+    def all_three() -> bool:
+        # A real server answers resourceVersion=0 from its watch cache, which may not have seen
+        # the last create yet on a loaded machine: poll; the limit must never cut the list.
+        body = call(cluster, "GET", path).json()
+        assert "continue" not in body["metadata"]
+        listed.append(len(body["items"]))
+        return len(body["items"]) == 3
+
+    assert within(10, all_three), f"listed {listed}"
 
 
 def test_continue_token_expired_410(cluster: Cluster, namespace: str) -> None:
@@ -224,7 +234,7 @@ def test_watch_timeout_seconds_closes_cleanly(cluster: Cluster, namespace: str) 
         cluster, f"/api/v1/namespaces/{namespace}/configmaps?watch=true&resourceVersion=0&timeoutSeconds=1"
     )
     assert list(lines) == []
-    assert 0.9 <= time.monotonic() - start <= 2.5
+    assert 0.9 <= time.monotonic() - start <= 10  # closed by the server, not held open
 
 
 def test_watch_too_old_rv_error_410(cluster: Cluster, namespace: str) -> None:

@@ -1,4 +1,4 @@
-"""Conformance: merge, strategic-merge and JSON patch (spec §2.6, §7.2 "Patch")."""
+"""Conformance: merge, strategic-merge and JSON patch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conformance: per-kind create defaults, normalisation and generation rules (spec §2.1, §2.3, §2.5)."""
+"""Conformance: per-kind create defaults, normalisation and generation rules."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""machine-reconcile.md §8.3 ``#triggerCreationFlow`` and §8.2 validation, adapted to HEAD
-(§9.2: metadata, InitializeMachine and Pending in one pass) where said; plus bad input."""
+"""Upstream v0.47.0 ``machine_test.go`` ``#triggerCreationFlow`` and ``#ValidateMachine`` /
+``#ValidateMachineClass``, adapted to HEAD (metadata, InitializeMachine and Pending in one pass)
+where said; plus bad input."""
 
 from __future__ import annotations
 
@@ -247,7 +248,7 @@ def test_uninitialized_vm_gets_initialized_head() -> None:
     assert phase(stored(world)) == c.PHASE_PENDING
 
 
-# --- §8.2 validation --------------------------------------------------------------------------
+# --- validation (#ValidateMachine, #ValidateMachineClass) -----------------------------------------
 
 
 def test_validate_machine_aws() -> None:

@@ -1,5 +1,5 @@
-"""machine-reconcile.md §8.4 ``#triggerDeletionFlow``, one step per entry, adapted to HEAD where
-decisions.md §2 changes the outcome (said in the entry). Plus: chaining and restart resumption."""
+"""Upstream v0.47.0 ``machine_test.go`` ``#triggerDeletionFlow``, one step per entry, adapted to HEAD
+where mcm follows HEAD (said in the entry). Plus: chaining and restart resumption."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_3_checking_existance_of_vm_at_provider_successfully() -> None:
 
 
 def test_3b_vm_not_found_still_goes_to_drain_head() -> None:
-    """HEAD §9.5: NotFound goes through the drain (upstream v0.47.0 jumped to node deletion)."""
+    """HEAD: NotFound goes through the drain (upstream v0.47.0 jumped to node deletion)."""
     world, _, machine = world_for(lambda w: terminating(w, c.MARKER_GET_VM_STATUS))
     world.driver.remove_vm("fakeID-0")
     result, stored = step(world, machine)
@@ -157,7 +157,7 @@ def _cond(world: World, kind: str, status: str, ago: float) -> dict[str, Any]:
 def test_6_7_8_long_not_ready_forces_the_drain_head(
     name: str, conditions: list[tuple[str, str, float]]
 ) -> None:
-    """HEAD §9.5: no drain skipping; a long NotReady/ReadonlyFilesystem forces the drain, then
+    """HEAD: no drain skipping; a long NotReady/ReadonlyFilesystem forces the drain, then
     the VolumeAttachments step."""
     world, drainer, machine = world_for(
         lambda w: terminating(w, c.MARKER_INITIATE_DRAIN, conditions=[_cond(w, *cd) for cd in conditions])

@@ -7,9 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import structlog
+
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import MachineClass
 from mcm.controller.creation import trigger_creation_flow
+from mcm.controller.machine import MachineReconciler
 from mcm.driver import Code, CreateMachineResponse, GetMachineStatusResponse, MachineError
 from mcm.runtime.client.errors import Conflict
 from mcm.runtime.record import EventRecorder
@@ -97,3 +100,21 @@ def test_deletion_and_class_messages_are_upstreams_texts() -> None:
         "Skipping deleteNodeVolAttachments due to - x. Moving to VM Deletion. Initiate VM deletion"
     )
     assert c.ERR_MACHINE_VALIDATION.format(err="[e]") == "Validation of Machine failed [e]"
+
+
+def test_a_class_without_its_finalizer_yet_is_a_log_line_and_a_short_retry_not_an_event() -> None:
+    """A class applied together with its machines has no finalizer until the class loop adds it:
+    routine, so no ``ClassNotReady`` Warning on every Machine; the class is enqueued, the machine
+    retried after ShortRetry, and the log line has upstream's text without brackets."""
+    world, events, _ = world_with_events(mk_machine(make_world().clock, class_name="waiting"))
+    world.classes.put(mk_class("waiting", finalizer=False))
+    with structlog.testing.capture_logs() as logs:
+        result = MachineReconciler(world.deps).reconcile_machine_key("test-ns/machine-0")
+    assert result == Result.after(c.SHORT_RETRY)
+    assert events == []
+    assert ("machineclass", "waiting") in world.enqueued
+    assert world.driver.calls == []
+    waits = [entry for entry in logs if entry["event"] == "machine_class_not_ready"]
+    assert [entry["message"] for entry in waits] == [
+        "The machine class waiting has no finalizers set. So not reconciling the machine."
+    ]

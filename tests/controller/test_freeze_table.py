@@ -1,6 +1,7 @@
-"""safety-class-secret-node-drain.md §7.1 ``reconcileClusterMachineSafetyAPIServer`` (24 entries)
-plus the fixes of decisions.md §3: §1.8 bugs 1, 2 and 6 as regressions, a hanging probe, and
-what the frozen flag blocks (§1.5).
+"""Upstream v0.47.0 ``machine_safety_test.go``, ``##reconcileClusterMachineSafetyAPIServer`` (24
+entries), plus regressions for the three upstream freeze bugs mcm fixes (the outage start is never
+cleared, a failed unfreeze ends the loop, unfreezing wipes the status), a hanging probe, and what
+the frozen flag blocks (``reconcileClusterMachine``).
 
 The 24 entries keep upstream's frozen outcomes; adapted: every entry with both servers up also
 asserts that the outage start is cleared (bug 1), and the unfreeze keeps every status field but
@@ -145,7 +146,7 @@ def test_reconcile_api_server(
         assert r.target.gets == 0  # the target is not probed when the control cluster is down
 
 
-# --- unfreeze (§1.4 procedure, §1.8 bug 6) ------------------------------------------------------
+# --- unfreeze (upstream's procedure, the other status fields kept) --------------------------------
 
 
 def test_unfreeze_resets_unknown_machines_and_keeps_other_status() -> None:
@@ -209,7 +210,7 @@ def test_unfreeze_skips_machine_no_longer_unknown_live() -> None:
     assert r.world.machines.writes == []
 
 
-# --- §1.8 bug 1: the outage start is cleared by every successful probe ----------------------------
+# --- the outage start is cleared by every successful probe ----------------------------------------
 
 
 def test_bug1_short_outage_does_not_arm_a_later_freeze() -> None:
@@ -248,7 +249,7 @@ def test_freeze_needs_more_than_the_timeout() -> None:
     assert frozen[0]["type"] == "Warning"
 
 
-# --- §1.8 bug 2: unfreezing is retried until it succeeds -----------------------------------------
+# --- unfreezing is retried until it succeeds ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -326,7 +327,7 @@ def test_no_target_cluster_never_freezes() -> None:
     assert not r.is_frozen()
 
 
-# --- §1.5: what the frozen flag blocks ------------------------------------------------------------
+# --- what the frozen flag blocks ------------------------------------------------------------------
 
 
 def test_frozen_blocks_machine_reconcile_but_not_deletion() -> None:

@@ -1,4 +1,4 @@
-"""Informer handlers (app-and-controller.md §3.3 with HEAD) and the HEAD node loop (§4.7)."""
+"""Informer handlers (upstream ``NewController``, as at HEAD) and the HEAD node loop (``node.go``)."""
 
 from __future__ import annotations
 
@@ -250,7 +250,7 @@ def test_node_loop_multiple_machines_is_retried_not_crashed() -> None:
 
 
 def test_secret_and_class_delete_handlers_accept_tombstones_and_junk() -> None:
-    """decisions.md §3: a tombstone (with or without its object) or junk never crashes a handler."""
+    """A tombstone (with or without its object) or junk never crashes a handler."""
     world = make_world()
     h, seen = handlers(world)
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "secret-0", "namespace": NS}}

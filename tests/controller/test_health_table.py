@@ -1,5 +1,6 @@
-"""machine-reconcile.md §8.1 ``#isHealthy``, §8.11 health reconciliation and §8.12 meltdown,
-adapted to HEAD where said (§9.4: Pending timeout from creation; re-check ≤ 1 min)."""
+"""Upstream v0.47.0 ``machine_test.go`` ``#isHealthy`` and ``machine_util_test.go``
+``#reconcileMachineHealth`` (general and meltdown tables), adapted to HEAD where said (Pending
+timeout from creation; re-check ≤ 1 min)."""
 
 from __future__ import annotations
 
@@ -176,7 +177,7 @@ def test_pending_machine_joins_and_its_bootstrap_token_is_deleted() -> None:
     assert world.target_secrets.objects == {}
 
 
-# --- §8.12 meltdown ----------------------------------------------------------------------------
+# --- meltdown (##Meltdown scenario) ---------------------------------------------------------------
 
 
 def other(world: World, name: str, phase: str, labels: dict[str, str] | None = None, **kw: Any) -> None:

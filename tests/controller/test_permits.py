@@ -1,4 +1,4 @@
-"""PermitGiver (safety-class-secret-node-drain.md §6; decisions.md §3: one holder per key, always)."""
+"""PermitGiver (upstream v0.47.0 ``pkg/util/permits/permits.go``; mcm: one holder per key, always)."""
 
 from __future__ import annotations
 

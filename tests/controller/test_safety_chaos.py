@@ -259,7 +259,8 @@ def test_leader_killed_mid_creations_second_controller_converges(env: Env) -> No
 # --- 4. broken credentials of one class do not stop the others ----------------------------------
 
 BROKEN = "aaa-broken"
-"""Sorts first: upstream would never reach the healthy class after it (§1.8 bug 5)."""
+"""Sorts first: upstream would never reach the healthy class after it (``checkMachineClasses``
+stops at the first error)."""
 
 
 class PartlyBroken(FakeDriver):

@@ -1,11 +1,13 @@
-"""safety-class-secret-node-drain.md §7.1 / §7.2 (orphan VMs, unmanaged nodes, safety handlers)
-as table tests, plus regressions for §1.8 bugs 3, 4 and 5 and mcm's no-false-deletion guards.
+"""Upstream v0.47.0 ``machine_safety_test.go`` and ``machine_safety_util_test.go`` (orphan VMs,
+unmanaged nodes, safety handlers) as table tests, plus regressions for three upstream bugs (a
+Secret cache error panics ``getSecretData``, a tombstone panics ``deleteMachineToSafety``, one bad
+class stops ``checkMachineClasses``) and mcm's no-false-deletion guards.
 
-Adapted where HEAD (§1.9, §7.7) or decisions.md §2-§3 change the outcome:
+Adapted where HEAD or mcm's fixes (docs/controller.md, "Safety loops") change the outcome:
 
 - AnnotateNodes: HEAD entries added (finalizer removed before annotating, annotation removed
   when a machine claims the node); HEAD's age rule (exactly the creation timeout is old enough).
-- updateNodeWithAnnotation (§7.2): same NotFound and the same merged annotations in the request,
+- updateNodeWithAnnotation: same NotFound and the same merged annotations in the request,
   but the caller's object is not mutated (cache objects are immutable in mcm).
 - The orphan entries keep upstream's outcomes; mcm additionally confirms an orphan with a live
   GET and keeps VMs of machines in the creation flow (own entries below).
@@ -101,7 +103,7 @@ def reasons(events: list[dict[str, Any]]) -> list[str]:
     return [e["reason"] for e in events]
 
 
-# --- §7.1 Event handling: deleteMachineToSafety / updateMachineToSafety ------------------------
+# --- Event handling: deleteMachineToSafety / updateMachineToSafety --------------------------------
 
 
 def handlers(world: World) -> tuple[EventHandlers, list[tuple[str, str]]]:
@@ -139,7 +141,8 @@ def test_triggered_orphan_scans_coalesce() -> None:
     "obj", [DeletedFinalStateUnknown("test-ns/m", {}), DeletedFinalStateUnknown("k", None), None]
 )
 def test_delete_machine_to_safety_tombstone(obj: Any) -> None:
-    """§1.8 bug 4: a tombstone (or junk) delete event enqueues the scan and never crashes."""
+    """A tombstone (or junk) delete event (upstream's ``deleteMachineToSafety`` panics) enqueues
+    the scan and never crashes."""
     h, queued = handlers(make_world())
     h.machine_deleted(obj)
     assert orphan_adds(queued) == 1
@@ -174,7 +177,7 @@ def test_update_machine_to_safety(old: dict[str, Any], new: dict[str, Any], expe
     assert orphan_adds(queued) == expected
 
 
-# --- §7.1 Orphan VM collection (checkMachineClass) ----------------------------------------------
+# --- Orphan VM collection (checkMachineClass) -----------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -192,7 +195,7 @@ ORPHAN_CASES = {
     "machine Running but does not refer to the VM: deleted": OrphanCase(
         lambda w: mk_machine(w.clock, "testmachine_1", phase=c.PHASE_RUNNING, provider_id=""), True
     ),
-    # extra entries completing the §1.2 classification table
+    # extra entries completing upstream's classification of listed VMs (``checkMachineClass``)
     "machine with the VM's providerID: kept": OrphanCase(
         lambda w: mk_machine(w.clock, "testmachine_1", phase=c.PHASE_RUNNING, provider_id="testmachine-ip1"),
         False,
@@ -283,7 +286,7 @@ def test_the_vm_of_a_machine_deleted_before_it_got_a_provider_id_is_left_to_its_
 
 
 def test_missing_secret_is_not_an_error() -> None:
-    """§1.2 step 1: a missing Secret adds nothing; the class is still listed and collected."""
+    """``checkMachineClass``: a missing Secret adds nothing; the class is still listed and collected."""
     world = world_with_class(secret=False)
     world.driver.add_vm("vm-1", "gone")
     OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0"))
@@ -347,7 +350,7 @@ def test_live_lookup_failure_keeps_vm(error: Exception) -> None:
 
 
 def test_cache_lookup_error_keeps_vm() -> None:
-    """§1.2 table: a lister error other than NotFound → VM kept, scan goes on."""
+    """``checkMachineClass``: a lister error other than NotFound → VM kept, scan goes on."""
     world = world_with_class()
     with_cache(world, cast(FakeResource, Raising(world.machines, internal())))
     world.driver.add_vm("vm-1", "gone")
@@ -394,7 +397,7 @@ def test_nothing_listed_before_the_machine_cache_synced() -> None:
     assert deleted_ids(world) == {"vm-1"}
 
 
-# --- §1.8 bugs 3 and 5: one bad class never blocks the others -----------------------------------
+# --- one bad class never blocks the others (upstream: a panic, or the rest skipped) ---------------
 
 
 def two_classes() -> World:
@@ -487,7 +490,7 @@ def test_driver_list_that_hangs_is_cut_off() -> None:
     assert deleted_ids(world) == set()
 
 
-# --- §7.1 AnnotateNodesUnmanagedByMCM (with HEAD §7.7 entries) -----------------------------------
+# --- AnnotateNodesUnmanagedByMCM (with HEAD's entries) --------------------------------------------
 
 
 def node_world() -> World:
@@ -602,7 +605,7 @@ def test_no_target_cluster_skips_node_tagging() -> None:
     assert world.nodes.writes == []
 
 
-# --- §7.2 updateNodeWithAnnotation ---------------------------------------------------------------
+# --- updateNodeWithAnnotation ---------------------------------------------------------------------
 
 
 class Capturing:

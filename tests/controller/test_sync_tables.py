@@ -1,5 +1,5 @@
-"""machine-reconcile.md §8.5-8.10 (node templates, labels, annotations, taints, status
-similarity, node template validation) and safety-class-secret-node-drain.md §7.3-7.4
+"""Upstream v0.47.0 ``machine_util_test.go`` (node templates, labels, annotations, taints, status
+similarity, node template validation), ``machineclass_test.go`` and ``secret_test.go``
 (MachineClass and Secret finalizers)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from mcm.runtime.client.rest import RESTClient
 from .builders import mk_class, mk_machine, mk_node, mk_secret
 from .fakes import NS, START, make_world
 
-# --- §8.5 syncMachineNodeTemplates -------------------------------------------------------------
+# --- syncMachineNodeTemplates ---------------------------------------------------------------------
 
 TEMPLATE = {
     "metadata": {"labels": {"key1": "value1"}, "annotations": {"anno1": "anno1"}},
@@ -95,7 +95,7 @@ def test_node_sync_without_changes_does_not_write() -> None:
     assert world.nodes.writes == [("update", "test-node-0")]
 
 
-# --- §8.6 / §8.7 labels and annotations --------------------------------------------------------
+# --- SyncMachineLabels / SyncMachineAnnotations ---------------------------------------------------
 
 SEVEN = [
     ("1 not updated", {"k1": "v1"}, {"k1": "v1"}, {"k1": "v1"}, {"k1": "v1"}, False),
@@ -154,7 +154,7 @@ def test_8_6_8_7_labels_and_annotations(
     assert values == expected
 
 
-# --- §8.8 taints ------------------------------------------------------------------------------
+# --- SyncMachineTaints ----------------------------------------------------------------------------
 
 
 def t(key: str, value: str, effect: str = "NoSchedule") -> dict[str, Any]:
@@ -241,7 +241,7 @@ def test_8_8_sync_machine_taints(
     assert sorted(result, key=key) == sorted(expected, key=key)
 
 
-# --- §8.9 isMachineStatusSimilar ------------------------------------------------------------------
+# --- isMachineStatusSimilar -----------------------------------------------------------------------
 
 AWS = (
     "Cloud provider message - machine codes error: code = [Internal] message = [InvalidParameterValue: "
@@ -295,7 +295,7 @@ def test_8_9_is_machine_status_similar(
     assert is_machine_status_similar(first, second, START) is similar
 
 
-# --- §8.10 validateNodeTemplate -------------------------------------------------------------------
+# --- validateNodeTemplate -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -328,7 +328,7 @@ def test_8_10_validate_node_template(name: str, template: dict[str, Any], messag
     assert [e.detail for e in errors] == messages
 
 
-# --- §7.3 MachineClass ----------------------------------------------------------------------------
+# --- reconcileClusterMachineClass -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -382,7 +382,7 @@ def test_class_in_use_enqueues_its_machines_head() -> None:
     assert ("machine", f"{NS}/test-machine") in world.enqueued
 
 
-# --- §7.4 Secret ------------------------------------------------------------------------------------
+# --- Secret finalizers ----------------------------------------------------------------------------
 
 
 def test_7_4_add_secret_finalizers() -> None:

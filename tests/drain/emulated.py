@@ -24,8 +24,8 @@ from mcm.runtime.client.resources import (
     PODS,
     VOLUME_ATTACHMENTS,
 )
+from mcm.runtime.objects import Obj
 
-Obj = dict[str, Any]
 NS = "default"
 CSI_DRIVER = "disk.csi.example.com"
 

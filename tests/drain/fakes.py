@@ -21,13 +21,20 @@ from types import TracebackType
 from typing import Any, cast
 
 from mcm.drain import DrainListers
-from mcm.runtime.cache import NAMESPACE_INDEX, Indexer, Lister, meta_namespace_index_func, new_not_found
+from mcm.runtime.cache import (
+    NAMESPACE_INDEX,
+    Indexer,
+    Lister,
+    meta_namespace_index_func,
+    new_not_found,
+    object_key,
+)
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import ApiError, error_from_status
 from mcm.runtime.client.resources import NODES, PODS, VOLUME_ATTACHMENTS, Resource
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 
-Obj = dict[str, Any]
 Handler = Callable[[Obj], None]
 
 
@@ -88,11 +95,11 @@ class FakeCluster:
 
     def add_pod(self, pod: Obj) -> None:
         with self.lock:
-            self.pods[_key(pod)] = pod
+            self.pods[object_key(pod)] = pod
 
     def remove_pod(self, pod: Obj) -> None:
         with self.lock:
-            self.pods.pop(_key(pod), None)
+            self.pods.pop(object_key(pod), None)
 
     def run_handlers(self, pod: Obj) -> None:
         for handler in self.handlers:
@@ -193,11 +200,6 @@ class _Discovery:
             "pods/eviction",
             "Eviction",
         )
-
-
-def _key(obj: Obj) -> str:
-    meta = obj["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
 def lister(objects: Iterable[Obj], resource: str, *, namespaced: bool, group: str = "") -> Lister:

@@ -1,4 +1,5 @@
-"""Pods, volumes and handlers of upstream's ``RunDrain`` table test (spec §7.5), for the fakes."""
+"""Pods, volumes and handlers of upstream's ``RunDrain`` table test (v0.47.0
+``drain/drain_test.go``), for the fakes."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 from mcm.drain import DrainListers, VolumeAttachmentHub
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from tests.drain.fakes import FakeCluster, listers
 
-Obj = dict[str, Any]
 NODE = "old-node"
 NEW_NODE = "new-node"
 NS = "default"

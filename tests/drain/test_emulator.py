@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mcm.drain import DrainMetrics, DrainOptions, cordon_node, drain_node
+from mcm.drain import DrainMetrics, DrainOptions, cordon_node, run_drain
 from mcm.driver import FakeDriver
 from mcm.emulator import Emulator
 from mcm.runtime.clock import REAL_CLOCK
+from mcm.runtime.objects import Obj
 from tests.drain.emulated import NS, Informers, held_pdb, pdb, pod, volume_objects
 from tests.emulator.ctl import create, node
 
-Obj = dict[str, Any]
 VAS = ("storage.k8s.io", "volumeattachments")
 PDBS = ("policy", "poddisruptionbudgets")
 
@@ -98,7 +98,7 @@ def test_full_node_with_a_blocking_pdb_ends_in_the_force_path(emu: Emulator, kub
     try:
         cordon_node(informers.client, "n1")
         options = DrainOptions(timeout=8, max_evict_retries=3, pv_detach_timeout=5, pv_reattach_timeout=5)
-        result = drain_node(
+        result = run_drain(
             informers.client, informers.listers, FakeDriver(), "n1", options,
             clock=REAL_CLOCK, stop=threading.Event(), hub=informers.hub, metrics=metrics,
         )  # fmt: skip
@@ -112,7 +112,7 @@ def test_full_node_with_a_blocking_pdb_ends_in_the_force_path(emu: Emulator, kub
         assert emu.get("nodes", "", "n1")["spec"]["unschedulable"] is True  # type: ignore[index]
 
         forced_options = DrainOptions(timeout=60, max_evict_retries=1, force=True)
-        forced = drain_node(
+        forced = run_drain(
             informers.client, informers.listers, FakeDriver(), "n1", forced_options,
             clock=REAL_CLOCK, stop=threading.Event(), hub=informers.hub, metrics=metrics,
         )  # fmt: skip
@@ -143,7 +143,7 @@ def test_drain_resumes_after_a_controller_restart(emu: Emulator, kubeconfig: Pat
     options = DrainOptions(timeout=60, max_evict_retries=3, pv_detach_timeout=5, pv_reattach_timeout=0.1,
                            max_parallel_evictions=2)  # fmt: skip
     try:
-        interrupted = drain_node(
+        interrupted = run_drain(
             first.client,
             first.listers,
             FakeDriver(),
@@ -161,7 +161,7 @@ def test_drain_resumes_after_a_controller_restart(emu: Emulator, kubeconfig: Pat
 
     second = Informers(kubeconfig).start()
     try:
-        resumed = drain_node(
+        resumed = run_drain(
             second.client,
             second.listers,
             FakeDriver(),
@@ -199,7 +199,7 @@ def test_node_vanishing_mid_drain_ends_cleanly(emu: Emulator, kubeconfig: Path) 
     informers.start()
     options = DrainOptions(timeout=60, max_evict_retries=3, pv_detach_timeout=30, pv_reattach_timeout=30)
     try:
-        result = drain_node(
+        result = run_drain(
             informers.client, informers.listers, FakeDriver(), "n1", options,
             clock=REAL_CLOCK, stop=threading.Event(), hub=informers.hub,
         )  # fmt: skip

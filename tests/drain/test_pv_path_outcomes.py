@@ -7,22 +7,22 @@ import copy
 import dataclasses
 import threading
 import time
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
-from mcm.drain import DrainListers, DrainResult, PodDeletions, cordon_node, drain_node
+from mcm.drain import DrainListers, DrainResult, PodDeletions, cordon_node, run_drain
 from mcm.drain.state import DETACH_TIMEOUT_TEXT, LEFT_DEADLINE, LEFT_NODE_GONE, TERMINATION_BUFFER
 from mcm.driver import FakeDriver
 from mcm.runtime.cache import Lister
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import Conflict
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
+from tests.clocks import SelfSteppingClock
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
 from tests.drain.test_regressions import drain_in_thread, misconfigured_pdb, options, run
-
-Obj = dict[str, Any]
 
 
 class _BrokenClaims:
@@ -51,7 +51,7 @@ def test_an_unexpected_error_of_the_pv_path_leaves_its_pods_behind() -> None:
 
 def _run_with(s: Scenario, drain_listers: DrainListers) -> tuple[DrainResult, float]:
     with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
-        result = drain_node(
+        result = run_drain(
             s.cluster.as_client(),
             drain_listers,
             FakeDriver(),
@@ -184,13 +184,16 @@ class _ConflictingNodes:
         return body
 
 
-@pytest.mark.parametrize(("conflicts", "cordoned"), [(0, True), (2, True), (3, False)])
-def test_cordon_retries_conflicts_three_times(conflicts: int, cordoned: bool) -> None:
-    nodes = _ConflictingNodes(conflicts)
+@pytest.mark.parametrize(("conflicts", "cordoned"), [(0, True), (4, True), (5, False)])
+def test_cordon_retries_conflicts_as_client_go_default_retry(conflicts: int, cordoned: bool) -> None:
+    """Five tries about 10 ms apart (``retry.DefaultRetry``), slept on the injected clock."""
+    nodes, clock = _ConflictingNodes(conflicts), SelfSteppingClock()
     if cordoned:
-        cordon_node(cast(ClusterClient, nodes), NODE)
+        cordon_node(cast(ClusterClient, nodes), NODE, clock=clock)
         assert nodes.node["spec"]["unschedulable"] is True
     else:
         with pytest.raises(Conflict):
-            cordon_node(cast(ClusterClient, nodes), NODE)
-    assert nodes.updates == min(conflicts + 1, 3)
+            cordon_node(cast(ClusterClient, nodes), NODE, clock=clock)
+    assert nodes.updates == min(conflicts + 1, 5)
+    assert len(clock.slept) == min(conflicts, 4)
+    assert all(0.010 <= slept < 0.011 for slept in clock.slept)

@@ -1,4 +1,5 @@
-"""One test per suspected upstream bug (spec §5.13) and per drain item of decisions.md §3.
+"""One test per upstream drain bug mcm fixes (upstream v0.47.0 ``pkg/util/provider/drain/drain.go``
+and ``volume_attachment.go``; docs/drain.md, "Where mcm differs from upstream").
 
 Each test names the upstream behaviour it would catch.
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcm.drain import DrainOptions, DrainResult, PodDeletions, VolumeAttachmentHub, cordon_node, drain_node
+from mcm.drain import DrainOptions, DrainResult, PodDeletions, VolumeAttachmentHub, cordon_node, run_drain
 from mcm.drain.state import LEFT_NODE_GONE, POD_POLL_INTERVAL, TERMINATION_BUFFER
 from mcm.drain.volumes import is_attached
 from mcm.driver import Code, FakeDriver, GetVolumeIDsResponse, MachineError
@@ -21,10 +22,9 @@ from mcm.runtime.client.errors import ApiError
 from mcm.runtime.client.resources import PODS
 from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
 from tests.drain.scenario import NEW_NODE, NODE, Scenario, attachment, build, pod, pvc
-
-Obj = dict[str, Any]
 
 
 def run(
@@ -36,7 +36,7 @@ def run(
     **listers_extra: Any,
 ) -> tuple[DrainResult, float]:
     with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
-        result = drain_node(
+        result = run_drain(
             s.cluster.as_client(),
             s.listers(**listers_extra),
             FakeDriver() if driver is None else driver,
@@ -65,7 +65,7 @@ def evictions_remove_pods(s: Scenario) -> None:
     s.cluster.handlers.append(s.sleep_then(0.5, "detach"))
 
 
-# --- §5.13 bug 1 / decisions §3: max evict retries of 0 -----------------------------------------
+# --- max evict retries of 0 (upstream's ``evictPodsWithPv`` hangs) --------------------------------
 
 
 def test_zero_evict_retries_deletes_at_once_and_never_hangs() -> None:
@@ -79,7 +79,7 @@ def test_zero_evict_retries_deletes_at_once_and_never_hangs() -> None:
     assert s.left() == {}
 
 
-# --- §5.13 bug 2 / decisions §3: GetVolumeIDs errors -------------------------------------------
+# --- GetVolumeIDs errors (a nil answer panics v0.47.0's ``getVolIDsFromDriver``) ------------------
 
 
 def test_get_volume_ids_error_skips_only_that_volume() -> None:
@@ -104,7 +104,7 @@ def test_get_volume_ids_error_skips_only_that_volume() -> None:
     assert elapsed < 1  # nothing to wait for: the other volume is detached
 
 
-# --- §5.13 bug 3 / decisions §3: nil priority ----------------------------------------------------
+# --- nil priority (upstream's ``sortPodsByPriority`` panics) --------------------------------------
 
 
 def test_pods_without_priority_are_drained_in_priority_order() -> None:
@@ -125,7 +125,7 @@ def test_pods_without_priority_are_drained_in_priority_order() -> None:
     assert order == ["high", "none", "low"]
 
 
-# --- §5.13 bug 4 / decisions §3: VolumeAttachments without a PV name ---------------------------
+# --- VolumeAttachments without a PV name (upstream's ``dispatch`` panics) -------------------------
 
 
 def test_inline_volume_attachments_are_harmless() -> None:
@@ -141,7 +141,7 @@ def test_inline_volume_attachments_are_harmless() -> None:
     assert watch.reattached.is_set()
 
 
-# --- §5.13 bug 5: the worker count read without the lock ---------------------------------------
+# --- the worker count read without the lock (upstream's ``dispatch``) -----------------------------
 
 
 def test_hub_dispatch_races_with_watch_registration() -> None:
@@ -171,7 +171,7 @@ def test_hub_dispatch_races_with_watch_registration() -> None:
     assert kept.reattached.is_set()
 
 
-# --- §5.13 bug 6: pods left behind counted as drained ---------------------------------------------
+# --- pods left behind counted as drained (``evictPodsWithPVInternal``'s fast track) ---------------
 
 
 def test_pods_left_at_the_deadline_are_reported_not_drained() -> None:
@@ -191,7 +191,7 @@ def test_pods_left_at_the_deadline_are_reported_not_drained() -> None:
     assert elapsed <= 30
 
 
-# --- §5.13 bug 7: PV pods without tracked volumes ------------------------------------------------
+# --- PV pods without tracked volumes (upstream does not wait for them) ----------------------------
 
 
 def test_pv_pod_without_tracked_volumes_is_waited_for() -> None:
@@ -204,7 +204,7 @@ def test_pv_pod_without_tracked_volumes_is_waited_for() -> None:
     assert elapsed <= 60
 
 
-# --- §5.13 bug 8: regex matching of volume IDs ----------------------------------------------------
+# --- regex matching of volume IDs (upstream's ``waitForDetach``) ----------------------------------
 
 
 def test_volume_ids_match_exactly() -> None:
@@ -220,7 +220,7 @@ def test_volume_ids_match_exactly() -> None:
     assert is_attached("vol-2x3", attached)
 
 
-# --- §5.13 bug 9: cordon errors --------------------------------------------------------------------
+# --- cordon errors (v0.47.0's ``RunCordonOrUncordon`` ignores a failed GET) -----------------------
 
 
 def test_cordon_tolerates_a_missing_node_but_reports_other_errors() -> None:
@@ -241,7 +241,7 @@ def test_cordon_tolerates_a_missing_node_but_reports_other_errors() -> None:
         cordon_node(cluster.as_client(), NODE)
 
 
-# --- §5.13 bug 10 / decisions §3: every wait honours the deadline and the stop event -------------
+# --- every wait honours the deadline and the stop event (upstream's sleeps do not) ----------------
 
 
 def test_eviction_retries_of_pods_without_pv_end_at_the_deadline() -> None:
@@ -271,7 +271,7 @@ def test_stop_event_ends_a_sleeping_drain_promptly() -> None:
     results: list[DrainResult] = []
     thread = threading.Thread(
         target=lambda: results.append(
-            drain_node(
+            run_drain(
                 s.cluster.as_client(), s.listers(), FakeDriver(), NODE, options(), clock=clock, stop=stop
             )
         )
@@ -284,7 +284,7 @@ def test_stop_event_ends_a_sleeping_drain_promptly() -> None:
     assert {p.reason for p in results[0].left_behind} == {"drain stopped"}
 
 
-# --- §5.13 bug 11: misleading error text ----------------------------------------------------------
+# --- misleading error text (upstream says "evicting" after a delete) ------------------------------
 
 
 def test_failed_final_delete_is_reported_as_a_delete() -> None:
@@ -303,7 +303,7 @@ def test_failed_final_delete_is_reported_as_a_delete() -> None:
     assert result.error == 'error deleting pod default/expv-0 from node "old-node"'
 
 
-# --- §5.13 bug 12: eviction body version -----------------------------------------------------------
+# --- eviction body version (upstream posts through the v1beta1 client) ----------------------------
 
 
 def test_eviction_is_posted_as_policy_v1() -> None:
@@ -321,7 +321,7 @@ def test_eviction_is_posted_as_policy_v1() -> None:
     assert (body["apiVersion"], body["kind"]) == ("policy/v1", "Eviction")
 
 
-# --- HEAD rules adopted by decisions §2 ------------------------------------------------------------
+# --- HEAD rules mcm adopts (docs/drain.md) --------------------------------------------------------
 
 
 def misconfigured_pdb(**status: Any) -> Obj:
@@ -385,18 +385,18 @@ def test_unbound_and_missing_claims_are_skipped() -> None:
 def drain_in_thread(
     cluster: FakeCluster, drain_listers: Any, clock: FakeClock, drain_options: DrainOptions
 ) -> tuple[threading.Thread, list[DrainResult]]:
-    """``drain_node`` of NODE started in a thread (the test moves the fake clock); its result is
+    """``run_drain`` of NODE started in a thread (the test moves the fake clock); its result is
     appended to the list returned."""
     results: list[DrainResult] = []
 
-    def run_drain() -> None:
+    def drain_and_keep_result() -> None:
         client = cluster.as_client()
         stop = threading.Event()
         results.append(
-            drain_node(client, drain_listers, FakeDriver(), NODE, drain_options, clock=clock, stop=stop)
+            run_drain(client, drain_listers, FakeDriver(), NODE, drain_options, clock=clock, stop=stop)
         )
 
-    drain = threading.Thread(target=run_drain)
+    drain = threading.Thread(target=drain_and_keep_result)
     drain.start()
     return drain, results
 

@@ -1,10 +1,11 @@
-"""Upstream ``DescribeTable("RunDrain")`` (spec §7.5, 16 entries) on a fake cluster and a FakeClock.
+"""Upstream's ``DescribeTable("RunDrain")`` (v0.47.0 ``pkg/util/provider/drain/drain_test.go``, 16
+entries) on a fake cluster and a FakeClock.
 
 Same pod mixes, PVs, grace periods, handlers and expected eviction counts as upstream; "finish
 within" is measured in fake seconds. Upstream's minimum durations are not asserted: they come
 from its fixed 5 s polls, and mcm's detach wait wakes early on VolumeAttachment events.
 
-One deliberate difference (§5.13 bug 7): upstream counts PV pods without tracked volumes
+One deliberate difference (docs/drain.md): upstream counts PV pods without tracked volumes
 (only shared PVs) as done right after the eviction call; mcm waits for them to terminate like
 any other pod, so entry 8 (evicted shared-PV pods that vanish after 1.25 s) takes one 5 s
 termination poll per pod: its bound is 15 s instead of 5 s.
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from mcm.drain import DrainOptions, VolumeAttachmentHub, drain_node
+from mcm.drain import DrainOptions, VolumeAttachmentHub, run_drain
 from mcm.driver import FakeDriver
 from mcm.runtime.clock import FakeClock
 from tests.drain.fakes import ClockDriver, FakeCluster, too_many_requests
@@ -208,7 +209,7 @@ def test_run_drain(entry: Entry) -> None:
     )
 
     with ClockDriver(clock, lambda: sum(cluster.calls.values())) as driver:
-        result = drain_node(
+        result = run_drain(
             cluster.as_client(),
             s.listers(),
             FakeDriver(),

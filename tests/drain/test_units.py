@@ -1,4 +1,5 @@
-"""Pod selection (§5.4), events, the pending-pod re-check (HEAD #979) and VolumeAttachment cleanup."""
+"""Pod selection (upstream's ``getPodsForDeletion``), events, the pending-pod re-check (upstream
+v0.59.0, #979) and VolumeAttachment cleanup."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ from mcm.drain import (
     REASON_DRAIN_STARTED,
     REASON_DRAIN_SUCCEEDED,
     DrainOptions,
-    drain_node,
+    run_drain,
 )
 from mcm.drain.pods import blocking_pdb, select_pods
 from mcm.driver import FakeDriver
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 from tests.drain.fakes import ClockDriver, FakeCluster, lister, listers, server_error, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
-
-Obj = dict[str, Any]
 
 
 def names(pods: list[Any]) -> list[str]:
@@ -90,7 +90,7 @@ def drain(s: Scenario, recorder: Recorder | None = None, **options: Any) -> Any:
     base: dict[str, Any] = {"timeout": 60, "max_evict_retries": 2, "pv_reattach_timeout": 0.001}
     base.update(options)
     with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())):
-        return drain_node(
+        return run_drain(
             s.cluster.as_client(),
             s.listers(pdbs=[pdb_for("db")]),
             FakeDriver(),
@@ -163,7 +163,7 @@ def test_pending_pv_pod_removed_by_someone_else_counts_as_gone() -> None:
 
 def test_empty_node_drains_without_api_calls() -> None:
     cluster = FakeCluster()
-    result = drain_node(
+    result = run_drain(
         cluster.as_client(),
         listers(),
         FakeDriver(),

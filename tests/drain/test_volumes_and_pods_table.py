@@ -14,11 +14,9 @@ from mcm.drain.pods import blocking_pdb, select_pods
 from mcm.drain.volumes import TrackedVolume, pod_volumes, uses_pvc
 from mcm.driver import FakeDriver, GetVolumeIDsResponse
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import Obj
 from tests.drain.fakes import lister
 from tests.drain.scenario import NEW_NODE, NODE, attachment, pod, pv, pvc
-
-Obj = dict[str, Any]
-
 
 # --- uses_pvc: which pods take the serial PV path ---------------------------------------------------
 

@@ -41,7 +41,7 @@ def test_the_documented_provider_directory_goes_green_without_warnings(tmp_path:
             files[header.group(1)] = block
         else:
             snippets.append(block)
-    assert set(files) == {"mycloud.py", "conftest.py", "test_conformance.py"}
+    assert set(files) == {"mycloud.py", "conftest.py", "test_conformance.py", "e2e.py"}
     for name, code in files.items():
         (tmp_path / name).write_text(code, encoding="utf-8")
     for snippet in snippets:

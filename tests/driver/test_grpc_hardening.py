@@ -285,7 +285,7 @@ def test_tls_on_all_interfaces(fake: FakeDriver, tmp_path: Path) -> None:
 
     tls = make_tls_material(tmp_path)
     credentials = grpc.ssl_server_credentials([(tls.server_key.read_bytes(), tls.server_cert.read_bytes())])
-    with capture_logs() as logs, serve(fake, "0.0.0.0:0", credentials=credentials) as srv:
+    with capture_logs() as logs, serve(fake, "0.0.0.0:0", credentials=credentials, any_client=True) as srv:
         port = srv.endpoint.rsplit(":", 1)[1]
         channel_credentials = grpc.ssl_channel_credentials(root_certificates=tls.ca_pem())
         with GrpcDriver(f"127.0.0.1:{port}", timeout=10, credentials=channel_credentials) as drv:

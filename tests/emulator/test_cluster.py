@@ -1,4 +1,4 @@
-"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (spec §4)."""
+"""ClusterPair, kubeconfig files, TLS and the ``serve`` command (docs/emulator.md)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from mcm.emulator import ClusterPair
+from mcm import packaged
+from mcm.emulator import KUBERNETES_VERSION, ClusterPair
 from mcm.emulator.kubeconfig import tls_available
-
-REPO = Path(__file__).resolve().parents[2]
+from mcm.testing.envtest.build import pinned_version
 
 
 def test_cluster_pair_two_independent_clusters(tmp_path: Path) -> None:
@@ -37,12 +37,18 @@ def test_cluster_pair_single_shares_one_server(tmp_path: Path) -> None:
         assert pair.target_kubeconfig.exists()
 
 
+def test_the_emulator_reports_the_release_the_real_tier_runs() -> None:
+    """``KUBERNETES_VERSION`` follows the kube-apiserver that envtest's packaged ``go.mod`` pins
+    (the real server of the conformance tests): bumping one without the other fails here."""
+    assert pinned_version() == KUBERNETES_VERSION
+
+
 @pytest.mark.skipif(not tls_available(), reason="TLS material needs the openssl command")
 def test_tls_with_ca_and_token(tmp_path: Path) -> None:
     with ClusterPair.single(tmp_path, tls=True) as pair:
         assert pair.control.url.startswith("https://")
         api = config.new_client_from_config(config_file=str(pair.control_kubeconfig))
-        assert client.VersionApi(api).get_code().git_version == "v1.32.0"
+        assert client.VersionApi(api).get_code().git_version == KUBERNETES_VERSION
         assert client.CoreV1Api(api).read_namespace("default").metadata.name == "default"
         conf = client.Configuration()
         conf.host = pair.control.url
@@ -55,7 +61,7 @@ def test_tls_with_ca_and_token(tmp_path: Path) -> None:
 def test_serve_command_ready_file_and_sigterm(tmp_path: Path) -> None:
     from mcm.emulator.process import spawn
 
-    with spawn(tmp_path, "serve", crds=REPO / "charts" / "machine-controller" / "crds") as process:
+    with spawn(tmp_path, "serve", crds=packaged.machine_crds()) as process:
         info = process.ready_info
         assert info["kubeconfig"] == str(process.kubeconfig)
         with urllib.request.urlopen(info["url"] + "/apis/machine.sapcloud.io/v1alpha1", timeout=5) as resp:

@@ -1,5 +1,5 @@
 """Concurrent writers: compare-and-swap commits lose no update, RVs stay strictly ordered and
-watchers see every change exactly once, in order (spec §2.4, §5.3 write path, §5.5)."""
+watchers see every change exactly once, in order."""
 
 from __future__ import annotations
 

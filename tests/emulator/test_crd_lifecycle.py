@@ -1,4 +1,4 @@
-"""CRD lifecycle through HTTP: validation, establishment, discovery, schema handling, cleanup (spec §1.7)."""
+"""CRD lifecycle through HTTP: validation, establishment, discovery, schema handling, cleanup."""
 
 from __future__ import annotations
 

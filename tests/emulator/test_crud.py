@@ -1,4 +1,4 @@
-"""Create, read, update, patch and delete semantics over real HTTP (spec §2.2-§2.7)."""
+"""Create, read, update, patch and delete semantics over real HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Eviction and PodDisruptionBudget status through real HTTP (spec §2.11)."""
+"""Eviction and PodDisruptionBudget status through real HTTP."""
 
 from __future__ import annotations
 

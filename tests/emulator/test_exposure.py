@@ -121,3 +121,33 @@ def test_tls_kubeconfig_token_and_keys_are_owner_only(tmp_path: Path) -> None:
         assert _mode(tmp_path / "out" / "emulator-ca.key") == 0o600
         assert _mode(tmp_path / "tls") == 0o700
         assert _mode(tmp_path / "tls" / "server.key") == 0o600
+
+
+def test_the_bearer_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36 #12: ``==`` returns at the first differing character, so the time to refuse a
+    guess tells how many of its leading characters were right."""
+    import hmac
+    from types import SimpleNamespace
+
+    from mcm.emulator import frontend
+
+    compared: list[tuple[bytes, bytes]] = []
+    compare = hmac.compare_digest
+
+    def recording(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return compare(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", recording)
+    front = frontend.Frontend(None, None, None, None, "s3cret-token")  # type: ignore[arg-type]
+    resource = SimpleNamespace(kind="resource")
+
+    def authorized(token: str) -> bool:
+        request = SimpleNamespace(headers={"Authorization": f"Bearer {token}"})
+        return front._authorized(request, resource)  # type: ignore[arg-type]
+
+    assert [authorized("s3cret-guess"), authorized("s3cret-token")] == [False, True]
+    assert compared == [
+        (b"Bearer s3cret-guess", b"Bearer s3cret-token"),
+        (b"Bearer s3cret-token", b"Bearer s3cret-token"),
+    ]

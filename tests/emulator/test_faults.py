@@ -1,4 +1,4 @@
-"""Fault injection and instrumentation (spec §3): each fault visibly affects a raw client."""
+"""Fault injection and instrumentation: each fault visibly affects a raw client."""
 
 from __future__ import annotations
 
@@ -120,15 +120,16 @@ def test_fault_429_retry_after_honoured_by_client_go_retries(emulator: Emulator,
 
 
 def test_latency_injection_applies_to_matching_requests_only(emulator: Emulator) -> None:
+    """The delayed request takes at least the latency (load only adds to it); that the other was
+    not delayed is read from the rule's count, not from a clock a loaded machine would upset."""
     raw = Raw(emulator.url)
-    emulator.latency(0.3, resource="secrets")
-    start = time.perf_counter()
+    rule = emulator.latency(0.3, resource="secrets")
     raw.get(f"{NS}/configmaps")
-    fast = time.perf_counter() - start
+    assert rule.hits == 0
     start = time.perf_counter()
     raw.get(f"{NS}/secrets")
-    slow = time.perf_counter() - start
-    assert fast < 0.2 <= 0.3 <= slow
+    assert time.perf_counter() - start >= 0.3
+    assert rule.hits == 1
 
 
 def test_injected_410_on_watch_is_error_event(emulator: Emulator) -> None:
@@ -170,7 +171,7 @@ def test_stop_is_fast_with_open_watches(emulator: Emulator) -> None:
     readers = [WatchReader(emulator.url, f"{NS}/configmaps?watch=true") for _ in range(5)]
     start = time.perf_counter()
     emulator.stop()
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0  # does not wait for the watches to time out
     for reader in readers:
         assert list(reader.lines()) == []
 

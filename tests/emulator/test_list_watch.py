@@ -1,5 +1,5 @@
 """List (selectors, pagination, RV semantics) and watch (framing, start points, filters, bookmarks,
-timeouts, 410) over real HTTP (spec §2.9, §2.10)."""
+timeouts, 410) over real HTTP."""
 
 from __future__ import annotations
 

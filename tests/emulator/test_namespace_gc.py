@@ -1,4 +1,4 @@
-"""Namespace finalization and the garbage collector (spec §2.7, §2.14)."""
+"""Namespace finalization and the garbage collector."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pods without a kubelet: termination modes, the pod runner and pod GC (spec §2.8)."""
+"""Pods without a kubelet: termination modes, the pod runner and pod GC."""
 
 from __future__ import annotations
 

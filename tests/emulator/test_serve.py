@@ -32,10 +32,10 @@ class Served:
         return http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
 
 
-def _serve(tmp: Path, *extra: str) -> Served:
+def _serve(tmp: Path, *extra: str, controllers: bool = False) -> Served:
     ready = tmp / "ready.json"
     command = [sys.executable, "-m", "mcm.emulator", "serve", "--kubeconfig", str(tmp / "kubeconfig")]
-    command += ["--ready-file", str(ready), "--no-controllers", *extra]
+    command += ["--ready-file", str(ready), *([] if controllers else ["--no-controllers"]), *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -119,3 +119,46 @@ def test_missing_crds_path_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2 and "no such file or directory" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _call(served: Served, method: str, path: str, body: dict[str, object] | None = None) -> dict[str, object]:
+    conn = served.connection()
+    payload = json.dumps(body).encode() if body is not None else None
+    conn.request(method, path, body=payload, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    answer: dict[str, object] = json.loads(response.read())
+    assert response.status < 300, answer
+    return answer
+
+
+def test_run_pods_starts_the_pods_bound_to_an_existing_node(tmp_path: Path) -> None:
+    server = _serve(tmp_path, "--run-pods", controllers=True)
+    try:
+        _call(server, "POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
+        pod = {
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "web", "image": "nginx"}]},
+        }
+        _call(server, "POST", "/api/v1/namespaces/default/pods", pod)
+        deadline = time.monotonic() + 30
+        while (_call(server, "GET", "/api/v1/namespaces/default/pods/web").get("status") or {}).get(
+            "phase"
+        ) != "Running":
+            assert time.monotonic() < deadline, "the pod was not started"
+            time.sleep(0.05)
+    finally:
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=15) == 0
+
+
+def test_run_pods_without_the_controllers_is_a_clear_error(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "mcm.emulator", "serve", "--kubeconfig", str(tmp_path / "k")]
+    result = subprocess.run(
+        [*command, "--run-pods", "--no-controllers"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2 and "--run-pods needs the simulated controllers" in result.stderr

@@ -24,7 +24,7 @@ def pod(**spec: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("group", "kind", "unconditional", "create_on_update", "returns_object", "generation", "status_sub"),
     [
-        ("", "Pod", True, False, True, "none", True),
+        ("", "Pod", True, False, True, "spec", True),  # from v1.33
         ("", "Node", True, False, False, "none", True),
         ("", "Secret", True, False, False, "none", False),
         ("", "Namespace", True, False, True, "none", True),

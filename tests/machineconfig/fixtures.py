@@ -10,18 +10,20 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mcm import packaged
+from mcm.app.mcd.runner import build_daemon
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
+from mcm.machineconfig.daemon import Commands, MachineConfigDaemon
 from mcm.machineconfig.ignition import data_url
-from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, is_ready, node_phase
 from mcm.runtime.client import ClusterClient, Object
 from mcm.runtime.client.errors import NotFound
 from mcm.runtime.client.resources import EVENTS, NODES
 from mcm.testing.machineconfig import DaemonFleet, DaemonOptions, controller_config, create_nodes
 
 REPO = Path(__file__).resolve().parents[2]
-CRDS = sorted((REPO / "charts" / "machine-config-controller" / "crds").glob("*.yaml"))
+CRDS = sorted(packaged.machineconfig_crds().glob("*.yaml"))
 TIMEOUT = 30.0
 """Default bound of every wait (read at call time: the real-API tier raises it)."""
 
@@ -80,8 +82,44 @@ def machine_config(name: str, role: str, files: Mapping[str, str] | None = None,
     }
 
 
+def _condition_status(node: Object, kind: str) -> str | None:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c.get("status") for c in conditions if c.get("type") == kind), None)
+
+
+def unavailable(node: Object) -> bool:
+    """The test's own judgement, independent of the controller's code: a node cannot take work
+    when it is not Ready, cordoned, under disk pressure or without network (as MCO's
+    ``LayeredNodeState.CheckNodeReady``), or while its daemon has a config to apply, is working
+    or is degraded."""
+    notes = api.annotations_of(node)
+    desired = notes.get(api.DESIRED_CONFIG_ANNOTATION, "")
+    current = notes.get(api.CURRENT_CONFIG_ANNOTATION, "")
+    state = notes.get(api.STATE_ANNOTATION, "")
+    return (
+        _condition_status(node, "Ready") != "True"
+        or _condition_status(node, "DiskPressure") not in (None, "False")
+        or _condition_status(node, "NetworkUnavailable") not in (None, "False")
+        or bool((node.get("spec") or {}).get("unschedulable"))
+        or desired != current
+        or state in (api.STATE_WORKING, api.STATE_DEGRADED)
+    )
+
+
+def _done(node: Object | None) -> bool:
+    notes = api.annotations_of(node or {})
+    return notes.get(api.STATE_ANNOTATION) == api.STATE_DONE and notes.get(
+        api.CURRENT_CONFIG_ANNOTATION
+    ) == notes.get(api.DESIRED_CONFIG_ANNOTATION, "")
+
+
+def _became_done(before: Object | None, after: Object) -> bool:
+    return before is not None and not _done(before) and _done(after)
+
+
 class BoundMonitor:
-    """Watches Nodes and records, after every event, how many of a pool's nodes are unavailable."""
+    """Watches Nodes and records, after every event, how many of a pool's nodes are unavailable
+    (judged by :func:`unavailable`, not by the controller's code)."""
 
     def __init__(self, client: ClusterClient, selector: Mapping[str, str], limit: int) -> None:
         self.client, self.selector, self.limit = client, dict(selector), limit
@@ -90,6 +128,8 @@ class BoundMonitor:
         self.max_seen = 0
         self.violations: list[tuple[int, list[str]]] = []
         self.seen_not_ready: set[str] = set()
+        self.done_while_cordoned: list[str] = []
+        """Nodes whose daemon reported ``done`` while the node was still cordoned."""
         self.last_rv = 0
         self.lock = threading.Lock()
         listing = client.resource(NODES).list()
@@ -103,10 +143,13 @@ class BoundMonitor:
         for event in self.stream:
             node = event.object
             with self.lock:
+                before = self.nodes.get(node["metadata"]["name"])
                 if event.type == "DELETED":
                     self.nodes.pop(node["metadata"]["name"], None)
                 else:
                     self.nodes[node["metadata"]["name"]] = node
+                    if _became_done(before, node) and (node.get("spec") or {}).get("unschedulable"):
+                        self.done_while_cordoned.append(api.name_of(node))
                 self.events += 1
                 self.last_rv = max(self.last_rv, int(node["metadata"].get("resourceVersion") or 0))
                 self._check()
@@ -117,8 +160,8 @@ class BoundMonitor:
             for n in self.nodes.values()
             if all(api.labels_of(n).get(k) == v for k, v in self.selector.items())
         ]
-        down = sorted(api.name_of(n) for n in mine if node_phase(n, "") in UNAVAILABLE_PHASES)
-        self.seen_not_ready.update(api.name_of(n) for n in mine if not is_ready(n))
+        down = sorted(api.name_of(n) for n in mine if unavailable(n))
+        self.seen_not_ready.update(api.name_of(n) for n in mine if _condition_status(n, "Ready") != "True")
         self.max_seen = max(self.max_seen, len(down))
         if len(down) > self.limit:
             self.violations.append((self.events, down))
@@ -149,6 +192,8 @@ class Cluster:
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
         self.fleet: DaemonFleet | None = None
+        self.daemons: dict[str, MachineConfigDaemon] = {}
+        """The real daemons by node (:meth:`start_machine_daemons`)."""
         self.monitors: list[BoundMonitor] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -172,11 +217,29 @@ class Cluster:
         self.fleet = DaemonFleet(self.client, options or self.daemon_options).start()
         return self.fleet
 
+    def start_machine_daemons(self, roots: Path, nodes: Iterable[str], reboot: str = "") -> None:
+        """A real ``machine-config-daemon`` per node, as its command builds it, writing under
+        ``roots/<node>`` and running ``systemctl --root=roots/<node>`` (a fake on ``PATH``)."""
+        for node in nodes:
+            self.start_machine_daemon(roots / node, node, reboot)
+
+    def start_machine_daemon(self, root: Path, node: str, reboot: str = "") -> MachineConfigDaemon:
+        root.mkdir(parents=True, exist_ok=True)
+        commands = Commands(systemctl=f"systemctl --root={root}", reboot=reboot)
+        daemon = build_daemon(self.client, node, root=str(root), commands=commands, drain_timeout=60)
+        self.daemons[node] = daemon.start()
+        return daemon
+
+    def stop_machine_daemon(self, node: str) -> None:
+        self.daemons.pop(node).stop()
+
     def close(self) -> None:
         for monitor in self.monitors:
             monitor.close()
         if self.fleet is not None:
             self.fleet.stop()
+        for node in list(self.daemons):
+            self.stop_machine_daemon(node)
         self.stop_controller()
 
     # -- objects ---------------------------------------------------------------------------------
@@ -237,6 +300,10 @@ class Cluster:
 
     def annotations(self, node: str) -> dict[str, str]:
         return api.annotations_of(self.client.resource(NODES).get(node))
+
+    def cordon(self, node: str, unschedulable: bool = True) -> None:
+        """``kubectl cordon`` (or ``uncordon``)."""
+        self.client.resource(NODES).patch(node, {"spec": {"unschedulable": unschedulable or None}})
 
     def set_ready(self, node: str, ready: bool) -> None:
         condition = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
 from mcm.runtime.client import ClusterClient
 
-from .fixtures import REPO, Cluster, exercise_every_call
+from .fixtures import REPO, Cluster, eventually, exercise_every_call
 
 if TYPE_CHECKING:
     from mcm.emulator import Emulator
@@ -48,6 +49,14 @@ EVERYTHING: dict[str, Any] = {
     "tolerations": [
         {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
     ],
+    "daemon": {
+        "enabled": True,
+        "rebootCommand": "chroot /rootfs systemctl reboot",
+        "extraArgs": ["--kube-api-qps=10"],
+        "env": [{"name": "TZ", "value": "UTC"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "podAnnotations": {"example.com/team": "machines"},
+    },
 }
 
 
@@ -86,7 +95,61 @@ def test_chart_lints_strictly_and_every_object_validates(values: dict[str, Any])
         "RoleBinding",
     ]
     expected += ["Service", "ServiceAccount"] + (["PodDisruptionBudget"] if values else [])
+    if values:  # the daemon: its DaemonSet, account and grants
+        expected += [
+            "DaemonSet",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+        ]
     assert kinds == sorted(expected)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"drvier": 1}, "additional properties 'drvier' not allowed"),
+        ({"replicas": 2}, "additional properties 'replicas' not allowed"),
+        ({"replicaCount": "two"}, "got string, want integer"),
+        ({"controller": {"renderDelay": "soon"}}, "does not match pattern"),
+        ({"controller": {"logFormat": "xml"}}, "logFormat"),
+        ({"metrics": {"port": 70000}}, "maximum"),
+        ({"daemon": {"enabled": "yes"}}, "got string, want boolean"),
+        ({"daemon": {"drainTimeout": 60}}, "want string"),
+        ({"daemon": {"rebootComand": "reboot"}}, "additional properties 'rebootComand' not allowed"),
+    ],
+)
+def test_values_that_do_not_fit_the_schema_fail_lint_and_render(values: dict[str, Any], message: str) -> None:
+    report = helm_python.lint(str(CHART), values, strict=True)
+    errors = " ".join(str(m) for m in report["messages"] if m["severity"] >= 2) + " ".join(
+        map(str, report["errors"])
+    )
+    assert message in errors, errors
+    with pytest.raises(Exception, match="schema"):
+        _render(values)
+
+
+def test_every_documented_value_is_in_the_schema_and_the_daemon_is_off_by_default() -> None:
+    import json
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+
+    def unknown(values: dict[str, Any], node: dict[str, Any], path: str) -> list[str]:
+        missing = []
+        for key, value in values.items():
+            child = (node.get("properties") or {}).get(key)
+            if child is None:
+                missing.append(f"{path}{key}")
+            elif isinstance(value, dict) and child.get("additionalProperties") is False:
+                missing += unknown(value, child, f"{path}{key}.")
+        return missing
+
+    assert unknown(defaults, schema, "") == []
+    assert defaults["daemon"]["enabled"] is False
+    assert [o for o in _render({}) if o["kind"] == "DaemonSet"] == []
 
 
 def test_crds_validate_and_have_printer_columns() -> None:
@@ -98,6 +161,8 @@ def test_crds_validate_and_have_printer_columns() -> None:
         (CHART / "crds" / "machineconfiguration.openshift.io_machinepools.yaml").read_text()
     )
     columns = {c["name"]: c["jsonPath"] for c in pools["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert columns["Config"] == ".status.configuration.name", "what the nodes run, not the target"
+    assert columns["DegradedMachineCount"] == ".status.degradedMachineCount"
     assert columns["MachineCount"] == ".status.machineCount"
     assert columns["UpdatedMachineCount"] == ".status.updatingMachines"
     assert columns["Updated"] == '.status.conditions[?(@.type=="Updated")].status'
@@ -127,6 +192,30 @@ def test_the_container_runs_the_command_with_valid_flags_hardened(values: dict[s
     assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
     tmp = next(v for v in pod["volumes"] if v["name"] == "tmp")
     assert tmp["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Mi"}, "scratch space never reaches a disk"
+
+
+def test_the_daemon_runs_its_command_with_valid_flags_on_every_node() -> None:
+    from mcm.app.mcd.cli import machine_config_daemon
+    from mcm.app.mcd.options import McdOptions
+
+    daemon_set = next(o for o in _render(EVERYTHING) if o["kind"] == "DaemonSet")
+    pod = daemon_set["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == ["machine-config-daemon"]
+    with machine_config_daemon.make_context("machine-config-daemon", list(container["args"])) as ctx:
+        options = McdOptions(**ctx.params)
+    assert options.root == "/rootfs" and options.systemctl == "chroot /rootfs systemctl"
+    assert options.reboot_command == "chroot /rootfs systemctl reboot" and options.kube_api_qps == 10
+    node_name = next(e for e in container["env"] if e["name"] == "NODE_NAME")
+    assert node_name["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert options.replace(node_name="from-env").validate() == []
+    assert {"name": "rootfs", "mountPath": "/rootfs", "mountPropagation": "HostToContainer"} in container[
+        "volumeMounts"
+    ]
+    assert next(v for v in pod["volumes"] if v["name"] == "rootfs")["hostPath"]["path"] == "/"
+    assert pod["tolerations"] == [{"operator": "Exists"}] and pod["hostPID"] is True
+    assert pod["serviceAccountName"] == "mcc-machine-config-controller-daemon"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
 
 def test_network_policy_admits_only_scrapers_of_the_metrics_port() -> None:
@@ -231,3 +320,72 @@ def test_rbac_grants_exactly_what_the_controller_calls(
         if (g[1], g[2], g[3]) not in used and not g[2].endswith("/finalizers") and g[2] != "leases"
     )
     assert unused == [], "granted but never called"
+
+
+def exercise_the_daemon(cluster: Cluster, root: Path, start_daemon: Callable[[], Callable[[], None]]) -> None:
+    """Make a ``machine-config-daemon`` for node worker-0 under ``root`` (``start_daemon`` starts
+    it and returns what stops it) make every kind of call it makes: a drain that evicts a pod,
+    files written, a config it cannot write (degraded), and the way back (a repeated Event is a
+    patch)."""
+    from mcm.runtime.client.resources import PODS
+
+    from .test_daemon import _app_config, _pod_on
+
+    client = cluster.client
+    pods = client.resource(PODS)
+    created = pods.create(_pod_on("worker-0"), namespace="default")
+    pods.update_status({**created, "status": {"phase": "Succeeded"}}, namespace="default")
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
+    cluster.start_controller()
+    root.mkdir(parents=True, exist_ok=True)
+    stop_daemon = start_daemon()
+    try:
+        good = cluster.wait_for_target("worker")
+        cluster.wait_updated("worker", good, 1)
+        (root / "etc/blocker").write_text("a file")
+        client.resource(api.MACHINE_CONFIGS).create(_app_config(files={"/etc/blocker/x": "x"}))
+        eventually(
+            lambda: cluster.annotations("worker-0").get(api.STATE_ANNOTATION) == api.STATE_DEGRADED,
+            what="degraded",
+        )
+        client.resource(api.MACHINE_CONFIGS).delete("50-worker-app")
+        cluster.wait_updated("worker", good, 1)
+        eventually(
+            lambda: any(e.get("count", 1) > 1 for e in cluster.events("ConfigApplied", kind="Node")),
+            what="a repeated Event",
+        )
+    finally:
+        stop_daemon()
+
+
+def test_the_daemon_rbac_grants_exactly_what_the_daemon_calls(
+    mcc_emulator: Emulator, client: ClusterClient, tmp_path: Path
+) -> None:
+    from mcm.app.mcd.runner import build_daemon
+    from mcm.machineconfig.daemon import Commands
+
+    root = tmp_path / "root"
+
+    def start() -> Callable[[], None]:
+        daemon = build_daemon(
+            client.with_user_agent("mcd-under-rbac-test"),
+            "worker-0",
+            root=str(root),
+            commands=Commands("true"),
+        )
+        return daemon.start().stop
+
+    cluster = Cluster(client)
+    try:
+        exercise_the_daemon(cluster, root, start)
+    finally:
+        cluster.close()
+    made = _requests(mcc_emulator, "mcd-under-rbac-test")
+    objects = _render({"daemon": {"enabled": True}}, namespace="machine-config")
+    daemon_roles = [
+        o for o in objects if o["kind"] in ("Role", "ClusterRole") and "-daemon" in o["metadata"]["name"]
+    ]
+    granted = _granted(daemon_roles)
+    assert sorted(r for r in made if not _allowed(r, granted)) == []
+    used = {(g, r, v) for _, g, r, v in made}
+    assert sorted(g for g in granted if (g[1], g[2], g[3]) not in used) == [], "granted but never called"

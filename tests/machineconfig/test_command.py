@@ -247,3 +247,6 @@ def test_demo_rolls_out_over_two_pools_and_exits_0(tmp_path: Path) -> None:
     for pool in report["pools"].values():
         assert 1 <= pool["maxUnavailableSeen"] <= pool["maxUnavailable"]
     assert "CURRENT" in result.stdout and "DESIRED" in result.stdout and "STATE" in result.stdout
+    controller_log = (tmp_path / "w" / "machine-config-controller.log").read_text()
+    assert "stopped_leading" in controller_log
+    assert "failed_to_release_lock" not in controller_log, "the controller stops before the API server"

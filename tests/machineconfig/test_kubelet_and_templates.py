@@ -106,6 +106,29 @@ def test_a_kubelet_config_that_selects_no_pool_says_so(cluster: Cluster) -> None
     assert "no MachinePool matches" in failure["message"]
 
 
+def test_a_kubelet_config_without_a_selector_says_so_and_leaves_the_pools(cluster: Cluster) -> None:
+    """A selector removed from an applied KubeletConfig: the condition names the missing selector,
+    and the pool it applied to goes back to its own kubelet.conf."""
+    cluster.setup(pools=[("worker", 1)])
+    cluster.start_controller()
+    kubelet_configs = cluster.client.resource(api.KUBELET_CONFIGS)
+    kubelet_configs.create(kubelet_config("pods", {"maxPods": 10}))
+    eventually(lambda: managed_kubelet(cluster), what="the managed config")
+    eventually(
+        lambda: kc_condition(cluster, "pods", api.KUBELET_SUCCESS).get("status") == "True", what="Success"
+    )
+    kubelet_configs.patch("pods", {"spec": {"machineConfigPoolSelector": None}})
+    failure = eventually(
+        lambda: (c := kc_condition(cluster, "pods", api.KUBELET_FAILURE)).get("status") == "True" and c,
+        what="the Failure condition",
+    )
+    assert failure["reason"] == api.Reason.KUBELET_CONFIG_INVALID, failure
+    assert "spec.machineConfigPoolSelector is required" in failure["message"], failure["message"]
+    eventually(
+        lambda: cluster.get_config(api.kubelet_managed_name("worker")) is None, what="managed config removed"
+    )
+
+
 def test_template_configs_are_owned_and_user_edits_are_overwritten(cluster: Cluster) -> None:
     cluster.setup(pools=[])
     cluster.start_controller()

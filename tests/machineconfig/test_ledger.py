@@ -8,11 +8,13 @@ from typing import Any
 from mcm.machineconfig import api
 from mcm.machineconfig.ledger import NodeLedger
 from mcm.machineconfig.nodes import (
+    DEGRADED,
     OUTDATED,
-    UNAVAILABLE_PHASES,
+    UPDATING,
     candidate_order,
     desired_config,
     is_ready,
+    is_unavailable,
     node_phase,
 )
 from mcm.machineconfig.pools import PoolIndex, nodes_of_pool
@@ -35,9 +37,23 @@ class Nodes:
         self.items: dict[str, Obj] = {}
         self.version = 100
 
-    def put(self, name: str, roles: list[str], current: str, desired: str, state: str, ready: bool) -> Obj:
+    def put(
+        self,
+        name: str,
+        roles: list[str],
+        current: str,
+        desired: str,
+        state: str,
+        ready: bool,
+        cordoned: bool = False,
+        pressure: bool = False,
+    ) -> Obj:
         self.version += 1
         manifest = node_manifest(name, {f"role/{r}": "" for r in roles}, ready=ready)
+        if cordoned:
+            manifest["spec"]["unschedulable"] = True
+        if pressure:
+            manifest["status"]["conditions"].append({"type": "DiskPressure", "status": "True"})
         manifest["metadata"]["resourceVersion"] = str(self.version)
         manifest["metadata"]["creationTimestamp"] = f"2020-01-{1 + int(name[1:]) % 28:02d}T00:00:00Z"
         annotations = {
@@ -54,14 +70,16 @@ class Nodes:
 def from_scratch(pools: list[Obj], nodes: Nodes, name: str, target: str, limit: int) -> tuple[Any, list[str]]:
     """What the UpdateController computed on every pass before the ledger: counts and candidates."""
     the_pool = next(p for p in pools if api.name_of(p) == name)
-    mine, _ = nodes_of_pool(the_pool, PoolIndex(pools), nodes.items.values())
-    counts = count_nodes(sorted(mine, key=api.name_of), target)
+    mine, contested = nodes_of_pool(the_pool, PoolIndex(pools), nodes.items.values())
+    whys = [why for _, why in sorted(contested, key=lambda item: api.name_of(item[0]))]
+    counts = count_nodes(sorted(mine, key=api.name_of), target, contested=whys)
     phases = {api.name_of(n): node_phase(n, target) for n in mine}
-    unavailable = [n for n in mine if phases[api.name_of(n)] in UNAVAILABLE_PHASES]
-    retarget = sorted(
-        (n for n in unavailable if desired_config(n) != target and is_ready(n)), key=candidate_order
+    unavailable = [n for n in mine if is_unavailable(n, phases[api.name_of(n)])]
+    busy = [n for n in mine if phases[api.name_of(n)] in (UPDATING, DEGRADED)]
+    retarget = sorted((n for n in busy if desired_config(n) != target and is_ready(n)), key=candidate_order)
+    outdated = sorted(
+        (n for n in mine if phases[api.name_of(n)] == OUTDATED and n not in unavailable), key=candidate_order
     )
-    outdated = sorted((n for n in mine if phases[api.name_of(n)] == OUTDATED), key=candidate_order)
     chosen = retarget + outdated[: max(0, limit - len(unavailable))]
     return counts, [api.name_of(n) for n in chosen]
 
@@ -69,17 +87,28 @@ def from_scratch(pools: list[Obj], nodes: Nodes, name: str, target: str, limit: 
 def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
     rng = random.Random(28)
     nodes = Nodes()
-    pools = [pool("worker"), pool("infra")]
+    pools = [pool("worker"), pool("infra"), pool("gpu", "master")]
     ledger = NodeLedger(nodes.items.get, lambda: list(nodes.items))
     index = PoolIndex(pools)
-    targets = {"worker": "w1", "infra": "i1"}
+    targets = {"worker": "w1", "infra": "i1", "gpu": "w1"}
 
     def random_node(name: str) -> None:
         roles = rng.sample(ROLES, rng.randint(0, 2))
         configs = ["w0", "w1", "w2", "i1", ""]
         state = rng.choice([api.STATE_DONE, api.STATE_DONE, api.STATE_WORKING, api.STATE_DEGRADED, ""])
-        nodes.put(name, roles, rng.choice(configs), rng.choice(configs), state, rng.random() > 0.2)
+        cordoned, pressure = rng.random() < 0.15, rng.random() < 0.05
+        nodes.put(
+            name,
+            roles,
+            rng.choice(configs),
+            rng.choice(configs),
+            state,
+            rng.random() > 0.2,
+            cordoned,
+            pressure,
+        )
 
+    contested = 0
     for i in range(60):
         random_node(f"n{i}")
     for step in range(400):
@@ -93,7 +122,7 @@ def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
                     random_node(name)
                 ledger.touch(name)
         elif action < 0.85:  # a pool's selector changes: a new index
-            pools = [pool("worker"), pool("infra", rng.choice(["infra", "master"]))]
+            pools = [pool("worker"), pool("infra", rng.choice(["infra", "master"])), pool("gpu", "master")]
             index = PoolIndex(pools)
         else:
             targets[rng.choice(list(targets))] = rng.choice(["w1", "w2", "i1"])
@@ -105,6 +134,8 @@ def test_the_ledger_follows_random_changes_like_a_full_recount() -> None:
             assert ledger.counts(name) == counts, f"step {step}, pool {name}"
             assert [api.name_of(n) for n in ledger.candidates(name, limit)] == chosen, f"step {step}"
             assert ledger.size(name) == counts.total
+            contested += len(counts.contested)
+    assert contested > 0, "nodes claimed by several pools were part of the test"
 
 
 def test_an_untouched_change_waits_for_its_touch_and_an_older_copy_never_wins() -> None:

@@ -1,4 +1,4 @@
-"""RenderController on the emulator, and bad input of every kind the issue names: each gives a
+"""RenderController on the emulator, and bad input of every kind: each gives a
 condition and an Event, never a crash (the autouse fixture fails the test on any reconcile bug)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import data_url, decode_data_url
+from mcm.runtime.client.errors import ApiError
 
 from .fixtures import Cluster, eventually, machine_config, pool_manifest
 
@@ -36,7 +37,7 @@ def test_render_merges_by_name_order_and_owns_an_immutable_rendered_config(clust
     assert rendered is not None
     files = _files(rendered)
     assert files["/etc/x"] == "from b" and files["/etc/b"] == "b"  # later name wins
-    assert rendered["spec"]["kernelArguments"] == ["b", "c", "a=1"]  # appended, no duplicates
+    assert rendered["spec"]["kernelArguments"] == ["b", "c", "a=1", "b"]  # concatenated, as MCO
     assert rendered["spec"]["osImageURL"] == "os:a"  # last non-empty (the template's is before 10-a)
     owner = rendered["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("MachinePool", "worker", True)
@@ -94,16 +95,11 @@ def test_duplicate_file_path_degrades_the_render_and_keeps_the_old_config(cluste
 @pytest.mark.parametrize(
     ("selector", "reason", "text"),
     [
-        (
-            {"matchExpressions": [{"key": api.ROLE_LABEL, "operator": "Bogus"}]},
-            api.Reason.INVALID_SELECTOR,
-            "Bogus",
-        ),
         ({"matchLabels": {"not a valid key!": "x"}}, api.Reason.INVALID_SELECTOR, "invalid label key"),
         ({}, api.Reason.SELECTING_ALL, "non-empty selector"),
         ({"matchLabels": {"nothing": "matches"}}, api.Reason.NO_MACHINE_CONFIGS, "no MachineConfigs found"),
     ],
-    ids=["bad-operator", "bad-key", "empty", "matches-nothing"],
+    ids=["bad-key", "empty", "matches-nothing"],
 )
 def test_machine_config_selector_problems_are_conditions(
     cluster: Cluster, selector: dict[str, Any], reason: str, text: str
@@ -120,21 +116,23 @@ def test_machine_config_selector_problems_are_conditions(
     assert cluster.target("odd") == ""
 
 
-@pytest.mark.parametrize(
-    ("spec", "reason", "text"),
-    [
-        ({"maxUnavailable": "abc"}, api.Reason.INVALID_MAX_UNAVAILABLE, "string is not a percentage"),
-        ({"maxUnavailable": "150%"}, api.Reason.INVALID_MAX_UNAVAILABLE, "must not be greater than 100%"),
-        ({"maxUnavailable": -1}, api.Reason.INVALID_MAX_UNAVAILABLE, "greater than or equal to 0"),
-        (
-            {"machineSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
-            api.Reason.INVALID_SELECTOR,
-            "machineSelector",
-        ),
-        ({"machineSelector": {}}, api.Reason.SELECTING_ALL, "selecting all nodes"),
-    ],
-    ids=["abc", "150%", "negative", "in-without-values", "empty-machine-selector"],
-)
+ADMITTED_SPEC_PROBLEMS = [
+    pytest.param({"maxUnavailable": 0}, api.Reason.INVALID_MAX_UNAVAILABLE, "would never start", id="zero"),
+    pytest.param({"maxUnavailable": "0%"}, api.Reason.INVALID_MAX_UNAVAILABLE, "would never start", id="0%"),
+    pytest.param(
+        {"machineSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+        api.Reason.INVALID_SELECTOR,
+        "machineSelector",
+        id="in-without-values",
+    ),
+    pytest.param(
+        {"machineSelector": {}}, api.Reason.SELECTING_ALL, "selecting all nodes", id="empty-selector"
+    ),
+]
+"""Pool specs any API server admits that the controller cannot act on."""
+
+
+@pytest.mark.parametrize(("spec", "reason", "text"), ADMITTED_SPEC_PROBLEMS)
 def test_pool_spec_problems_stop_the_rollout_with_a_condition_and_event(
     cluster: Cluster, spec: dict[str, Any], reason: str, text: str
 ) -> None:
@@ -173,20 +171,76 @@ def test_pool_spec_problems_stop_the_rollout_with_a_condition_and_event(
     assert cluster.condition("worker", api.POOL_DEGRADED)["status"] == "False"
 
 
-def test_a_node_selected_by_two_pools_belongs_to_none_and_gets_a_warning(cluster: Cluster) -> None:
-    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
-    both = pool_manifest("infra", 1)
-    both["spec"]["machineSelector"] = {"matchLabels": {"kubernetes.io/hostname": "worker-0"}}
-    other = pool_manifest("gpu", 1)
-    other["spec"]["machineSelector"] = {
-        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "Exists"}]
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("abc", "should match"),
+        ("150%", "should match"),
+        ("5", "should match"),
+        (-1, "greater than or equal to 0"),
+    ],
+)
+def test_the_crd_schema_refuses_a_bad_max_unavailable(cluster: Cluster, value: Any, text: str) -> None:
+    """(Pools stored before the schema had these rules get a condition: see the unit tests of
+    ``max_unavailable``.)"""
+    with pytest.raises(ApiError) as refused:
+        cluster.client.resource(api.MACHINE_POOLS).create(pool_manifest("worker", value))
+    assert refused.value.code == 422 and "maxUnavailable" in str(refused.value) and text in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "selector"),
+    [
+        ("machineSelector", {"matchExpressions": [{"key": "a", "operator": "Bogus"}]}),
+        ("machineConfigSelector", {"matchExpressions": [{"key": "a", "operator": "in"}]}),
+    ],
+)
+def test_the_api_server_refuses_an_unknown_selector_operator(
+    cluster: Cluster, field: str, selector: dict[str, Any]
+) -> None:
+    with pytest.raises(ApiError) as refused:
+        cluster.client.resource(api.MACHINE_POOLS).create(pool_manifest("odd", 1, **{field: selector}))
+    assert refused.value.code == 422 and "operator" in str(refused.value)
+
+
+def test_a_node_three_pools_select_is_named_on_each_and_a_custom_pool_takes_it_from_worker(
+    cluster: Cluster,
+) -> None:
+    """worker-0 is selected by ``worker``, ``infra`` and ``gpu``: it belongs to none, and each of the
+    three pools says so. Once ``gpu`` is gone, the custom pool ``infra`` carved out of the workers
+    takes it (as OpenShift) and rolls its own config out to it."""
+    cluster.setup(pools=[("worker", 1), ("infra", 1), ("gpu", 1)], nodes={"worker": 2})
+    only_worker_0 = {
+        "matchLabels": None,
+        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["worker-0"]}],
     }
-    for pool in (both, other):
-        cluster.client.resource(api.MACHINE_POOLS).create(pool)
+    for pool in ("infra", "gpu"):
+        cluster.client.resource(api.MACHINE_POOLS).patch(pool, {"spec": {"machineSelector": only_worker_0}})
     cluster.start_controller()
+    cluster.start_daemons()
+    for pool in ("worker", "infra", "gpu"):
+        conflict = eventually(
+            lambda p=pool: (c := cluster.condition(p, api.POOL_NODES_CONFLICT)).get("status") == "True" and c,
+            what=f"the conflict on pool {pool}",
+        )
+        assert "node worker-0 is selected by 3 pools (gpu, infra, worker)" in conflict["message"]
+        degraded = cluster.condition(pool, api.POOL_DEGRADED)
+        assert degraded["status"] == "True" and degraded["reason"] == api.Reason.NODE_IN_MULTIPLE_POOLS
     eventually(lambda: cluster.events(api.Reason.NODE_IN_MULTIPLE_POOLS, kind="Node", name="worker-0"))
-    eventually(lambda: cluster.status("worker").get("machineCount") == 0, what="worker pool counted")
-    assert cluster.status("gpu").get("machineCount") == 0
+    workers = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", workers, 1)  # worker-1 goes on
+    assert cluster.annotations("worker-0").get(api.DESIRED_CONFIG_ANNOTATION) is None
+    cluster.client.resource(api.MACHINE_POOLS).delete("gpu")
+    infra = cluster.wait_for_target("infra")
+    cluster.wait_updated("infra", infra, 1)
+    assert cluster.annotations("worker-0")[api.CURRENT_CONFIG_ANNOTATION] == infra != workers
+    for pool in ("worker", "infra"):
+        eventually(
+            lambda p=pool: cluster.condition(p, api.POOL_DEGRADED).get("status") == "False",
+            what=f"pool {pool} healthy again",
+        )
+        assert cluster.condition(pool, api.POOL_NODES_CONFLICT)["status"] == "False"
+    assert cluster.status("worker")["machineCount"] == 1
 
 
 def test_kubectl_get_machinepools_shows_counts_and_conditions(cluster: Cluster, mcc_emulator: Any) -> None:

@@ -24,7 +24,10 @@ def _rollout(cluster: Cluster, pool: str, count: int, limit: int, version: str =
     return target
 
 
-@pytest.mark.parametrize(("max_unavailable", "nodes", "limit"), [(1, 4, 1), (2, 6, 2), ("30%", 7, 2)])
+@pytest.mark.parametrize(
+    ("max_unavailable", "nodes", "limit"),
+    [(1, 4, 1), (2, 6, 2), ("30%", 7, 2), ("50%", 5, 2), ("10%", 4, 1), ("100%", 3, 3)],
+)
 def test_rollout_never_exceeds_max_unavailable(
     cluster: Cluster, max_unavailable: Any, nodes: int, limit: int
 ) -> None:
@@ -38,6 +41,7 @@ def test_rollout_never_exceeds_max_unavailable(
     assert monitor.settle().violations == []
     assert monitor.max_seen == limit, "the rollout should use all the parallelism it is allowed"
     assert monitor.events > nodes  # the check ran on every watch event, not once at the end
+    assert monitor.done_while_cordoned == [], "the daemon uncordons before it reports done"
     assert {
         n: cluster.annotations(n)[api.CURRENT_CONFIG_ANNOTATION]
         for n in (x["metadata"]["name"] for x in cluster.nodes("worker"))
@@ -66,6 +70,63 @@ def test_nodes_already_not_ready_count_against_the_bound(cluster: Cluster) -> No
     assert monitor.settle().violations == []
 
 
+def test_status_shows_what_the_nodes_run_apart_from_the_target(cluster: Cluster) -> None:
+    """``currentMachineConfig`` is the target; ``configuration.name`` (the ``Config`` column of
+    ``kubectl get machinepools``) is the config every node completed, and moves on completion."""
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 3})
+    cluster.start_controller()
+    cluster.start_daemons(DaemonOptions(apply_seconds=0.3))
+    first = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", first, 3)
+    assert cluster.status("worker")["configuration"] == {"name": first}
+    cluster.client.resource(api.MACHINE_CONFIGS).create(
+        machine_config("50-worker-v1", "worker", {"/etc/a": "1"})
+    )
+    target = cluster.wait_for_target("worker", different_from=first)
+    seen = []
+
+    def done() -> bool:
+        status = cluster.status("worker")
+        seen.append((status["configuration"]["name"], status.get("updatingMachines")))
+        return status["configuration"]["name"] == target
+
+    eventually(done, what="the completed rollout")
+    assert cluster.status("worker")["updatingMachines"] == 3
+    assert (first, 1) in seen or (first, 2) in seen, "mid-rollout the nodes' config was shown"
+    assert all(count == 3 for name, count in seen if name == target)
+    assert cluster.status("worker")["degradedMachineCount"] == 0
+
+
+def test_a_cordoned_node_counts_as_unavailable(cluster: Cluster) -> None:
+    """``kubectl cordon`` on one node of a ``maxUnavailable: 1`` pool uses the one slot: the rollout
+    waits for the uncordon instead of taking a second node out of scheduling."""
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 3})
+    cluster.start_controller()
+    cluster.start_daemons()
+    first = cluster.wait_for_target("worker")
+    cluster.wait_updated("worker", first, 3)
+    monitor = cluster.monitor("worker", 1)
+    cluster.cordon("worker-2")
+    eventually(lambda: cluster.status("worker").get("unavailableMachines") == 1, what="the cordon counted")
+    updated = cluster.condition("worker", api.POOL_UPDATED)
+    assert updated["status"] == "False", "a pool with an unavailable node is not Updated"
+    cluster.client.resource(api.MACHINE_CONFIGS).create(
+        machine_config("50-worker-v1", "worker", {"/etc/a": "1"})
+    )
+    target = cluster.wait_for_target("worker", different_from=first)
+    eventually(
+        lambda: target in cluster.condition("worker", api.POOL_UPDATING).get("message", ""),
+        what="a pass over the new target",
+    )
+    desired = [cluster.annotations(f"worker-{i}")[api.DESIRED_CONFIG_ANNOTATION] for i in range(3)]
+    assert desired == [first] * 3
+    assert monitor.settle().violations == []
+    cluster.cordon("worker-2", False)
+    cluster.wait_updated("worker", target, 3)
+    assert monitor.settle().violations == []
+    assert monitor.max_seen == 1
+
+
 def test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds(cluster: Cluster) -> None:
     cluster.setup(pools=[("worker", 1)], nodes={"worker": 3})
     cluster.start_controller()
@@ -83,24 +144,41 @@ def test_rebooting_nodes_are_not_ready_for_a_while_and_the_bound_holds(cluster: 
     )
 
 
-def test_paused_pool_starts_nothing_and_says_why(cluster: Cluster) -> None:
-    cluster.setup(pools=[("worker", 2)], nodes={"worker": 3})
+def test_paused_pool_renders_nothing_starts_nothing_and_says_why(cluster: Cluster) -> None:
+    """A paused pool generates no new rendered config and updates no node (the original design's
+    ``paused``: "This includes generating new desiredMachineConfig and update of machines"); the
+    unpaused ``master`` pool, changed at the same moment, shows the controller did its passes."""
+    cluster.setup(pools=[("worker", 2), ("master", 1)], nodes={"worker": 3, "master": 1})
     cluster.start_controller()
     cluster.start_daemons()
     first = cluster.wait_for_target("worker")
     cluster.wait_updated("worker", first, 3)
+    masters = cluster.wait_for_target("master")
     cluster.client.resource(api.MACHINE_POOLS).patch("worker", {"spec": {"paused": True}})
-    cluster.client.resource(api.MACHINE_CONFIGS).create(
-        machine_config("50-worker-v1", "worker", {"/etc/a": "1"})
-    )
-    target = cluster.wait_for_target("worker", different_from=first)
     updating = eventually(
         lambda: (c := cluster.condition("worker", api.POOL_UPDATING)).get("reason") == api.Reason.PAUSED and c
     )
-    assert updating["status"] == "False" and target in updating["message"]
+    assert updating["status"] == "False" and "not rendered until it is unpaused" in updating["message"]
+    for pool in ("worker", "master"):
+        cluster.client.resource(api.MACHINE_CONFIGS).create(
+            machine_config(f"50-{pool}-v1", pool, {"/etc/a": "1"})
+        )
+    cluster.wait_updated("master", cluster.wait_for_target("master", different_from=masters), 1)
+    assert cluster.target("worker") == first, "a paused pool generates no new config"
     assert all(cluster.annotations(f"worker-{i}")[api.DESIRED_CONFIG_ANNOTATION] == first for i in range(3))
-    eventually(lambda: cluster.events(api.Reason.PAUSED, kind="MachinePool"), what="Paused event")
+    held = eventually(
+        lambda: [
+            e
+            for e in cluster.events(api.Reason.PAUSED, name="worker")
+            if "when it is unpaused" in e["message"]
+        ],
+        what="the Paused event naming the held config",
+    )
+    pending = held[0]["message"].split("; ")[1].split(" ")[0]
+    assert pending.startswith("rendered-worker-") and cluster.get_config(pending) is None
     cluster.client.resource(api.MACHINE_POOLS).patch("worker", {"spec": {"paused": False}})
+    target = cluster.wait_for_target("worker", different_from=first)
+    assert target == pending
     cluster.wait_updated("worker", target, 3)
 
 
@@ -120,6 +198,7 @@ def test_degraded_node_holds_the_rollout_and_sets_degraded(cluster: Cluster) -> 
     )
     assert degraded["reason"] == api.Reason.NODE_DEGRADED and "worker-0" in degraded["message"]
     assert cluster.condition("worker", api.POOL_NODE_DEGRADED)["status"] == "True"
+    eventually(lambda: cluster.status("worker").get("degradedMachineCount") == 1, what="degradedMachineCount")
     eventually(
         lambda: cluster.events(api.Reason.NODE_DEGRADED, kind="Node", name="worker-0"), what="node event"
     )

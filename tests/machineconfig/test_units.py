@@ -10,15 +10,9 @@ import pytest
 import yaml
 
 from mcm.machineconfig import api
-from mcm.machineconfig.ignition import (
-    content_digest,
-    data_url,
-    decode_data_url,
-    file_text,
-    merge_specs,
-    validate_spec,
-)
+from mcm.machineconfig.ignition import content_digest, data_url, decode_data_url, file_text
 from mcm.machineconfig.kubelet import merge_kubelet_config, validate_kubelet_config
+from mcm.machineconfig.merge import merge_specs
 from mcm.machineconfig.nodes import (
     DEGRADED,
     NOT_READY,
@@ -30,6 +24,7 @@ from mcm.machineconfig.nodes import (
 )
 from mcm.machineconfig.pools import PoolIndex, PoolSpecError, max_unavailable
 from mcm.machineconfig.template import TemplateError, generate, load_templates
+from mcm.machineconfig.validation import validate_spec
 from mcm.testing.machineconfig import controller_config, node_manifest
 
 
@@ -55,19 +50,19 @@ def test_merge_sorts_by_name_and_later_files_and_units_win_in_place() -> None:
         mc(
             "10-a",
             {"/etc/a": "a", "/etc/z": "a"},
-            [{"name": "x.service", "contents": "a"}, {"name": "y", "enabled": True}],
+            [{"name": "x.service", "contents": "a"}, {"name": "y.service", "enabled": True}],
         ),
     ]
     merged = merge_specs(configs)
     files = merged["config"]["storage"]["files"]
     assert [f["path"] for f in files] == ["/etc/a", "/etc/z", "/etc/b"]  # base order kept, new appended
     assert file_text(merged, "/etc/a") == "b"
-    assert [u["name"] for u in merged["config"]["systemd"]["units"]] == ["x.service", "y"]
+    assert [u["name"] for u in merged["config"]["systemd"]["units"]] == ["x.service", "y.service"]
     assert merged["config"]["systemd"]["units"][0]["contents"] == "b"
     assert merge_specs(list(reversed(configs))) == merged  # input order does not matter
 
 
-def test_kernel_arguments_append_without_duplicates_and_last_non_empty_os_image_wins() -> None:
+def test_kernel_arguments_concatenate_and_last_non_empty_os_image_wins() -> None:
     merged = merge_specs(
         [
             mc("1", kernelArguments=["a", "b"], osImageURL="os:1"),
@@ -75,14 +70,14 @@ def test_kernel_arguments_append_without_duplicates_and_last_non_empty_os_image_
             mc("3", kernelArguments=["a", "d"], osImageURL=""),
         ]
     )
-    assert merged["kernelArguments"] == ["a", "b", "c", "d"]
+    assert merged["kernelArguments"] == ["a", "b", "b", "c", "a", "d"]
     assert merged["osImageURL"] == "os:2"
 
 
-def test_other_config_keys_take_the_later_value_and_inputs_are_not_changed() -> None:
+def test_earlier_sections_are_kept_the_highest_version_wins_and_inputs_are_not_changed() -> None:
     first, second = mc("1", {"/a": "1"}), mc("2", {"/a": "2"})
     first["spec"]["config"]["passwd"] = {"users": [{"name": "core"}]}
-    second["spec"]["config"]["ignition"] = {"version": "3.4.0"}
+    first["spec"]["config"]["ignition"] = {"version": "3.4.0"}
     snapshot = yaml.safe_dump([first, second])
     merged = merge_specs([first, second])
     assert merged["config"]["passwd"] == {"users": [{"name": "core"}]}
@@ -112,7 +107,7 @@ def test_data_urls_round_trip_and_base64_is_read() -> None:
     [
         (lambda s: s["config"]["storage"]["files"].append({"path": "/etc/a"}), "duplicate file path /etc/a"),
         (lambda s: s["config"]["storage"]["files"].append({"path": "etc/b"}), "must be an absolute path"),
-        (lambda s: s["config"]["storage"]["files"][0].update(mode=0o10000), "mode must be an integer"),
+        (lambda s: s["config"]["storage"]["files"][0].update(mode=0o10000), "cannot exceed 0777"),
         (lambda s: s["config"]["storage"]["files"][0].update(mode="0644"), "mode must be an integer"),
         (
             lambda s: s["config"]["storage"]["files"][0].update(contents={"source": "data:;base64,!!"}),
@@ -151,7 +146,7 @@ def pool(name: str = "worker", **spec: Any) -> dict[str, Any]:
         (None, 10, 1),
         (1, 10, 1),
         (3, 10, 3),
-        (0, 10, 1),
+        ("10%", 5, 1),
         ("30%", 10, 3),
         ("30%", 3, 1),
         ("100%", 7, 7),
@@ -163,7 +158,7 @@ def test_max_unavailable(value: Any, nodes: int, expected: int) -> None:
     assert max_unavailable(pool(**spec), nodes) == expected
 
 
-@pytest.mark.parametrize("value", ["abc", "150%", -1, "2", "x%", 1.5, True])
+@pytest.mark.parametrize("value", ["abc", "150%", -1, "2", "x%", 1.5, True, 0, "0%"])
 def test_bad_max_unavailable_is_a_spec_error(value: Any) -> None:
     with pytest.raises(PoolSpecError) as err:
         max_unavailable(pool(maxUnavailable=value), 10)
@@ -209,7 +204,7 @@ def node(current: str = "", desired: str = "", state: str = "", ready: bool = Tr
         ({"current": "o", "desired": "o", "state": "done"}, OUTDATED),
     ],
 )
-def test_node_phase_follows_the_seed_cases(kwargs: dict[str, Any], phase: str) -> None:
+def test_node_phase_follows_the_daemon_interface_cases(kwargs: dict[str, Any], phase: str) -> None:
     assert node_phase(node(**kwargs), "t") == phase
 
 

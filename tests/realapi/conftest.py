@@ -9,7 +9,7 @@ import pytest
 
 from mcm.controller import ControllerOptions
 from mcm.testing.envtest import BinariesMissing, ControlPlane, ControlPlanePair, find_binaries
-from tests.conftest import REPO_ROOT, realapi_unavailable
+from tests.conftest import MCC_CRDS_DIR, realapi_unavailable
 from tests.realapi.env import RealEnv
 
 
@@ -23,7 +23,7 @@ def mcc_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane
     """A control plane of its own for the MachineConfigController (its kinds are cluster-scoped):
     etcd, kube-apiserver with OwnerReferencesPermissionEnforcement (so ``blockOwnerDeletion``
     needs the ``*/finalizers`` grant, as on OpenShift), kube-controller-manager, the CRDs of
-    ``charts/machine-config-controller``."""
+    ``mcm.packaged.machineconfig_crds()``."""
     try:
         binaries = find_binaries()
     except BinariesMissing as exc:
@@ -32,7 +32,7 @@ def mcc_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane
         "mcc",
         directory=tmp_path_factory.mktemp("mcc-envtest"),
         binaries=binaries,
-        crds=REPO_ROOT / "charts" / "machine-config-controller" / "crds",
+        crds=MCC_CRDS_DIR,
         apiserver_args=["--enable-admission-plugins=OwnerReferencesPermissionEnforcement"],
     ) as plane:
         yield plane

@@ -17,7 +17,7 @@ import yaml
 
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
 from mcm.runtime.client import ClusterClient
-from mcm.runtime.client.errors import NotFound
+from mcm.runtime.client.errors import Forbidden, NotFound
 from mcm.runtime.client.resources import (
     NAMESPACES,
     NODES,
@@ -28,16 +28,16 @@ from mcm.runtime.client.resources import (
     SECRETS,
 )
 from mcm.testing.envtest import ControlPlane, ControlPlanePair
-from tests.conftest import REALAPI_MARKS, REPO_ROOT
+from tests.conftest import REALAPI_MARKS, REPO_ROOT, optional_module
 from tests.realapi.env import eventually, unique
 
-helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
+helm_python: Any = optional_module("helm_python")
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = [
     *REALAPI_MARKS,
     pytest.mark.kubectl,
-    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine"),
+    pytest.mark.usefixtures("needs_kubectl", "needs_helm_python"),
 ]
 
 CHART = REPO_ROOT / "charts" / "machine-controller"
@@ -182,6 +182,8 @@ class RbacRun:
     granted: dict[str, set[Call]] = field(default_factory=dict)
     """Per cluster: what ``kubectl auth can-i --list`` shows beyond what every authenticated
     account may do."""
+    kubeconfigs: dict[str, Path] = field(default_factory=dict)
+    """Per cluster: a kubeconfig authenticating as the chart's ServiceAccount."""
 
 
 def audited_calls(plane: ControlPlane, user: str) -> tuple[set[Call], list[str]]:
@@ -297,11 +299,19 @@ def rbac_run(real_pair: ControlPlanePair, tmp_path_factory: pytest.TempPathFacto
     control, target = real_pair.control, real_pair.target
     account = templates["serviceaccount.yaml"][0]
     user = f"system:serviceaccount:{namespace}:{account['metadata']['name']}"
-    rbac_kinds = {"Namespace", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+    rbac_kinds = {
+        "Namespace",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     control_objects = [
         o
         for name, docs in templates.items()
-        if name != TARGET_TEMPLATE
+        if name != TARGET_TEMPLATE and not name.startswith("manager-")  # the manager's: test_manager_chart.py
         for o in docs
         if o["kind"] in rbac_kinds
     ]
@@ -341,7 +351,7 @@ def rbac_run(real_pair: ControlPlanePair, tmp_path_factory: pytest.TempPathFacto
     names = [unique("rbac-m") for _ in range(2)]
     spec = {"class": {"kind": "MachineClass", "name": "local"}}
     machines = admin_control.resource(MACHINES)
-    run = RbacRun(user, namespace)
+    run = RbacRun(user, namespace, kubeconfigs=kubeconfigs)
     controller = _SaController(tmp_path, args)
     try:
         for name in names:
@@ -441,3 +451,83 @@ def test_the_charts_account_may_do_nothing_the_controller_does_not_use(rbac_run:
     assert unused == {"control": [], "target": []}, "granted but never called:\n" + "\n".join(
         f"{cluster}: {call}" for cluster, calls in unused.items() for call in calls
     )
+
+
+# --- the admission policies, for real ----------------------------------------------------------------
+
+
+def _as_account(rbac_run: RbacRun, cluster: str) -> ClusterClient:
+    from mcm.runtime.client import load_config
+
+    return load_config(str(rbac_run.kubeconfigs[cluster]), qps=-1, burst=0)
+
+
+def _refused(write: Any) -> str:
+    """The message of the 403 a write by the chart's account gets ("" when it was allowed)."""
+    try:
+        write()
+    except Forbidden as err:
+        return err.message
+    return ""
+
+
+def test_the_account_cannot_mint_a_service_account_token_but_makes_bootstrap_tokens(
+    rbac_run: RbacRun, real_pair: ControlPlanePair
+) -> None:
+    """Issue 36 #8: ``create`` on kube-system Secrets let the controller's identity create a
+    ``kubernetes.io/service-account-token`` Secret for any kube-system ServiceAccount and read its
+    token back. The chart's policy lets it create and delete bootstrap tokens only (the run above
+    made and deleted its machines' tokens under it)."""
+    secrets = _as_account(rbac_run, "target").resource(SECRETS)
+    policy = "ValidatingAdmissionPolicy 'rbac-"
+    sa_token = {
+        "metadata": {
+            "name": unique("minted"),
+            "annotations": {"kubernetes.io/service-account.name": "default"},
+        },
+        "type": "kubernetes.io/service-account-token",
+    }
+    assert policy in _refused(lambda: secrets.create(sa_token, namespace="kube-system"))
+    disguised = {"metadata": {"name": f"bootstrap-token-{unique('x')[-6:]}"}, "type": "Opaque"}
+    assert policy in _refused(lambda: secrets.create(disguised, namespace="kube-system"))
+    token_id = unique("t")[-6:]
+    bootstrap = {
+        "metadata": {"name": f"bootstrap-token-{token_id}"},
+        "type": "bootstrap.kubernetes.io/token",
+        "stringData": {"token-id": token_id, "token-secret": "0123456789abcdef"},
+    }
+    assert _refused(lambda: secrets.create(bootstrap, namespace="kube-system")) == ""
+    assert _refused(lambda: secrets.delete(bootstrap["metadata"]["name"], namespace="kube-system")) == ""
+    other = unique("kept")
+    real_pair.target.client().resource(SECRETS).create({"metadata": {"name": other}}, namespace="kube-system")
+    assert policy in _refused(lambda: secrets.delete(other, namespace="kube-system"))
+
+
+def test_the_account_changes_nothing_but_finalizers_of_the_control_namespaces_secrets(
+    rbac_run: RbacRun, real_pair: ControlPlanePair
+) -> None:
+    """Issue 36 #11: in the release namespace the controller could rewrite Helm's release records
+    (a tampered manifest is applied by the next rollback). It may change finalizers only."""
+    name = "sh.helm.release.v1.rbac.v1"
+    record = {
+        "metadata": {"name": name, "labels": {"owner": "helm", "status": "superseded"}},
+        "type": "helm.sh/release.v1",
+        "data": {"release": "H4sIAAAAAAAA"},
+    }
+    real_pair.control.client().resource(SECRETS).create(record, namespace=rbac_run.namespace)
+    secrets = _as_account(rbac_run, "control").resource(SECRETS)
+
+    def changed(change: Any) -> Any:
+        def write() -> None:
+            live = secrets.get(name, namespace=rbac_run.namespace)
+            change(live)
+            secrets.update(live, namespace=rbac_run.namespace)
+
+        return write
+
+    policy = "ValidatingAdmissionPolicy 'rbac-"
+    assert policy in _refused(changed(lambda s: s["data"].update(release="dGFtcGVyZWQ=")))
+    assert policy in _refused(changed(lambda s: s["metadata"]["labels"].update(status="deployed")))
+    finalizer = "machine.sapcloud.io/machine-controller"
+    assert _refused(changed(lambda s: s["metadata"].update(finalizers=[finalizer]))) == ""
+    assert _refused(changed(lambda s: s["metadata"].update(finalizers=[]))) == ""

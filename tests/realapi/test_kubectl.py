@@ -18,11 +18,7 @@ from tests.emulator.test_kubectl import MACHINE, Kubectl
 from tests.realapi.env import unique
 
 KUBECTL = shutil.which("kubectl")
-pytestmark = [
-    *REALAPI_MARKS,
-    pytest.mark.kubectl,
-    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine"),
-]
+pytestmark = [*REALAPI_MARKS, pytest.mark.kubectl, pytest.mark.usefixtures("needs_kubectl")]
 
 
 @pytest.fixture

@@ -8,9 +8,11 @@ import pytest
 
 from mcm.controller.handlers import EventHandlers
 from mcm.drain import PodDeletions, VolumeAttachmentHub
+from mcm.manager.handlers import EventHandlers as ManagerEventHandlers
 
 HANDLERS = [
     *(getattr(EventHandlers, name) for name in vars(EventHandlers) if not name.startswith("_")),
+    *(getattr(ManagerEventHandlers, name) for name in vars(ManagerEventHandlers) if not name.startswith("_")),
     VolumeAttachmentHub.on_add,
     VolumeAttachmentHub.on_update,
     VolumeAttachmentHub.on_delete,
@@ -27,7 +29,7 @@ def test_each_handler_names_its_thread_and_what_it_must_not_do(handler: object) 
     assert any(word in doc for word in ("only", "never")), handler
 
 
-@pytest.mark.parametrize("owner", [EventHandlers, VolumeAttachmentHub, PodDeletions])
+@pytest.mark.parametrize("owner", [EventHandlers, ManagerEventHandlers, VolumeAttachmentHub, PodDeletions])
 def test_the_handler_classes_state_the_rules(owner: type) -> None:
     doc = " ".join((inspect.getdoc(owner) or "").split())
     assert "listener thread" in doc and "must not" in doc

@@ -208,3 +208,12 @@ def test_finishes_the_termination_of_pods_on_its_nodes_only(
     assert (
         NodeSimulator(target, lambda: [], clock=FakeClock(), finish_pods=True).finish_pod_terminations() == 0
     )
+
+
+def test_simulated_kubelets_report_the_release_the_emulator_and_the_real_tier_run() -> None:
+    """A kubelet more than the supported skew behind its API server is refused by a real cluster:
+    simulated Nodes claim the same release the emulator reports (held to the real tier's go.mod)."""
+    from mcm.driver.nodesim import KUBELET_VERSION
+    from mcm.emulator import KUBERNETES_VERSION
+
+    assert KUBELET_VERSION == KUBERNETES_VERSION

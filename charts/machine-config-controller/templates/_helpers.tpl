@@ -44,3 +44,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "mcc.leaderElect" -}}
 {{- if or .Values.controller.leaderElect (gt (int .Values.replicaCount) 1) }}true{{ else }}false{{ end }}
 {{- end }}
+
+{{/* The daemon's resource names. */}}
+{{- define "mcc.daemonName" -}}
+{{- printf "%s-daemon" (include "mcc.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "mcc.daemonSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "mcc.name" . }}-daemon
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "mcc.daemonServiceAccountName" -}}
+{{- if .Values.daemon.serviceAccount.create }}
+{{- default (include "mcc.daemonName" .) .Values.daemon.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.daemon.serviceAccount.name }}
+{{- end }}
+{{- end }}

@@ -50,8 +50,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/*
+The sidecar's image. A provider's image needs its own tag: mcm's appVersion names no release of
+it. Only the local provider's sidecar (mcm's own image, or a copy of it under another name)
+defaults to the controller image's tag.
+*/}}
 {{- define "machine-controller.sidecarImage" -}}
 {{- $s := .Values.driver.sidecar.image }}
+{{- if and $s.repository (not $s.tag) (not .Values.driver.local.enabled) }}
+{{- fail (printf "driver.sidecar.image.tag is required: the release of the provider's image %s (mcm's appVersion %s names none of its releases)" $s.repository .Chart.AppVersion) }}
+{{- end }}
 {{- if $s.repository }}
 {{- printf "%s:%s" $s.repository (default .Chart.AppVersion $s.tag) }}
 {{- else }}
@@ -103,4 +111,22 @@ exactly one was chosen.
 {{- fail "driver.sidecar.image.repository is required: the provider's sidecar image" }}
 {{- end }}
 {{- if $d.local.enabled }}local{{ else if $d.module }}module{{ else }}sidecar{{ end }}
+{{- end }}
+
+{{/*
+"true" when the driver sidecar gets a token of the pod's ServiceAccount: only when values say so
+(driver.sidecar.serviceAccountToken). The local provider in the sidecar needs one (its VMs are
+ConfigMaps, its Nodes are written through the API): rendering fails unless values say so.
+*/}}
+{{- define "machine-controller.sidecarToken" -}}
+{{- $s := .Values.driver.sidecar }}
+{{- if and $s.enabled .Values.driver.local.enabled (not $s.serviceAccountToken) }}
+{{- fail "the local provider in the sidecar calls the Kubernetes API as the pod's ServiceAccount: set driver.sidecar.serviceAccountToken=true (a provider's sidecar gets no token)" }}
+{{- end }}
+{{- if $s.serviceAccountToken }}true{{ end }}
+{{- end }}
+
+{{/* The controller's identity in this cluster: its ServiceAccount's user name. */}}
+{{- define "machine-controller.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "machine-controller.serviceAccountName" .) }}
 {{- end }}

@@ -1,10 +1,10 @@
 """Every observable string of the machine API, with its exact upstream value.
 
 Users, providers, autoscalers and upstream MCM itself read and write these strings, so they must
-match upstream byte for byte (``decisions.md`` §1): phases, operation types and states,
+match upstream byte for byte: phases, operation types and states,
 condition types and reasons, label / annotation / finalizer / taint keys, and the
 ``status.lastOperation.description`` texts including the deletion-step markers. Values follow
-upstream HEAD where the spec adopts HEAD behaviour (``decisions.md`` §2), otherwise v0.47.0.
+upstream HEAD where mcm adopts HEAD behaviour (docs/controller.md), otherwise v0.47.0.
 
 Description templates use ``str.format`` placeholders: ``{machine}`` machine name, ``{node}``
 node name, ``{err}`` error text, ``{duration}`` a Go duration string (``20m0s``), ``{conditions}``
@@ -12,15 +12,15 @@ the rendered node conditions. Render with ``TEMPLATE.format(...)``.
 
 Retry periods are seconds (``float``), ready for the work queue's ``add_after``.
 
-A few HEAD texts are known only as a change to a v0.47.0 text (the spec says what HEAD changed,
-not the full string); they are built from that change and marked *derived* below.
+A few texts changed between v0.47.0 and HEAD; those below marked *HEAD* are HEAD's
+(``pkg/util/provider/machinecontroller/machine_util.go``).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-# --- Retry periods (HEAD values, decisions.md §2) -------------------------------------------
+# --- Retry periods (HEAD values, machineutils/utils.go) ---------------------------------------
 
 SHORT_RETRY: Final = 5.0
 """ShortRetry: 5 s (15 s at v0.47.0)."""
@@ -259,6 +259,11 @@ DESC_GET_VM_UNDECODABLE: Final = (
 DESC_DRAIN_SKIPPED_NO_NODE: Final = (
     "Skipping drain as nodeName is not a valid one for machine. " + MARKER_INITIATE_VM_DELETION
 )
+DESC_NO_TARGET_SKIP_DRAIN: Final = (
+    "Running without target cluster, skipping node drain and volume attachment deletion. "
+    + MARKER_INITIATE_VM_DELETION
+)
+"""HEAD (``updateMachineStatusAndNodeLabel``): the get-VM-status step without a target cluster."""
 DESC_DRAIN_CONDITION_UPDATE_FAILED: Final = (
     "Drain failed due to failure in update of node conditions - {err}. Will retry in next sync. "
     + MARKER_INITIATE_DRAIN
@@ -269,7 +274,7 @@ DESC_DRAIN_FAILED_FORCED: Final = (
     "Drain failed due to - {err}. However, since it's a force deletion shall continue deletion of VM. "
     + MARKER_DELETE_VOLUME_ATTACHMENTS
 )
-"""Derived: the v0.47.0 text with the HEAD next step (volume attachments after a forced drain)."""
+"""HEAD: the v0.47.0 text with the HEAD next step (volume attachments after a forced drain)."""
 DESC_DRAIN_FAILED: Final = "Drain failed due to - {err}. Will retry in next sync. " + MARKER_INITIATE_DRAIN
 DESC_VM_DELETED: Final = "VM deletion was successful. " + MARKER_INITIATE_NODE_DELETION
 DESC_VM_DELETE_NOT_FOUND: Final = "VM not found. Continuing deletion flow. " + MARKER_INITIATE_NODE_DELETION
@@ -322,16 +327,16 @@ DESC_INITIALIZE_FAILED: Final = "Provider error: {err}. " + MARKER_INSTANCE_INIT
 DESC_OLD_NODE_OBJECT: Final = "VM using old node obj"
 DESC_JOINED: Final = "Machine {machine} successfully joined the cluster"
 DESC_JOINED_IN: Final = "Machine {machine} successfully joined the cluster in {duration}"
-"""Derived: HEAD appends the join duration to the join description."""
+"""HEAD: the join description with the join duration appended."""
 DESC_REJOINED: Final = "Machine {machine} successfully re-joined the cluster"
 DESC_UNHEALTHY: Final = (
     "Machine {machine} is unhealthy - changing MachinePhase to Unknown. Node conditions: {conditions}"
 )
-"""Derived: HEAD says ``MachinePhase`` where v0.47.0 said ``MachineState``."""
+"""HEAD: ``MachinePhase`` where v0.47.0 said ``MachineState``."""
 DESC_NODE_MISSING: Final = (
     "Node object went missing. Machine {machine} is unhealthy - changing MachinePhase to Unknown"
 )
-"""Derived: HEAD says ``MachinePhase`` where v0.47.0 said ``MachineState``."""
+"""HEAD: ``MachinePhase`` where v0.47.0 said ``MachineState``."""
 DESC_CREATION_TIMEOUT: Final = "Machine {machine} failed to join the cluster in {duration} minutes."
 DESC_HEALTH_TIMEOUT: Final = (
     "Machine {machine} health checks failing since last {duration} minutes. "

@@ -1,6 +1,7 @@
 """The ``machine.sapcloud.io/v1alpha1`` resources, declared once for clients and informers.
 
-They match the CRDs in ``charts/machine-controller/crds/`` (plural, kind, namespaced).
+They match the CRDs in ``mcm/apis/machine/crds/`` (:func:`mcm.packaged.machine_crds`): plural,
+kind, namespaced.
 """
 
 from __future__ import annotations

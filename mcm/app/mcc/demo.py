@@ -13,7 +13,8 @@ everything running and prints the kubeconfig path for ``kubectl get machinepools
 
 from __future__ import annotations
 
-import json
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,27 +23,26 @@ from typing import Any
 
 import click
 
-from mcm.app.demo import (
+from mcm import packaged
+from mcm.app.demokit import (
     DemoFailed,
     Processes,
     Screen,
     _free_port,
     _start_emulator,
-    _stop_on_signals,
     _wait,
-    _workdir,
     keep_running,
+    run_demo_command,
 )
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import data_url
-from mcm.machineconfig.nodes import UNAVAILABLE_PHASES, node_phase
+from mcm.machineconfig.nodes import is_unavailable, node_phase
 from mcm.runtime.client import ClusterClient, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed
 from mcm.runtime.client.resources import NODES
 
 __all__ = ["demo"]
 
-CRDS = Path(__file__).resolve().parents[3] / "charts" / "machine-config-controller" / "crds"
 POOLS = {"master": (2, 1), "worker": (4, 2)}
 """pool → (nodes, maxUnavailable)."""
 ROOT_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmRlbW8KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
@@ -221,7 +221,7 @@ class _Watcher:
     def _record(self, nodes: list[dict[str, Any]]) -> None:
         for name, rollout in self.rollouts.items():
             mine = [n for n in nodes if _pool_of(n) == name]
-            down = sum(1 for n in mine if node_phase(n, "") in UNAVAILABLE_PHASES)
+            down = sum(1 for n in mine if is_unavailable(n, node_phase(n, "")))
             rollout.max_unavailable = max(rollout.max_unavailable, down)
             if down > rollout.limit:
                 raise DemoFailed(
@@ -235,7 +235,7 @@ def run_demo(keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
     started = time.monotonic()
     try:
         _say("starting an API server emulator with the MachineConfig CRDs")
-        kubeconfig = _start_emulator(procs, "cluster", CRDS)
+        kubeconfig = _start_emulator(procs, "cluster", packaged.machineconfig_crds())
         client = load_config(str(kubeconfig), qps=-1)
         _say(
             "creating ControllerConfig machine-config-controller, pools master (2 nodes) and worker (4 nodes)"
@@ -262,7 +262,33 @@ def run_demo(keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
         client.close()
         return summary
     finally:
+        _stop_clients_first(procs)
         procs.stop_all()
+
+
+CLIENTS = ("machine-config-controller", "machine-config-daemons")
+"""The demo's processes that talk to the API server, stopped (in this order) before it."""
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop_clients_first(procs: Processes) -> None:
+    """SIGTERM the controller, then the daemons, each waited for, with interrupts held back: the
+    controller releases its Lease and the daemons end their watches while the API server still
+    answers (stopping everything at once ended every run with ``failed_to_release_lock``)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        for wanted in CLIENTS:
+            for name, child in procs.children:
+                if name != wanted or child.poll() is not None:
+                    continue
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(20)
+                except subprocess.TimeoutExpired:
+                    log_hint = procs.workdir / f"{name}.log"
+                    click.echo(f"warning: {name} did not stop within 20s (see {log_hint})", err=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _start_daemons(procs: Processes, kubeconfig: Path) -> None:
@@ -349,13 +375,4 @@ def _keep(kubeconfig: Path, workdir: Path, procs: Processes) -> None:
 )
 def demo(keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
     """Show a MachineConfig rolled out over 6 simulated nodes in 2 pools, within maxUnavailable."""
-    _stop_on_signals()
-    with _workdir(workdir, keep) as path:
-        try:
-            summary = run_demo(keep, path, timeout)
-        except (DemoFailed, ApiError, ConnectionFailed) as exc:
-            click.echo(f"error: {exc} (logs in {path})", err=True)
-            raise SystemExit(1) from None
-    if summary_json:
-        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return 0
+    return run_demo_command(lambda path: run_demo(keep, path, timeout), workdir, keep, summary_json)

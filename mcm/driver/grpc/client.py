@@ -13,6 +13,8 @@ Guarantees:
 - Errors come back as the driver raised them (code, message, ``last_known_state``), with the
   message scrubbed of the request's secret data and capped; see :mod:`mcm.driver.grpc.status`.
 - Keepalive pings detect a silently dropped TCP connection while no call is running.
+- No message beyond :data:`~mcm.driver.grpc.limits.MAX_MESSAGE_BYTES` (4 MiB) is sent or
+  accepted: a larger answer fails the call with ``ResourceExhausted`` instead of being read.
 - The cloud API requests the sidecar's driver counted come back in a trailer and are replayed
   into the call's context (:mod:`mcm.driver.grpc.cloudapi`), on success and on failure.
 
@@ -53,6 +55,7 @@ from mcm.driver.driver import (
 )
 from mcm.driver.errors import MachineError
 from mcm.driver.grpc.cloudapi import replay
+from mcm.driver.grpc.limits import MAX_MESSAGE_BYTES
 from mcm.driver.grpc.rpcs import (
     ALL_RPCS,
     CREATE_MACHINE,
@@ -81,11 +84,13 @@ CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 3_000),
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_metadata_size", 8 * 1024 * 1024),
     ("grpc.absolute_max_metadata_size", 16 * 1024 * 1024),
 )
-"""Client channel settings; the server in :mod:`mcm.driver.grpc.server` accepts these pings."""
+"""Client channel settings; the server in :mod:`mcm.driver.grpc.server` accepts these pings.
+Messages are capped at :data:`~mcm.driver.grpc.limits.MAX_MESSAGE_BYTES` each way, as there."""
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")

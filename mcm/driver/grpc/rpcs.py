@@ -114,8 +114,12 @@ def _decoded(what: str, build: Callable[[dict[str, Any]], T], data: bytes) -> T:
 
 
 def _machine_request_to_pb(cls: type[MR], pb_type: type[PbReq]) -> Callable[[MR], PbReq]:
+    # The message's fields are keyword arguments of its generated class; typeshed's stub of the
+    # base class declares none (since types-protobuf 7.35.1.20261122), so call it as a factory.
+    make: Callable[..., PbReq] = pb_type
+
     def encode(r: MR) -> PbReq:
-        return pb_type(
+        return make(
             machine_json=_to_json(r.machine.to_dict()),
             machine_class_json=_to_json(r.machine_class.to_dict()),
             secret_data=dict(r.secret_data),

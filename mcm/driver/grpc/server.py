@@ -11,12 +11,20 @@ Guarantees:
 - A request the server cannot decode (not protobuf, JSON that is invalid, not an object, nested
   too deeply, not a Machine) is answered with ``InvalidArgument`` and never reaches the driver.
   No exception escapes into gRPC.
-- At most ``max_workers`` calls run and ``max_queued`` wait; a call beyond that is answered at
-  once with ``RESOURCE_EXHAUSTED`` instead of joining an ever-growing backlog.
+- No message beyond :data:`~mcm.driver.grpc.limits.MAX_MESSAGE_BYTES` (4 MiB) is accepted or
+  sent. At most ``max_workers`` calls run and ``max_queued`` wait; a call beyond that is
+  answered at once with ``RESOURCE_EXHAUSTED`` instead of joining an ever-growing backlog, and
+  so is a call whose request would bring the bytes being handled above ``max_inflight_bytes``.
+  With the defaults (16 workers, 8 queued, 16 MiB in flight) a flood of maximal requests stays
+  near 200 MiB of memory, within the chart's 256 Mi limit (:mod:`mcm.driver.grpc.limits`).
 - Endpoints: ``unix:/absolute/path`` (a stale socket file is replaced) and ``host:port`` (port 0
   picks a free port; :attr:`DriverServer.endpoint` reports the one chosen). Plaintext is
   accepted on a unix socket and on loopback (``127.0.0.0/8``, ``::1``, ``localhost``). Any other
   address needs TLS ``credentials`` or an explicit ``insecure=True``, and the log says which.
+  TLS there must also verify clients (``verifies_clients``: the credentials require a client
+  certificate signed by a CA): TLS alone lets anyone who reaches the port call
+  ``DeleteMachine`` with whatever credentials the driver holds or is sent. ``any_client=True``
+  (``--tls-any-client``) allows it anyway, with a warning in the log.
 - Never two VMs for one Machine from calls the client gave up on: a ``CreateMachine`` is
   answered ``Aborted`` (retryable) at once while a ``CreateMachine`` or ``DeleteMachine`` for
   the same Machine (namespace and name) still runs in this server, and a ``DeleteMachine``
@@ -46,6 +54,12 @@ from mcm.driver.driver import Driver
 from mcm.driver.errors import MachineError
 from mcm.driver.grpc.cloudapi import Samples
 from mcm.driver.grpc.inflight import MachineCalls, machine_key, refusal_message
+from mcm.driver.grpc.limits import (
+    DEFAULT_INFLIGHT_BYTES,
+    MAX_MESSAGE_BYTES,
+    SERVER_WINDOW_OPTIONS,
+    ByteBudget,
+)
 from mcm.driver.grpc.rpcs import ALL_RPCS, SERVICE_NAME, Rpc
 from mcm.driver.grpc.status import MAX_DETAILS, status_for_error
 from mcm.driver.grpc.tls import InsecureEndpointError, is_local_endpoint
@@ -62,9 +76,12 @@ SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    *SERVER_WINDOW_OPTIONS,
 )
-"""Server settings: accept the client's keepalive pings (every 30 s, even when idle)."""
+"""Server settings: accept the client's keepalive pings (every 30 s, even when idle); messages
+up to :data:`~mcm.driver.grpc.limits.MAX_MESSAGE_BYTES` each way."""
 
 _NO_DEADLINE = 1e8  # grpc reports "no deadline" as a huge time_remaining()
 
@@ -97,25 +114,31 @@ def serve(
     endpoint: str,
     *,
     max_workers: int = 16,
-    max_queued: int = 16,
+    max_queued: int = 8,
+    max_inflight_bytes: int = DEFAULT_INFLIGHT_BYTES,
     credentials: grpc.ServerCredentials | None = None,
+    verifies_clients: bool = False,
+    any_client: bool = False,
     insecure: bool = False,
 ) -> DriverServer:
     """Start serving ``driver`` at ``endpoint`` and return at once.
 
     Raises :class:`InsecureEndpointError` for a plaintext non-loopback endpoint unless
-    ``insecure`` is true, and ``RuntimeError`` when the address cannot be bound.
+    ``insecure`` is true, and for TLS there whose ``credentials`` do not verify clients
+    (``verifies_clients``) unless ``any_client`` is true; ``RuntimeError`` when the address
+    cannot be bound; ``ValueError`` for limits that make no sense.
     """
     if max_workers < 1 or max_queued < 0:
         raise ValueError(f"need max_workers >= 1 and max_queued >= 0, got {max_workers}, {max_queued}")
-    transport = _transport(endpoint, credentials, insecure)
+    budget = ByteBudget(max_inflight_bytes)
+    transport = _transport(endpoint, credentials, insecure, verifies_clients or any_client)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         options=SERVER_OPTIONS,
         maximum_concurrent_rpcs=max_workers + max_queued,
     )
     calls = MachineCalls()
-    handlers = {rpc.name: _handler(driver, rpc, calls) for rpc in ALL_RPCS}
+    handlers = {rpc.name: _handler(driver, rpc, calls, budget) for rpc in ALL_RPCS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     if credentials is None:
         port = server.add_insecure_port(endpoint)
@@ -127,13 +150,36 @@ def serve(
     bound = endpoint if endpoint.startswith("unix:") else _with_port(endpoint, port)
     if transport == "insecure":
         log.warning("driver_server_insecure", endpoint=bound, reason="plaintext on a non-loopback address")
-    log.info("driver_server_started", endpoint=bound, transport=transport, max_workers=max_workers)
+    if transport == "tls" and not verifies_clients and not is_local_endpoint(endpoint):
+        log.warning(
+            "driver_server_accepts_any_client",
+            endpoint=bound,
+            reason="TLS without a client CA: whoever reaches the port may call CreateMachine, DeleteMachine",
+        )
+    log.info(
+        "driver_server_started",
+        endpoint=bound,
+        transport=transport,
+        max_workers=max_workers,
+        max_queued=max_queued,
+        max_inflight_bytes=max_inflight_bytes,
+        max_message_bytes=MAX_MESSAGE_BYTES,
+    )
     return DriverServer(server, bound)
 
 
-def _transport(endpoint: str, credentials: grpc.ServerCredentials | None, insecure: bool) -> str:
-    """How ``endpoint`` is served (``tls``, ``local`` or ``insecure``); refuses plaintext elsewhere."""
+def _transport(
+    endpoint: str, credentials: grpc.ServerCredentials | None, insecure: bool, clients_checked: bool
+) -> str:
+    """How ``endpoint`` is served (``tls``, ``local`` or ``insecure``); refuses plaintext, and
+    TLS that verifies no client, elsewhere unless told."""
     if credentials is not None:
+        if not clients_checked and not is_local_endpoint(endpoint):
+            raise InsecureEndpointError(
+                f"{endpoint} is not a unix socket or loopback address and its TLS verifies no client: "
+                "anyone who reaches it could call CreateMachine and DeleteMachine. Give a client CA "
+                "(--tls-client-ca-file) or allow any client explicitly (any_client=True, --tls-any-client)"
+            )
         return "tls"
     if is_local_endpoint(endpoint):
         return "local"
@@ -146,12 +192,21 @@ def _transport(endpoint: str, credentials: grpc.ServerCredentials | None, insecu
 
 
 def _handler(
-    driver: Driver, rpc: Rpc[Any, Any, Any, Any], calls: MachineCalls
+    driver: Driver, rpc: Rpc[Any, Any, Any, Any], calls: MachineCalls, budget: ByteBudget
 ) -> grpc.RpcMethodHandler[Any, Any]:
-    """The gRPC handler that runs ``rpc`` against ``driver`` (``calls``: the guarded calls running)."""
+    """The gRPC handler that runs ``rpc`` against ``driver`` (``calls``: the guarded calls running;
+    ``budget``: the request bytes being handled)."""
     method = getattr(driver, rpc.method)
 
     def handle(data: bytes, context: grpc.ServicerContext) -> bytes:
+        if not budget.try_take(len(data)):
+            _refuse_busy(rpc.name, len(data), budget, context)
+        try:
+            return run(data, context)
+        finally:
+            budget.release(len(data))
+
+    def run(data: bytes, context: grpc.ServicerContext) -> bytes:
         secret_data: Mapping[str, bytes] | None = None
         samples = Samples()
         try:
@@ -174,6 +229,19 @@ def _handler(
         context.abort(status.code, status.details)
 
     return grpc.unary_unary_rpc_method_handler(handle)
+
+
+def _refuse_busy(method: str, size: int, budget: ByteBudget, context: grpc.ServicerContext) -> None:
+    """Answer ``ResourceExhausted``: the request's bytes do not fit the in-flight budget now."""
+    error = MachineError(
+        Code.ResourceExhausted,
+        f"{method} refused: the sidecar is handling {budget.used} of its {budget.limit} bytes of "
+        f"requests and this one has {size}; retry later",
+    )
+    status = status_for_error(error, None)
+    log.warning("driver_request_refused_busy", method=method, size=size, in_flight=budget.used)
+    context.set_trailing_metadata(tuple(status.trailers))
+    context.abort(status.code, status.details)
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""The simulated controllers of spec §2.14, wired to one emulator's storage.
+"""The simulated controllers (what kube-controller-manager would do), wired to one emulator's storage.
 
 Usage by the emulator (``start_controllers(emulator)`` does exactly this)::
 

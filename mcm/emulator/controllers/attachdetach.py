@@ -1,4 +1,5 @@
-"""Attach/detach simulator for CSI volumes (spec §2.14; off by default).
+"""Attach/detach simulator for CSI volumes (kube-controller-manager's
+attach/detach controller; off by default).
 
 Guarantees, when :attr:`AttachDetach.enabled` is set:
 
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor, Scheduler
@@ -29,7 +31,6 @@ __all__ = ["AttachDetach", "CsiVolume", "attachment_name"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 PODS = "pods"
 NODES = "nodes"
 PVCS = "persistentvolumeclaims"

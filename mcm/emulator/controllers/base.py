@@ -23,10 +23,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
+from mcm.emulator.store import Obj
 from mcm.runtime.clock import Clock
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ __all__ = ["ObjectRef", "Reactor", "Scheduler", "UidIndex"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 Handler = Callable[["Change"], None]
 
 

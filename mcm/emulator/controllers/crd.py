@@ -1,4 +1,5 @@
-"""CRD lifecycle: serving established CRDs, and the cleanup finalizer on deletion (spec §1.7).
+"""CRD lifecycle: serving established CRDs, and the cleanup finalizer on deletion
+(apiextensions-apiserver's finalizer controller).
 
 Guarantees:
 
@@ -11,12 +12,13 @@ Guarantees:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.crdvalidation import CLEANUP_FINALIZER
 from mcm.emulator.registry import CRD_STORAGE_KEY
+from mcm.emulator.store import Obj
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor
@@ -25,8 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["CrdController"]
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 class CrdController:

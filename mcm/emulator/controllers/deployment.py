@@ -17,11 +17,12 @@ Guarantees:
 from __future__ import annotations
 
 import datetime as _dt
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ __all__ = ["DEPLOYMENTS", "DeploymentController", "desired_status"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 DEPLOYMENTS = "deployments.apps"
 _COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
 

@@ -1,4 +1,4 @@
-"""PodDisruptionBudget status: the disruption controller (spec §2.11). The eviction verb is
+"""PodDisruptionBudget status: kube-controller-manager's disruption controller. The eviction verb is
 :mod:`mcm.emulator.eviction`; both share :mod:`mcm.emulator.pdb`.
 
 Guarantees:
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 
 from mcm.emulator.pdb import PDBS, PODS, disruption_allowed_condition, is_ready, selects
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time, parse_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -42,7 +43,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 OFF_ANNOTATION = "emu.sim/pdb-controller"
 DELETION_TIMEOUT = 120.0
 
@@ -239,7 +239,8 @@ class DisruptionController:
         )
 
     def _owner_replicas(self, pods: list[Obj]) -> dict[str, int]:
-        """``spec.replicas`` of the custom objects that control the given pods (deviation, §2.11)."""
+        """``spec.replicas`` of the custom objects that control the given pods (a deviation:
+        docs/emulator.md)."""
         result: dict[str, int] = {}
         for pod in pods:
             uid = _controller_uid(pod)

@@ -1,4 +1,5 @@
-"""Event expiry: events are deleted ``ttl`` seconds after their last write (spec §2.13).
+"""Event expiry: events are deleted ``ttl`` seconds after their last write (kube-apiserver's
+``--event-ttl``).
 
 Guarantees: off by default (``ttl = None``; upstream keeps events 1 h). When on, each create or
 update of a core event schedules its deletion ``ttl`` clock seconds later; a later write to the

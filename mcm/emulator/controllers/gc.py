@@ -1,4 +1,5 @@
-"""Garbage collector: ownerReferences with background, foreground and orphan propagation (spec §2.14).
+"""Garbage collector: ownerReferences with background, foreground and orphan propagation
+(kube-controller-manager's garbage collector).
 
 Modelled on kube-controller-manager's collector (``pkg/controller/garbagecollector``).
 
@@ -32,12 +33,13 @@ Guarantees:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.controllers.base import ObjectRef
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor
@@ -47,7 +49,6 @@ __all__ = ["FOREGROUND", "ORPHAN", "GarbageCollector"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 SOLID, WAITING, DANGLING = "solid", "waiting", "dangling"

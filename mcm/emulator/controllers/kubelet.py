@@ -1,4 +1,4 @@
-"""Pods without a kubelet: the pod-termination modes and the optional pod runner (spec §2.8).
+"""Pods without a kubelet: the pod-termination modes and the optional pod runner.
 
 Modes (changeable at run time through :attr:`KubeletSimulator.mode`):
 
@@ -17,11 +17,12 @@ eviction of a Pending pod ignores disruption budgets).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 from mcm.emulator.timefmt import format_time
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -33,7 +34,6 @@ __all__ = ["KUBELET_DOWN_ANNOTATION", "KubeletSimulator", "running_status"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 PODS = "pods"
 NODES = "nodes"
 KUBELET_DOWN_ANNOTATION = "emu.sim/kubelet-down"

@@ -1,4 +1,5 @@
-"""Namespace lifecycle: the default namespaces, and finalization of deleted namespaces (spec §2.7).
+"""Namespace lifecycle: the default namespaces, and finalization of deleted namespaces
+(kube-controller-manager's namespace controller).
 
 Guarantees:
 
@@ -12,11 +13,12 @@ Guarantees:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor
@@ -27,7 +29,6 @@ __all__ = ["DEFAULT_NAMESPACES", "NamespaceController"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES = "namespaces"
 

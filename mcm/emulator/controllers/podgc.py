@@ -1,4 +1,5 @@
-"""Pod garbage collection: pods bound to a node that no longer exists are force-deleted (spec §2.8).
+"""Pod garbage collection: pods bound to a node that no longer exists are force-deleted
+(kube-controller-manager's pod garbage collector).
 
 Guarantees: a pod whose ``spec.nodeName`` names a missing node is deleted with
 ``gracePeriodSeconds=0`` once ``delay`` clock seconds have passed and the node is still missing
@@ -8,11 +9,12 @@ terminating until the finalizers are removed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from mcm.emulator.errors import ApiStatusError
+from mcm.emulator.store import Obj
 
 if TYPE_CHECKING:
     from mcm.emulator.controllers.base import Reactor, Scheduler
@@ -22,7 +24,6 @@ __all__ = ["PodGC"]
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 PODS = "pods"
 NODES = "nodes"
 

@@ -47,6 +47,7 @@ from mcm.runtime.cache.keys import (
     deletion_handling_meta_namespace_key_func,
     meta_namespace_index_func,
     meta_namespace_key_func,
+    object_key,
     split_meta_namespace_key,
 )
 from mcm.runtime.cache.listers import Lister, NamespaceLister, new_not_found
@@ -128,6 +129,7 @@ __all__ = [
     "new_namespace_indexers",
     "new_not_found",
     "new_ttl_store",
+    "object_key",
     "parse_selector",
     "process_deltas",
     "selector_from_set",

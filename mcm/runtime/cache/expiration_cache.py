@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from mcm.runtime.cache.keys import KeyFunc, KeyFuncError
+from mcm.runtime.cache.keys import KeyFunc, key_with
 from mcm.runtime.cache.thread_safe_store import ThreadSafeStore
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
@@ -122,10 +122,7 @@ class ExpirationCache:
 
     # -- internals ------------------------------------------------------------------------------
     def _key_of(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except Exception as exc:
-            raise KeyFuncError(obj, exc) from exc
+        return key_with(self._key_func, obj)
 
     def _get_or_expire(self, key: str) -> Any | None:
         with self._expiration_lock:

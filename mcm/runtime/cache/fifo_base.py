@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mcm.runtime.cache.keys import DeletedFinalStateUnknown, KeyFunc, KeyFuncError
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown, KeyFunc, key_with
 from mcm.runtime.client.types import Object
 
 __all__ = [
@@ -107,10 +107,7 @@ class KeyedFIFO(abc.ABC):
             obj = obj[-1].object
         if isinstance(obj, DeletedFinalStateUnknown):
             return obj.key
-        try:
-            return self._key_func(obj)
-        except Exception as exc:
-            raise KeyFuncError(obj, exc) from exc
+        return key_with(self._key_func, obj)
 
     # -- producers ------------------------------------------------------------------------------
     def add(self, obj: Any) -> None:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcm.runtime.cache.keys import KeyFunc, KeyFuncError
+from mcm.runtime.cache.keys import KeyFunc, key_with
 
 __all__ = ["Heap", "HeapClosedError", "LessFunc", "ObjectNotFoundError"]
 
@@ -145,10 +145,7 @@ class Heap:
 
     # -- internals (lock held) ------------------------------------------------------------------
     def _key_of(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except Exception as exc:
-            raise KeyFuncError(obj, exc) from exc
+        return key_with(self._key_func, obj)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -12,7 +12,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,10 @@ __all__ = [
     "KeyFunc",
     "KeyFuncError",
     "deletion_handling_meta_namespace_key_func",
+    "key_with",
     "meta_namespace_index_func",
     "meta_namespace_key_func",
+    "object_key",
     "object_meta",
     "split_meta_namespace_key",
 ]
@@ -66,6 +68,14 @@ class KeyFuncError(Exception):
         super().__init__(f"couldn't create key for object {_describe(obj)}: {err}")
 
 
+def key_with(key_func: KeyFunc, obj: Any) -> str:
+    """``key_func(obj)``; any failure is raised as :class:`KeyFuncError` (every store keys so)."""
+    try:
+        return key_func(obj)
+    except Exception as exc:
+        raise KeyFuncError(obj, exc) from exc
+
+
 def _describe(obj: object) -> str:
     """A short description that never dumps object contents (they may hold secret data)."""
     if isinstance(obj, dict):
@@ -94,6 +104,18 @@ def meta_namespace_key_func(obj: Any) -> str:
     if namespace:
         return f"{namespace}/{name}"
     return str(name)
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """:func:`meta_namespace_key_func` for any mapping, malformed ones included: never raises (a
+    missing ``metadata``, name or namespace counts as empty). For log lines, queue keys and tallies
+    of objects that came from a cache or a list."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return ""
+    name, namespace = meta.get("name"), meta.get("namespace")
+    name = name if isinstance(name, str) else ""
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
 
 
 def deletion_handling_meta_namespace_key_func(obj: Any) -> str:

@@ -7,9 +7,10 @@ each key, the newer of that copy and the informer's, by integer ``resourceVersio
 
 Guarantees (client-go's):
 
-- :meth:`MutationCache.get_by_key` and :meth:`MutationCache.by_index` return, per object, the
-  newer of the backing store's copy and the last mutation recorded for its key; a mutation that
-  the backing store has caught up with (equal or newer ``resourceVersion``) is dropped on read.
+- :meth:`MutationCache.get_by_key`, :meth:`MutationCache.list` and :meth:`MutationCache.by_index`
+  return, per object, the newer of the backing store's copy and the last mutation recorded for
+  its key; a mutation that the backing store has caught up with (equal or newer
+  ``resourceVersion``) is dropped on read.
 - A key missing from the backing store is reported missing (one cannot tell "create not seen
   yet" from "deleted since"), unless ``include_adds`` is set; then the mutation is returned.
 - Recording never replaces a newer mutation with an older one. Entries expire ``ttl`` seconds
@@ -158,7 +159,26 @@ class MutationCache:
                 return self._mutations.get(key) if self._include_adds else None
             return self._newer(key, obj)
 
-    def by_index(self, index_name: str, value: str) -> list[Any]:
+    def list(self) -> builtins.list[Any]:
+        """Every object of the backing store, each the newer of its copy and its mutation
+        (with ``include_adds``, recorded objects the store does not hold yet as well)."""
+        with self._lock:
+            keys = self._backing.list_keys()
+            items = []
+            for key in keys:
+                obj = self._backing.get_by_key(key)
+                if obj is not None:
+                    items.append(self._newer(key, obj))
+            if self._include_adds:
+                seen = set(keys)
+                items.extend(
+                    obj
+                    for key in self._mutations.keys_oldest_first()
+                    if key not in seen and (obj := self._mutations.get(key)) is not None
+                )
+            return items
+
+    def by_index(self, index_name: str, value: str) -> builtins.list[Any]:
         """The objects of an index value, each the newer of backing copy and mutation."""
         with self._lock:
             keys = self._backing.index_keys(index_name, value)
@@ -171,7 +191,7 @@ class MutationCache:
                 items.extend(self._added_in_index(index_name, value, set(keys)))
             return items
 
-    def _added_in_index(self, index_name: str, value: str, seen: set[str]) -> list[Any]:
+    def _added_in_index(self, index_name: str, value: str, seen: set[str]) -> builtins.list[Any]:
         index_func = self._backing.get_indexers()[index_name]
         added = []
         for key in self._mutations.keys_oldest_first():

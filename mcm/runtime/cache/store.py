@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mcm.runtime.cache.index import Indexers, IndexFunc
-from mcm.runtime.cache.keys import KeyFunc, KeyFuncError, meta_namespace_key_func
+from mcm.runtime.cache.keys import KeyFunc, key_with, meta_namespace_key_func
 from mcm.runtime.cache.thread_safe_store import ThreadSafeStore
 from mcm.runtime.client.types import Object
 
@@ -33,10 +33,7 @@ class Indexer:
 
     def key_of(self, obj: Any) -> str:
         """The key of ``obj``; :class:`KeyFuncError` if it has none."""
-        try:
-            return self._key_func(obj)
-        except Exception as exc:
-            raise KeyFuncError(obj, exc) from exc
+        return key_with(self._key_func, obj)
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, obj: Any) -> None:

@@ -15,7 +15,13 @@ Guarantees:
 - A kubeconfig is checked first (:func:`~mcm.runtime.client.kubeconfig.check_kubeconfig`): bad
   YAML, or a missing cluster, user or context, raises :class:`ConfigError` naming the file and
   what is wrong, never a raw YAML error.
-- Failures of either path raise :class:`ConfigError` with the reason.
+- Failures of either path raise :class:`ConfigError` with the reason. The files a configuration
+  names (CA, client certificate and key, token file) are read and parsed here, so a missing or
+  unreadable file or PEM that does not parse is a :class:`ConfigError` naming the entry and the
+  file when the client is built, as client-go fails at start-up, not a request failure later.
+- Requests go through the proxy client-go would use (:mod:`mcm.runtime.client.proxy`): the
+  cluster's ``proxy-url``, else ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``; on the
+  ``kubernetes`` package's path too (its own reading of the environment is replaced).
 - No key material is written to disk by either path: inline CA, client certificate and key data
   stay in memory (:mod:`mcm.runtime.client.identity`); on the ``kubernetes`` package's path they
   are taken out of the kubeconfig before its loader (which would write them to temp files) sees
@@ -37,8 +43,16 @@ from mcm.runtime.client.connection import (
     kubeconfig_connection,
     needs_kubernetes_package,
 )
-from mcm.runtime.client.identity import TlsMaterial, apply_ca, take_tls_material, use_identity
+from mcm.runtime.client.identity import (
+    TlsMaterial,
+    apply_ca,
+    check_ca,
+    check_identity,
+    take_tls_material,
+    use_identity,
+)
 from mcm.runtime.client.kubeconfig import ConfigError, select_context
+from mcm.runtime.client.proxy import cluster_proxy, proxy_from_environment
 from mcm.runtime.client.transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, default_user_agent
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.tokenbucket import MACHINE_CONTROLLER_BURST, MACHINE_CONTROLLER_QPS
@@ -78,7 +92,15 @@ def _in_cluster_configuration(configuration: Configuration) -> str | None:
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError) as exc:
         raise ConfigError(f"unable to load in-cluster configuration: {exc}") from exc
+    _use_proxy(configuration, proxy_from_environment(str(configuration.host)))
     return _service_account_namespace()
+
+
+def _use_proxy(configuration: Configuration, proxy: str | None) -> None:
+    """Route the package's pool through ``proxy`` (chosen as client-go chooses it) and nothing
+    else: the package's own reading of the environment differs (loopback servers, NO_PROXY)."""
+    configuration.proxy = proxy
+    configuration.no_proxy = None
 
 
 def _service_account_namespace() -> str | None:
@@ -109,14 +131,25 @@ def _kubeconfig_configuration(
     try:
         merged = KubeConfigMerger(kubeconfig)  # type: ignore[no-untyped-call]
         material = take_tls_material(merged.config, context)
+        _check_material(material)
         loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
             config_dict=merged.config, config_base_path=None, active_context=context
         )
         loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         apply_ca(configuration, material)
+        _use_proxy(configuration, cluster_proxy(selection.cluster))
     except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"unable to load kubeconfig {kubeconfig!r}: {exc}") from exc
     return selection.namespace, material
+
+
+def _check_material(material: TlsMaterial) -> None:
+    """Raise ``ValueError`` for a CA or client identity that does not parse (checked at load
+    time, as on the path without the package)."""
+    if material.ca is not None:
+        check_ca(material.ca, "certificate-authority")
+    if material.identity is not None:
+        check_identity(material.identity, "client-certificate/client-key")
 
 
 def _package_configuration(
@@ -158,7 +191,12 @@ def _package_connection(kubeconfig: str, context: str | None) -> tuple[Connectio
     from kubernetes.client import ApiClient
 
     configuration, namespace, material = _package_configuration(kubeconfig, context)
-    api_client = ApiClient(configuration=configuration)
+    try:
+        api_client = ApiClient(configuration=configuration)
+    except ImportError as exc:  # urllib3's SOCKS support needs PySocks
+        raise ConfigError(
+            f"kubeconfig {kubeconfig!r}: a SOCKS proxy needs the PySocks package ({exc})"
+        ) from None
     if material.identity is not None:
         try:
             use_identity(api_client, material.identity)
@@ -177,7 +215,7 @@ def new_connection(kubeconfig: str | None, *, context: str | None = None) -> tup
     assert kubeconfig is not None
     paths = _kubeconfig_paths(kubeconfig)
     selection = select_context(paths, context)
-    if needs_kubernetes_package(selection.cluster, selection.user):
+    if needs_kubernetes_package(selection.cluster, selection.user):  # reads os.environ too
         return _package_connection(kubeconfig, context)
     try:
         connection = kubeconfig_connection(

@@ -12,9 +12,14 @@ Guarantees:
 - TLS as the kubeconfig says: the CA from ``certificate-authority`` (a path, relative to the
   kubeconfig file that names it) or ``certificate-authority-data``, client certificates from
   ``client-certificate``/``client-key`` or their ``-data`` forms, ``insecure-skip-tls-verify``,
-  ``tls-server-name``, an HTTP(S) ``proxy-url``. Inline data never lands in a file: the CA goes
-  to urllib3 as data and an inline certificate or key is loaded into the pool's ``SSLContext``
-  from memory (:mod:`mcm.runtime.client.identity`).
+  ``tls-server-name``. Inline data never lands in a file: the CA goes to urllib3 as data and an
+  inline certificate or key is loaded into the pool's ``SSLContext`` from memory
+  (:mod:`mcm.runtime.client.identity`).
+- A proxy as client-go picks it (:mod:`mcm.runtime.client.proxy`): the cluster's ``proxy-url``,
+  else ``HTTPS_PROXY``/``HTTP_PROXY`` unless ``NO_PROXY`` or a loopback server exempts it; its
+  ``user:password`` becomes a ``Proxy-Authorization`` header. Proxied requests all go through
+  urllib3's ``ProxyManager`` (CONNECT for ``https`` servers); the lean pool is for direct
+  connections only.
 - Credentials: ``tokenFile`` (re-read at most every :data:`TOKEN_FILE_REFRESH` seconds, so
   rotated tokens are used; it wins over ``token`` as in client-go), ``token``, basic auth.
 - TCP keep-alive with client-go's probe timing; a pool of :data:`CONNECTION_POOL_SIZE`
@@ -31,17 +36,22 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import urllib3
 
 from mcm.runtime.client.http11 import HTTP11Pool, tls_context
 from mcm.runtime.client.identity import (
     ClientIdentity,
+    check_ca,
+    check_identity,
     client_identity,
     client_ssl_context,
     decode_data,
     load_client_identity,
+    read_file,
 )
+from mcm.runtime.client.proxy import cluster_proxy, proxy_from_environment
 
 __all__ = [
     "CONNECTION_POOL_SIZE",
@@ -170,6 +180,8 @@ def _path(value: Any, base_dir: str) -> str | None:
 
 
 def _tls_args(cluster: Mapping[str, Any], user: Mapping[str, Any], dirs: tuple[str, str]) -> dict[str, Any]:
+    """urllib3's TLS arguments for ``cluster`` and ``user``, their files read and checked now
+    (``ValueError`` naming the entry and file), as client-go fails at start-up."""
     cluster_dir, user_dir = dirs
     verify = not cluster.get("insecure-skip-tls-verify")
     args: dict[str, Any] = {}
@@ -177,23 +189,42 @@ def _tls_args(cluster: Mapping[str, Any], user: Mapping[str, Any], dirs: tuple[s
         args.update(cert_reqs="CERT_NONE", assert_hostname=False)
     else:
         args["cert_reqs"] = "CERT_REQUIRED"
-        ca_data = cluster.get("certificate-authority-data")
-        if ca_data:
-            args["ca_cert_data"] = decode_data(ca_data, "certificate-authority").decode("ascii", "replace")
-        else:
-            args["ca_certs"] = _path(cluster.get("certificate-authority"), cluster_dir)
+        args.update(_ca_args(cluster, cluster_dir))
     if cluster.get("tls-server-name"):
         args["server_hostname"] = cluster["tls-server-name"]
     if user.get("client-certificate-data") or user.get("client-key-data"):
         identity = client_identity(dict(user), user_dir)
         if identity is not None:
+            check_identity(identity, "client-certificate-data/client-key-data")
             has_ca = bool(args.get("ca_cert_data") or args.get("ca_certs"))
             args["ssl_context"] = client_ssl_context(identity, verify=verify, system_roots=not has_ca)
         return args
     cert, key = _path(user.get("client-certificate"), user_dir), _path(user.get("client-key"), user_dir)
     if cert:
+        pem = read_file(cert, "client-certificate")
+        key_pem = read_file(key, "client-key") if key else b""
+        check_identity(
+            ClientIdentity(pem, key_pem),
+            f"client-certificate {cert!r}" + (f", client-key {key!r}" if key else ""),
+        )
         args.update(cert_file=cert, key_file=key)
+    elif key:
+        raise ValueError(f"client-key {key!r} is set without a client-certificate")
     return args
+
+
+def _ca_args(cluster: Mapping[str, Any], cluster_dir: str) -> dict[str, Any]:
+    """The CA to verify the server with: ``certificate-authority-data`` or the file
+    ``certificate-authority`` names (checked now); none means the system's."""
+    ca_data = cluster.get("certificate-authority-data")
+    if ca_data:
+        pem = decode_data(ca_data, "certificate-authority")
+        check_ca(pem, "certificate-authority-data")
+        return {"ca_cert_data": pem.decode("ascii")}
+    path = _path(cluster.get("certificate-authority"), cluster_dir)
+    if path:
+        check_ca(read_file(path, "certificate-authority"), f"certificate-authority {path!r}")
+    return {"ca_certs": path}
 
 
 def _pool(proxy: str | None, tls: dict[str, Any]) -> urllib3.PoolManager:
@@ -204,7 +235,11 @@ def _pool(proxy: str | None, tls: dict[str, Any]) -> urllib3.PoolManager:
         **tls,
     }
     if proxy:
-        return urllib3.ProxyManager(proxy, **options)
+        url = urllib3.util.parse_url(proxy)
+        headers = {}
+        if url.auth:  # user:password in the proxy URL, sent as Go's transport sends it
+            headers = urllib3.util.make_headers(proxy_basic_auth=unquote(url.auth))
+        return urllib3.ProxyManager(url._replace(auth=None).url, proxy_headers=headers, **options)
     return urllib3.PoolManager(**options)
 
 
@@ -244,6 +279,7 @@ def _http11_pool(
 def _user_headers(user: Mapping[str, Any], user_dir: str) -> Headers:
     token_file = _path(user.get("tokenFile"), user_dir)
     if token_file:
+        read_file(token_file, "tokenFile")  # a file missing at start-up is a configuration error
         return TokenFile(token_file).headers
     fixed: dict[str, str] = {}
     if user.get("token"):
@@ -254,21 +290,29 @@ def _user_headers(user: Mapping[str, Any], user_dir: str) -> Headers:
     return lambda: dict(fixed)
 
 
-def needs_kubernetes_package(cluster: Mapping[str, Any], user: Mapping[str, Any]) -> bool:
+def needs_kubernetes_package(
+    cluster: Mapping[str, Any], user: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> bool:
     """Whether the configuration uses something only the ``kubernetes`` package handles: exec
-    credential plugins, auth providers, a SOCKS proxy."""
-    proxy = str(cluster.get("proxy-url") or "")
-    return bool(user.get("exec") or user.get("auth-provider") or proxy.startswith("socks"))
+    credential plugins, auth providers, a SOCKS proxy (``proxy-url`` or the environment's)."""
+    proxy = cluster_proxy(cluster, environ) or ""
+    return bool(user.get("exec") or user.get("auth-provider") or proxy.lower().startswith("socks"))
 
 
 def kubeconfig_connection(
-    cluster: Mapping[str, Any], user: Mapping[str, Any], *, cluster_dir: str, user_dir: str
+    cluster: Mapping[str, Any],
+    user: Mapping[str, Any],
+    *,
+    cluster_dir: str,
+    user_dir: str,
+    environ: Mapping[str, str] | None = None,
 ) -> Connection:
     """A connection for a kubeconfig's selected cluster and user (see the module docstring).
 
-    ``cluster_dir``/``user_dir``: directories of the files that define them (relative paths)."""
+    ``cluster_dir``/``user_dir``: directories of the files that define them (relative paths);
+    ``environ``: where ``HTTPS_PROXY`` and the like are read (``os.environ`` by default)."""
     tls = _tls_args(cluster, user, (cluster_dir, user_dir))
-    proxy = cluster.get("proxy-url") or None
+    proxy = cluster_proxy(cluster, environ)
     server = str(cluster["server"])
     identity = (
         client_identity(dict(user), user_dir)
@@ -286,7 +330,8 @@ def kubeconfig_connection(
 
 def in_cluster_connection(service_account_dir: str, environ: Mapping[str, str] = os.environ) -> Connection:
     """The pod's service account: ``KUBERNETES_SERVICE_HOST``/``_PORT``, its token (re-read as it
-    rotates) and CA. Raises ``ValueError`` naming what is missing."""
+    rotates) and CA, through the proxy the environment names for it (client-go's
+    ``http.ProxyFromEnvironment``). Raises ``ValueError`` naming what is missing."""
     host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
     if not host or not port:
         raise ValueError("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a pod?)")
@@ -295,10 +340,19 @@ def in_cluster_connection(service_account_dir: str, environ: Mapping[str, str] =
     for path, what in ((token_path, "service account token"), (ca_path, "service account CA")):
         if not os.path.isfile(path):
             raise ValueError(f"the {what} file {path} does not exist")
+    read_file(token_path, "service account token")
+    check_ca(read_file(ca_path, "service account CA"), f"service account CA {ca_path!r}")
     tokens = TokenFile(token_path)
     if not tokens.token():
         raise ValueError(f"the service account token file {token_path} is empty")
     server = f"[{host}]" if ":" in host else host
     tls = {"cert_reqs": "CERT_REQUIRED", "ca_certs": ca_path}
     url = f"https://{server}:{port}"
-    return Connection(url, _pool(None, tls), tokens.headers, ca_file=ca_path, http11=_http11_pool(url, tls))
+    proxy = proxy_from_environment(url, environ)
+    return Connection(
+        url,
+        _pool(proxy, tls),
+        tokens.headers,
+        ca_file=ca_path,
+        http11=None if proxy else _http11_pool(url, tls),
+    )

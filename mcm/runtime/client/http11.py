@@ -3,47 +3,94 @@
 ``http.client`` + ``urllib3`` build each request through several layers (URL parsing, header
 objects, an ``email`` parser for the answer's headers, a pool queue with a condition variable).
 An API request is small and always the same shape, so :class:`HTTP11Pool` writes it in one
-buffer and reads the answer with a buffered reader: a fraction of the CPU per request.
+buffer and reads the answer from a buffer of its own: a fraction of the CPU per request.
 
 Guarantees:
 
 - HTTP/1.1 with keep-alive: an idle connection is reused last-in first-out; one the server
-  closed (readable while idle: EOF or stray bytes) is dropped before it is used. At most
-  ``maxsize`` idle connections are kept; more may be open at once (like urllib3's non-blocking
-  pool).
-- Answers framed by ``Content-Length``, ``Transfer-Encoding: chunked`` or the end of the
-  connection; ``HEAD``, 1xx, 204 and 304 answers have no body. ``Connection: close`` (or an
-  HTTP/1.0 answer without keep-alive) closes the connection after the answer.
+  closed (readable while idle: EOF or stray bytes) is dropped before it is used. A connection
+  is pooled only when its answer ended exactly where the bytes received ended: anything after
+  it (a second answer, a body on a HEAD, 204 or 304 answer) drops the connection, so no byte is
+  ever read as the answer to another request. At most ``maxsize`` idle connections are kept;
+  more may be open at once (like urllib3's non-blocking pool).
+- Framing as Go's ``net/http`` reads a response: ``Transfer-Encoding`` must be one header whose
+  value is ``chunked`` (ignored in an HTTP/1.0 answer) and then wins over ``Content-Length``;
+  repeated ``Content-Length`` headers must agree; else the body ends with the connection.
+  ``HEAD``, 1xx, 204 and 304 answers have no body. At most :data:`MAX_INTERIM_ANSWERS` 1xx
+  answers are skipped before the final one.
+- Strict numbers: a status is three ASCII digits (100-999), a ``Content-Length`` ASCII digits
+  below 2**63, a chunk size at most 16 hex digits. Bodies are read in bounded pieces as they
+  arrive, so an announced size reserves no memory.
+- ``Connection`` tokens from every ``Connection`` header count: ``close`` (or HTTP/1.0 without
+  ``keep-alive``) closes the connection after the answer, as does a 101 answer.
+- ``timeout`` is one deadline for the whole request: connecting, the TLS handshake, sending and
+  every read share it, so a server sending a byte now and then cannot stretch a request.
+- A server may answer before it read the whole request (a 413 for a large body) and close: an
+  answer that arrived before the reset is returned (as urllib3 does).
 - A GET sent on a reused connection that ends before any byte of the answer arrived is sent
   once more on a fresh connection (the server closed the idle connection meanwhile); nothing
   else is retried here.
-- ``timeout`` bounds connecting and every read and write. Every failure raises an ``OSError``
-  (socket, TLS and timeout errors as they come, :class:`ProtocolError` for a malformed answer)
-  and closes the connection it happened on; a failed connection is never pooled again.
+- A target or header that would change the request's framing (control characters such as CR
+  or LF; a header name that is not a token) raises :class:`InvalidRequest` before anything is
+  sent; its message names the header, never the value (a token stays out of logs).
+- Every other failure raises an ``OSError`` (socket, TLS and timeout errors as they come,
+  :class:`ProtocolError` for an answer that is not HTTP/1.x as expected) and closes the
+  connection it happened on; a failed connection is never pooled again.
 - TLS verifies the server's certificate and host name (or ``server_hostname``) unless the
-  context says otherwise; the context (or the function building it, :func:`tls_context`) is
-  used from the first connection on, so a bad CA file fails requests, not the setup.
+  context says otherwise; a function building the context (:func:`tls_context`) is called on
+  the first connection.
 """
 
 from __future__ import annotations
 
 import collections
+import errno
+import math
+import re
 import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
-__all__ = ["HTTP11Pool", "ProtocolError", "Response", "tls_context"]
+from mcm.runtime.client.httphead import (
+    MAX_HEADERS,
+    TOKEN,
+    ProtocolError,
+    connection_tokens,
+    framing,
+    parse_headers,
+    parse_status_line,
+)
+
+__all__ = [
+    "MAX_INTERIM_ANSWERS",
+    "HTTP11Pool",
+    "InvalidRequest",
+    "ProtocolError",
+    "Response",
+    "check_request",
+    "tls_context",
+]
+
+MAX_INTERIM_ANSWERS = 5
+"""1xx answers skipped before the final answer (Go's ``max1xxResponses``); one more is an error."""
 
 _MAX_LINE = 65536
-_MAX_HEADERS = 200
+_MAX_HEAD = 1 << 20
+_RECV_SIZE = 65536
 _NO_BODY_STATUS = frozenset({204, 304})
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_EARLY_ANSWER_ERRNOS = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE})
+
+_HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f]")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-class ProtocolError(OSError):
-    """The server's answer is not HTTP/1.x as expected (or ended in the middle)."""
+class InvalidRequest(ValueError):
+    """A request the client refuses to send: its target or a header would change its framing."""
 
 
 class Headers:
@@ -104,30 +151,157 @@ def tls_context(
     return context
 
 
-class _Connection:
-    """One socket with its buffered reader."""
+_KNOWN_NAMES: set[str] = set()
+"""Header names already found to be tokens (a request's names are few and always the same)."""
 
-    __slots__ = ("poller", "reader", "reused", "sock")
+
+def check_request(target: str, headers: Mapping[str, str]) -> None:
+    """Raise :class:`InvalidRequest` for a target with control characters or spaces, a header
+    name that is not a token, or a header value with control characters other than tab (what
+    urllib3 and Go's ``net/http`` refuse). The message names the header, not its value."""
+    if (not target.isprintable() or " " in target) and _BAD_TARGET.search(target):
+        raise InvalidRequest(f"invalid request target {target[:80]!r}: control characters or spaces")
+    if _KNOWN_NAMES.issuperset(headers) and "".join(headers.values()).isprintable():
+        return
+    for name, value in headers.items():
+        if not TOKEN.fullmatch(name):
+            raise InvalidRequest(f"invalid header name {name[:80]!r}")
+        if _BAD_VALUE.search(value):
+            raise InvalidRequest(f"invalid value for header {name!r}: control characters")
+        if len(_KNOWN_NAMES) < 256:
+            _KNOWN_NAMES.add(name)
+
+
+class _Connection:
+    """One non-blocking socket, the bytes received but not yet parsed, and the current request's
+    deadline (every wait is a ``poll`` bounded by it)."""
+
+    __slots__ = ("buf", "deadline", "pos", "readable", "reused", "sock", "tls", "writable")
 
     def __init__(self, sock: socket.socket) -> None:
+        sock.settimeout(0)
         self.sock = sock
-        self.reader = sock.makefile("rb")
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        self.buf = bytearray()
+        self.pos = 0
+        self.deadline = 0.0
         self.reused = False
-        self.poller = select.poll()
-        self.poller.register(sock, select.POLLIN)
+        self.readable = select.poll()
+        self.readable.register(sock, select.POLLIN)
+        self.writable: select.poll | None = None
 
     def close(self) -> None:
-        try:
-            self.reader.close()
-        finally:
-            self.sock.close()
+        self.sock.close()
 
     def dropped(self) -> bool:
         """Whether the idle connection has something to read (EOF, most likely): unusable."""
         try:
-            return bool(self.poller.poll(0))
+            return bool(self.readable.poll(0))
         except (OSError, ValueError):
             return True
+
+    def drained(self) -> bool:
+        """Whether every byte received so far was part of an answer (here and in the TLS layer)."""
+        return self.pos == len(self.buf) and not (self.tls and self.sock.pending())  # type: ignore[attr-defined]
+
+    def wait(self, poller: select.poll) -> None:
+        """Wait until ``poller`` reports the socket ready; ``TimeoutError`` at the deadline."""
+        left = self.deadline - time.monotonic()
+        if left <= 0 or not poller.poll(math.ceil(left * 1000)):
+            raise TimeoutError("timed out")
+
+    def wait_writable(self) -> None:
+        if self.writable is None:
+            self.writable = select.poll()
+            self.writable.register(self.sock, select.POLLOUT)
+        self.wait(self.writable)
+
+    def fill(self) -> bool:
+        """Receive the next bytes (waiting at most until the deadline); False at the end."""
+        sock = self.sock
+        while True:
+            if not (self.tls and sock.pending()):  # type: ignore[attr-defined]
+                self.wait(self.readable)
+            try:
+                data = sock.recv(_RECV_SIZE)
+                break
+            except (BlockingIOError, ssl.SSLWantReadError):
+                continue  # woken for nothing, or a TLS record without application data
+            except ssl.SSLWantWriteError:
+                self.wait_writable()
+        if not data:
+            return False
+        if self.pos:
+            del self.buf[: self.pos]
+            self.pos = 0
+        self.buf += data
+        return True
+
+    def line(self) -> bytes | None:
+        """The next line without its LF (a CR stays); None when the connection ended first."""
+        while True:
+            end = self.buf.find(b"\n", self.pos)
+            if end >= 0:
+                if end - self.pos > _MAX_LINE:
+                    raise ProtocolError(f"a line of the answer is longer than {_MAX_LINE} bytes")
+                line = bytes(self.buf[self.pos : end])
+                self.pos = end + 1
+                return line
+            if len(self.buf) - self.pos > _MAX_LINE:
+                raise ProtocolError(f"a line of the answer is longer than {_MAX_LINE} bytes")
+            if not self.fill():
+                if self.pos == len(self.buf):
+                    return None
+                raise ProtocolError("the answer ended in the middle of a line")
+
+    def head(self) -> str | None:
+        """The status line and headers up to the blank line (each line ends with LF or CRLF);
+        None when the connection ended before any byte."""
+        while True:
+            buf, start = self.buf, self.pos
+            limit = start + _MAX_HEAD
+            crlf = buf.find(b"\n\r\n", start, limit)
+            lf = buf.find(b"\n\n", start, crlf + 2 if crlf >= 0 else limit)
+            if lf >= 0 or crlf >= 0:
+                end = lf + 1 if lf >= 0 else crlf + 1
+                self.pos = end + 1 if lf >= 0 else end + 2
+                return buf[start:end].decode("latin-1")
+            if len(buf) - start > _MAX_HEAD:
+                raise ProtocolError(f"the answer's head is longer than {_MAX_HEAD} bytes")
+            if not self.fill():
+                if self.pos == len(self.buf):
+                    return None
+                raise ProtocolError("the answer's head ended in the middle")
+
+    def take(self, size: int) -> bytes:
+        """The next ``size`` bytes, received in bounded pieces as they arrive."""
+        while len(self.buf) - self.pos < size:
+            if not self.fill():
+                raise ProtocolError(f"the body ended after {len(self.buf) - self.pos} of {size} bytes")
+        start = self.pos
+        self.pos += size
+        with memoryview(self.buf) as view:
+            return bytes(view[start : self.pos])
+
+    def rest(self) -> bytes:
+        """Everything until the server closes the connection."""
+        while self.fill():
+            pass
+        start, self.pos = self.pos, len(self.buf)
+        return bytes(self.buf[start:])
+
+    def send(self, data: bytes) -> None:
+        """Send all of ``data`` before the deadline."""
+        sock = self.sock
+        with memoryview(data) as view:
+            sent, total = 0, len(view)
+            while sent < total:
+                try:
+                    sent += sock.send(view[sent:])
+                except (BlockingIOError, ssl.SSLWantWriteError):
+                    self.wait_writable()
+                except ssl.SSLWantReadError:
+                    self.wait(self.readable)
 
 
 class HTTP11Pool:
@@ -161,36 +335,43 @@ class HTTP11Pool:
         self._idle: collections.deque[_Connection] = collections.deque()
 
     # -- the pool ------------------------------------------------------------------------------
-    def _connect(self, timeout: float) -> _Connection:
-        sock = socket.create_connection((self.host, self.port), timeout)
+    def _connect(self, deadline: float) -> _Connection:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        sock = socket.create_connection((self.host, self.port), left)
         try:
             for level, option, value in self._socket_options:
                 sock.setsockopt(level, option, value)
             if self._ssl_source is not None:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))  # bounds the whole handshake
                 sock = self._context().wrap_socket(sock, server_hostname=self._server_hostname)
         except BaseException:
             sock.close()
             raise
-        return _Connection(sock)
+        conn = _Connection(sock)
+        conn.deadline = deadline
+        return conn
 
     def _context(self) -> ssl.SSLContext:
-        """The TLS context, built on first use (a bad CA file fails the request, not the setup)."""
+        """The TLS context, built on first use."""
         with self._ssl_lock:
             if self._ssl is None:
                 source = self._ssl_source
                 self._ssl = source if isinstance(source, ssl.SSLContext) else source()  # type: ignore[misc]
             return self._ssl
 
-    def _take(self, timeout: float) -> _Connection:
+    def _take(self, deadline: float) -> _Connection:
         while True:
             try:
                 conn = self._idle.pop()
             except IndexError:
-                return self._connect(timeout)
+                return self._connect(deadline)
             if conn.dropped():
                 conn.close()
                 continue
             conn.reused = True
+            conn.deadline = deadline
             return conn
 
     def _give_back(self, conn: _Connection) -> None:
@@ -217,35 +398,39 @@ class HTTP11Pool:
         *,
         timeout: float,
     ) -> Response:
-        """Send ``method target`` and return the whole answer (see the module docstring)."""
+        """Send ``method target`` and return the whole answer within ``timeout`` seconds (see
+        the module docstring)."""
+        deadline = time.monotonic() + timeout
         head = self._head(method, target, headers, body)
-        conn = self._take(timeout)
+        conn = self._take(deadline)
         try:
-            return self._exchange(conn, method, head, body, timeout)
+            return self._exchange(conn, method, head, body)
         except _StaleConnection:
             if method != "GET":
                 raise ProtocolError("the server closed the connection before answering") from None
-            return self._exchange(self._connect(timeout), method, head, body, timeout)
+            return self._exchange(self._connect(deadline), method, head, body)
 
     def _head(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
+        if method not in _METHODS and not TOKEN.fullmatch(method):
+            raise InvalidRequest(f"invalid method {method[:80]!r}")
+        check_request(target, headers)
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self._host_header}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         if body is not None or method in ("POST", "PUT", "PATCH"):
             lines.append(f"Content-Length: {len(body or b'')}")
         lines.append("\r\n")
-        return "\r\n".join(lines).encode("latin-1")
-
-    def _exchange(
-        self, conn: _Connection, method: str, head: bytes, body: bytes | None, timeout: float
-    ) -> Response:
         try:
-            conn.sock.settimeout(timeout)
-            conn.sock.sendall(head + body if body else head)
-            response, keep = _read_response(conn, method)
+            return "\r\n".join(lines).encode("latin-1")
+        except UnicodeEncodeError:
+            raise InvalidRequest("the request target or a header is not Latin-1 text") from None
+
+    def _exchange(self, conn: _Connection, method: str, head: bytes, body: bytes | None) -> Response:
+        try:
+            response, keep = _send_and_read(conn, method, head + body if body else head)
         except BaseException:
             conn.close()
             raise
-        if keep:
+        if keep and conn.drained():
             self._give_back(conn)
         else:
             conn.close()
@@ -256,98 +441,97 @@ class _StaleConnection(ProtocolError):
     """A reused connection ended before any byte of the answer."""
 
 
-def _read_response(conn: _Connection, method: str) -> tuple[Response, bool]:
-    """Read one answer; also whether the connection may carry another request."""
-    reader = conn.reader
-    while True:
-        try:
-            line = reader.readline(_MAX_LINE)
-        except ConnectionResetError:
-            if conn.reused:
-                raise _StaleConnection("connection reset before the answer") from None
+def _send_and_read(conn: _Connection, method: str, data: bytes) -> tuple[Response, bool]:
+    """Send the request and read the answer; also whether the connection may carry another.
+
+    A reset or broken pipe while sending may follow an early answer (the server refused the
+    request and closed without reading the rest): that answer is read and returned."""
+    try:
+        conn.send(data)
+    except OSError as exc:
+        if exc.errno not in _EARLY_ANSWER_ERRNOS:
             raise
-        if not line:
-            if conn.reused:
-                raise _StaleConnection("the server closed the connection before answering")
-            raise ProtocolError("the server closed the connection before answering")
+        try:
+            response, _ = _read_response(conn, method)
+        except _StaleConnection:
+            raise
+        except OSError:
+            raise exc from None
+        return response, False
+    return _read_response(conn, method)
+
+
+def _read_response(conn: _Connection, method: str) -> tuple[Response, bool]:
+    """Read one final answer (skipping at most :data:`MAX_INTERIM_ANSWERS` 1xx answers)."""
+    for _ in range(MAX_INTERIM_ANSWERS + 1):
+        text = _head_text(conn)
         conn.reused = False  # an answer has begun: whatever happens now is not a stale socket
-        version, status, reason = _status_line(line)
-        fields = _read_headers(reader)
+        status_line, _, header_text = text.partition("\n")
+        minor, status, reason = parse_status_line(status_line)
+        fields, listed = parse_headers(header_text)
         if status >= 200 or status == 101:
-            break
+            return _final(conn, method, (minor, status, reason), fields, listed)
+    raise ProtocolError(f"more than {MAX_INTERIM_ANSWERS} 1xx informational answers")
+
+
+def _head_text(conn: _Connection) -> str:
+    """The answer's head: the status line and the header lines, each ending with (CR)LF."""
+    try:
+        text = conn.head()
+    except ConnectionResetError:
+        if conn.reused:
+            raise _StaleConnection("connection reset before the answer") from None
+        raise
+    if text is None:
+        if conn.reused:
+            raise _StaleConnection("the server closed the connection before answering")
+        raise ProtocolError("the server closed the connection before answering")
+    return text
+
+
+def _final(
+    conn: _Connection,
+    method: str,
+    status_line: tuple[int, int, str],
+    fields: dict[str, str],
+    listed: dict[str, list[str]],
+) -> tuple[Response, bool]:
+    minor, status, reason = status_line
+    chunked, length = framing(minor, listed)
     if method == "HEAD" or status in _NO_BODY_STATUS or status < 200:
-        data = b""
-        by_close = False
+        data, by_close = b"", False
+    elif chunked:
+        data, by_close = _read_chunked(conn), False
+    elif length is not None:
+        data, by_close = (conn.take(length) if length else b""), False
     else:
-        data, by_close = _read_body(reader, fields)
-    connection = fields.get("connection", "").lower()
-    keep = not by_close and connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
+        data, by_close = conn.rest(), True
+    tokens = connection_tokens(listed["connection"]) if "connection" in listed else ()
+    keep = not by_close and status != 101 and "close" not in tokens and (minor >= 1 or "keep-alive" in tokens)
     return Response(status, reason, Headers(fields), data), keep
 
 
-def _status_line(line: bytes) -> tuple[str, int, str]:
-    parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-        raise ProtocolError(f"malformed status line {line[:80]!r}")
-    return parts[0], int(parts[1]), parts[2] if len(parts) > 2 else ""
-
-
-def _read_headers(reader: Any) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    for _ in range(_MAX_HEADERS):
-        line = reader.readline(_MAX_LINE)
-        if line in (b"\r\n", b"\n"):
-            return fields
-        if not line or not line.endswith(b"\n"):
-            raise ProtocolError("the answer's headers ended in the middle")
-        name, sep, value = line.decode("latin-1").partition(":")
-        if not sep:
-            raise ProtocolError(f"malformed header line {line[:80]!r}")
-        fields.setdefault(name.strip().lower(), value.strip())
-    raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
-
-
-def _read_body(reader: Any, fields: dict[str, str]) -> tuple[bytes, bool]:
-    """The body, and True when it was framed by the end of the connection."""
-    if "chunked" in fields.get("transfer-encoding", "").lower():
-        return _read_chunked(reader), False
-    length = fields.get("content-length")
-    if length is not None:
-        try:
-            size = int(length)
-        except ValueError:
-            raise ProtocolError(f"malformed Content-Length {length!r}") from None
-        if size < 0:
-            raise ProtocolError(f"negative Content-Length {length!r}")
-        return _read_exactly(reader, size), False
-    return reader.read(), True
-
-
-def _read_exactly(reader: Any, size: int) -> bytes:
-    data = reader.read(size) if size else b""
-    if len(data) != size:
-        raise ProtocolError(f"the body ended after {len(data)} of {size} bytes")
-    return bytes(data)
-
-
-def _read_chunked(reader: Any) -> bytes:
+def _read_chunked(conn: _Connection) -> bytes:
     parts: list[bytes] = []
     while True:
-        line = reader.readline(_MAX_LINE)
-        if not line.endswith(b"\n"):
+        line = conn.line()
+        if line is None:
             raise ProtocolError("the chunked body ended in the middle")
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise ProtocolError(f"malformed chunk size {line[:40]!r}") from None
+        if not line.endswith(b"\r"):
+            raise ProtocolError(f"a chunk size line ends with a bare LF: {line[:40]!r}")
+        size_text = line[:-1].split(b";", 1)[0].rstrip(b" \t")
+        if not _HEX.fullmatch(size_text):
+            raise ProtocolError(f"malformed chunk size {line[:40]!r}")
+        size = int(size_text, 16)
         if size == 0:
             break
-        parts.append(_read_exactly(reader, size))
-        if reader.readline(_MAX_LINE) not in (b"\r\n", b"\n"):
+        parts.append(conn.take(size))
+        if conn.take(2) != b"\r\n":
             raise ProtocolError("a chunk did not end with CRLF")
-    while True:  # trailers
-        line = reader.readline(_MAX_LINE)
-        if line in (b"\r\n", b"\n"):
-            return b"".join(parts)
-        if not line:
+    for _ in range(MAX_HEADERS):  # trailers
+        line = conn.line()
+        if line is None:
             raise ProtocolError("the chunked body's trailer ended in the middle")
+        if line in (b"\r", b""):
+            return b"".join(parts)
+    raise ProtocolError(f"more than {MAX_HEADERS} trailer lines")

@@ -18,6 +18,10 @@ and deletes them only at exit). Here:
   the user keeps them; relative paths are resolved against the kubeconfig that names them.
 - The context verifies the server as urllib3's own would: against the kubeconfig's CA, else the
   system roots; ``insecure-skip-tls-verify`` turns verification off.
+- Files are read and checked when the configuration is loaded (:func:`read_file`,
+  :func:`check_ca`, :func:`check_identity`): a missing or unreadable file, or PEM that does not
+  hold a CA certificate or a certificate with its (unencrypted) private key, raises
+  ``ValueError`` naming the entry and the file, as client-go fails at start-up.
 
 This module does not import the ``kubernetes`` package.
 """
@@ -39,10 +43,13 @@ __all__ = [
     "ClientIdentity",
     "TlsMaterial",
     "apply_ca",
+    "check_ca",
+    "check_identity",
     "client_identity",
     "client_ssl_context",
     "decode_data",
     "load_client_identity",
+    "read_file",
     "take_tls_material",
     "use_identity",
 ]
@@ -75,10 +82,39 @@ def decode_data(value: Any, key: str) -> bytes:
         raise ValueError(f"{key}-data is not valid base64") from None
 
 
-def _read(path: str, base_dir: str | None) -> bytes:
+def read_file(path: str, key: str) -> bytes:
+    """The bytes of the file a kubeconfig entry ``key`` names; ``ValueError`` naming both when
+    it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise ValueError(f"{key} {path!r} cannot be read: {exc.strerror or exc}") from None
+
+
+def check_ca(pem: bytes, where: str) -> None:
+    """Raise ``ValueError`` unless ``pem`` holds at least one PEM CA certificate."""
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=pem.decode("ascii"))
+    except (ssl.SSLError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{where} does not hold a PEM CA certificate ({_reason(exc)})") from None
+
+
+def check_identity(identity: ClientIdentity, where: str) -> None:
+    """Raise ``ValueError`` unless ``identity`` is a PEM certificate with its private key."""
+    try:
+        _load_cert_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), identity)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ValueError(f"{where}: not a PEM certificate with its private key ({_reason(exc)})") from None
+
+
+def _reason(exc: Exception) -> str:
+    return str(getattr(exc, "reason", None) or type(exc).__name__)
+
+
+def _read(path: str, base_dir: str | None, key: str) -> bytes:
     full = path if os.path.isabs(path) or not base_dir else os.path.join(base_dir, path)
-    with open(os.path.expanduser(full), "rb") as f:
-        return f.read()
+    return read_file(os.path.expanduser(full), key)
 
 
 def _pop(body: dict[str, Any], key: str, base_dir: str | None) -> bytes | None:
@@ -87,7 +123,7 @@ def _pop(body: dict[str, Any], key: str, base_dir: str | None) -> bytes | None:
     if data:
         return decode_data(data, key)
     if path:
-        return _read(str(path), base_dir)
+        return _read(str(path), base_dir, key)
     return None
 
 
@@ -169,6 +205,11 @@ def load_client_identity(context: ssl.SSLContext, identity: ClientIdentity) -> N
     _load_cert_chain(context, identity)
 
 
+def _no_password() -> str:
+    """An encrypted key fails to load instead of OpenSSL prompting on the terminal."""
+    return ""
+
+
 def _load_cert_chain(context: ssl.SSLContext, identity: ClientIdentity) -> None:
     pem = identity.certificate.rstrip(b"\n") + b"\n" + identity.key
     memfd_create = getattr(os, "memfd_create", None)
@@ -176,7 +217,7 @@ def _load_cert_chain(context: ssl.SSLContext, identity: ClientIdentity) -> None:
         fd = memfd_create("mcm-client-identity", getattr(os, "MFD_CLOEXEC", 0))
         try:
             _write_all(fd, pem)
-            context.load_cert_chain(f"/proc/self/fd/{fd}")
+            context.load_cert_chain(f"/proc/self/fd/{fd}", password=_no_password)
         finally:
             os.close(fd)
         return
@@ -188,7 +229,7 @@ def _load_cert_chain(context: ssl.SSLContext, identity: ClientIdentity) -> None:
             _write_all(fd, pem)
         finally:
             os.close(fd)
-        context.load_cert_chain(path)
+        context.load_cert_chain(path, password=_no_password)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

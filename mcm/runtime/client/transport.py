@@ -21,13 +21,15 @@ Guarantees:
   the wait for a rate-limiter token, which then raises
   :class:`~mcm.runtime.client.errors.RequestCancelled`.
 - Every request has a deadline: ``timeout`` (default :data:`DEFAULT_TIMEOUT`; ``None`` means the
-  default, never "forever") bounds connecting and each read of a plain request and the wait for a
-  watch's response headers; a watch's body reads are bounded by the read timeout it asks for
-  (:data:`DEFAULT_WATCH_READ_TIMEOUT` without one).
+  default, never "forever") bounds a plain request on the lean pool as a whole (connecting,
+  sending, every read), connecting and each read of one through a proxy (urllib3), and the wait
+  for a watch's response headers; a watch's body reads are bounded by the read timeout it asks
+  for (:data:`DEFAULT_WATCH_READ_TIMEOUT` without one).
 - No HTTP answer at all raises :class:`~mcm.runtime.client.errors.ConnectionFailed`: every
   network exception (socket errors, TLS errors, urllib3 and ``http.client`` failures, a reset
-  mid-request) is wrapped into it, so callers catch
-  :class:`~mcm.runtime.client.errors.RequestError` and nothing else.
+  mid-request, a malformed answer) is wrapped into it, and so is a request refused before it was
+  sent (a header value with a line break: the message names the header, not the value), so
+  callers catch :class:`~mcm.runtime.client.errors.RequestError` and nothing else.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from urllib3.util.retry import Retry
 from mcm.runtime.client import codec
 from mcm.runtime.client.connection import Connection
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, RequestCancelled, error_from_status
+from mcm.runtime.client.http11 import InvalidRequest, check_request
 from mcm.runtime.client.http11 import Response as LeanResponse
 from mcm.runtime.client.ratelimit import RateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -355,6 +358,7 @@ class Transport:
                 return lean.request(
                     method, self._base_path + url[len(self._base) :], headers, payload, timeout=self.timeout
                 )
+            check_request(url, headers)  # http.client would put a header's value into its error
             pool = self._direct_pool()
             if pool is None:
                 return self._pool.request(
@@ -378,7 +382,7 @@ class Transport:
                 assert_same_host=False,
                 preload_content=preload,
             )
-        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, InvalidRequest) as exc:
             raise connection_failed(exc, f"{method} {url}") from exc
 
     def _direct_pool(self) -> urllib3.HTTPConnectionPool | None:

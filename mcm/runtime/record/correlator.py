@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from mcm.runtime.client.ratelimit import TokenBucketRateLimiter
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.record._clone import clone
+from mcm.runtime.objects import clone
 
 __all__ = [
     "COMBINED_PREFIX",

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mcm.runtime.objects import Obj
 from mcm.testing.chaos.tracker import BYSTANDER_PREFIX, Tracker, object_id
 
 __all__ = ["FINALIZER", "Bystander"]
@@ -27,8 +28,6 @@ __all__ = ["FINALIZER", "Bystander"]
 FINALIZER = f"{BYSTANDER_PREFIX}guard"
 MAX_MARKS = 4
 """Labels (and, separately, annotations) the bystander adds to one object at most."""
-
-Obj = dict[str, Any]
 
 
 class Bystander:

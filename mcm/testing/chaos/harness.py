@@ -324,6 +324,16 @@ class Harness:
         threads = thread_count(leader.pid)
         return (threads, depth) if threads else None
 
+    def settled_sample(self) -> Sample | None:
+        """:meth:`sample` of a leader that is ready (``/readyz``: leading, caches synced) with an
+        empty queue; ``None`` before. A leader sampled in its first moments, before its informers
+        and workers started, would give a baseline no settled leader can keep."""
+        leader = self.leader()
+        if leader is None or not _ready(leader.port):
+            return None
+        current = self.sample()
+        return current if current is not None and current[1] == 0 else None
+
     def check_baseline(self, threads: int, bound: float, slack: int) -> None:
         """``baseline`` (:func:`~mcm.testing.chaos.invariants.await_baseline`): depth back to 0
         and threads back to ``threads`` + ``slack`` within ``bound`` seconds, on a leader."""
@@ -341,6 +351,17 @@ class Harness:
 def _brief(line: str, limit: int = 400) -> str:
     """A log line cut to ``limit`` characters (a panic's stack is in the process's log file)."""
     return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _ready(port: int) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 def _metrics(port: int) -> str:

@@ -187,15 +187,17 @@ def run_scenario(
 
 
 def _baseline(h: Harness, scenario: Scenario) -> int:
-    """The settled leader's thread count, measured once per settings per harness. No leader to
-    measure within :data:`BASELINE_BOUND` is a ``baseline`` violation (and 0: no later check)."""
+    """The settled leader's thread count (ready, queue empty), measured once per settings per
+    harness. No such leader within :data:`BASELINE_BOUND` is a ``baseline`` violation (and 0: no
+    later check)."""
     if scenario.settings not in h.baselines:
-        threads = measure_baseline(h.sample, BASELINE_BOUND)
+        threads = measure_baseline(h.settled_sample, BASELINE_BOUND)
         if threads is None:
             message = f"after {BASELINE_BOUND:g}s: no leader reported its threads to take the baseline from"
             h.violations.append(Violation("baseline", time.monotonic(), "controller", message))
             return 0
         h.baselines[scenario.settings] = threads
+        h.tracker.record("check", "baseline", scenario.name, threads=threads)
     return h.baselines[scenario.settings]
 
 

@@ -1,8 +1,8 @@
 """mcm.testing.envtest: a real control plane for tests, like controller-runtime's envtest.
 
-etcd, kube-apiserver and kube-controller-manager built by ``hack/envtest.sh`` (found by
-:func:`find_binaries`), started on free loopback ports with generated certificates,
-service-account signing keys and an admin kubeconfig:
+etcd, kube-apiserver and kube-controller-manager built by ``python -m mcm.testing.envtest build``
+(needs only Go: :mod:`mcm.testing.envtest.build`; found by :func:`find_binaries`), started on free
+loopback ports with generated certificates, service-account signing keys and an admin kubeconfig:
 
 - :class:`ControlPlane`: one cluster; :class:`ControlPlanePair`: ``control`` + ``target`` with the
   CRDs installed into ``control`` and a kubeconfig for each, like :class:`mcm.emulator.ClusterPair`.

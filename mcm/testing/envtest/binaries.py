@@ -1,10 +1,11 @@
 """Where the real control plane's binaries are: etcd, kube-apiserver, kube-controller-manager.
 
-``hack/envtest.sh`` builds them from the Go module in ``hack/envtest`` into
+``python -m mcm.testing.envtest build`` (:mod:`mcm.testing.envtest.build`) builds them from the Go
+module shipped in the package into
 ``${MCM_ENVTEST_CACHE:-${XDG_CACHE_HOME:-~/.cache}/mcm-envtest}/<kubernetes version>/bin``.
 :func:`find_binaries` looks, in order, in ``$MCM_ENVTEST_ASSETS`` (a directory holding the three,
-like controller-runtime's ``KUBEBUILDER_ASSETS``), then in that cache for the version pinned by
-this source tree's ``hack/envtest/go.mod``, then in the cache's newest version.
+like controller-runtime's ``KUBEBUILDER_ASSETS``), then in that cache for the version the
+packaged ``go.mod`` pins, then in the cache's newest version.
 
 Guarantees: :func:`find_binaries` returns only a set whose three files exist and are executable;
 otherwise it raises :class:`BinariesMissing` whose message says in one line what to run.
@@ -17,11 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcm.testing.envtest.build import BINARY_NAMES, COMMAND, cache_root, pinned_version
+
 __all__ = ["BINARY_NAMES", "Binaries", "BinariesMissing", "cache_root", "find_binaries", "pinned_version"]
-
-BINARY_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager")
-
-_GO_MOD = Path(__file__).resolve().parents[3] / "hack" / "envtest" / "go.mod"
 
 
 class BinariesMissing(RuntimeError):
@@ -43,27 +42,8 @@ class Binaries:
         root = Path(directory)
         missing = [n for n in BINARY_NAMES if not os.access(root / n, os.X_OK)]
         if missing:
-            raise BinariesMissing(f"{', '.join(missing)} not found in {root}: run hack/envtest.sh")
+            raise BinariesMissing(f"{', '.join(missing)} not found in {root}: run {COMMAND} (needs Go)")
         return cls(root, root / "etcd", root / "kube-apiserver", root / "kube-controller-manager")
-
-
-def cache_root() -> Path:
-    """``$MCM_ENVTEST_CACHE``, else ``$XDG_CACHE_HOME/mcm-envtest``, else ``~/.cache/mcm-envtest``."""
-    explicit = os.environ.get("MCM_ENVTEST_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcm-envtest"
-
-
-def pinned_version(go_mod: Path = _GO_MOD) -> str | None:
-    """The ``k8s.io/kubernetes`` version that ``hack/envtest/go.mod`` pins (None outside a checkout)."""
-    try:
-        text = go_mod.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    match = re.search(r"^\s*k8s\.io/kubernetes (v\S+)", text, re.MULTILINE)
-    return match.group(1) if match else None
 
 
 def _version_key(name: str) -> tuple[int, ...]:
@@ -83,5 +63,5 @@ def find_binaries() -> Binaries:
         (p.parent.name for p in root.glob("v*/bin") if p.is_dir()), key=_version_key, reverse=True
     )
     if not candidates:
-        raise BinariesMissing(f"no real control plane built under {root}: run hack/envtest.sh")
+        raise BinariesMissing(f"no real control plane built under {root}: run {COMMAND} (needs Go)")
     return Binaries.in_directory(root / candidates[0] / "bin")

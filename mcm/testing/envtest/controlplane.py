@@ -1,7 +1,7 @@
 """A real control plane for tests: etcd, kube-apiserver and kube-controller-manager.
 
 Modelled on controller-runtime's envtest (``pkg/internal/testing/controlplane``), with the
-binaries that ``hack/envtest.sh`` builds:
+binaries that ``python -m mcm.testing.envtest build`` builds:
 
 - :class:`Etcd`: one member on free loopback ports, data in a temp directory, no fsync.
 - :class:`ControlPlane`: a kube-apiserver on a free loopback port, serving TLS with a

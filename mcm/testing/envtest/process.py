@@ -5,25 +5,23 @@ Guarantees:
 - :meth:`Process.start` returns once ``healthy()`` is true; if the child exits first or
   ``timeout`` passes, it is killed and :class:`StartFailed` carries the tail of its log.
 - The child gets ``SIGKILL`` when the thread that started it dies (``PR_SET_PDEATHSIG`` on
-  Linux), so a crashed or killed test run leaves no etcd or kube-apiserver behind.
+  Linux, :func:`mcm.runtime.parentdeath.die_with_parent`), so a crashed or killed test run
+  leaves no etcd or kube-apiserver behind.
 - :meth:`Process.stop` sends ``SIGTERM``, waits ``grace`` seconds, then kills; it is idempotent.
 """
 
 from __future__ import annotations
 
-import ctypes
-import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-__all__ = ["Process", "StartFailed", "free_port"]
+from mcm.runtime.parentdeath import die_with_parent
 
-_PR_SET_PDEATHSIG = 1
+__all__ = ["Process", "StartFailed", "free_port"]
 
 
 class StartFailed(RuntimeError):
@@ -35,13 +33,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """Run in the child before exec: ask the kernel for SIGKILL when the parent thread exits."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -81,7 +72,7 @@ class Process:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, no locks taken
+            preexec_fn=die_with_parent(),  # noqa: PLW1509 - only a prctl call, no locks taken
         )
 
     def wait_healthy(self, healthy: Callable[[], bool], timeout: float) -> None:

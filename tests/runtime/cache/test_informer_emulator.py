@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,7 +17,7 @@ from mcm.runtime.cache import (
     SharedInformerFactory,
 )
 from mcm.runtime.client import ClusterClient, RESTClient, load_config
-from mcm.runtime.client.errors import NotFound
+from mcm.runtime.client.errors import AlreadyExists, ApiError, ConnectionFailed, NotFound
 from mcm.runtime.client.resources import CONFIG_MAPS
 from mcm.runtime.clock import Clock
 from mcm.runtime.wait import BackoffManager, ExponentialBackoffManager
@@ -33,6 +33,26 @@ NS = "default"
 def fast_backoff(clock: Clock) -> BackoffManager:
     """Same shape as the default back-off, scaled down so fault tests stay quick."""
     return ExponentialBackoffManager(0.05, 0.4, 120.0, 2.0, 1.0, clock=clock)
+
+
+WRITE_ATTEMPTS = 30
+
+
+def retried(write: Callable[[], object], landed: type[ApiError] | None = None) -> None:
+    """``write`` as the controller makes it: a write whose connection failed (the emulator was
+    restarting or refusing, or closed a keep-alive connection just as it was reused) is retried
+    after a short pause. ``landed`` answering a retry says the failed attempt had been applied."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            write()
+            return
+        except ConnectionFailed:
+            time.sleep(0.05)
+        except ApiError as err:
+            if attempt == 0 or landed is None or not isinstance(err, landed):
+                raise
+            return
+    raise AssertionError(f"the write still failed to connect after {WRITE_ATTEMPTS} attempts")
 
 
 class Cluster:
@@ -51,14 +71,15 @@ class Cluster:
         self.factory.start(self.stop)
         assert self.factory.wait_for_cache_sync(self.stop, timeout=10) == {CONFIG_MAPS: True}
 
-    def create(self, name: str, **data: str) -> dict[str, Any]:
-        return self.configmaps.create({"metadata": {"name": name, "namespace": NS}, "data": data})
+    def create(self, name: str, **data: str) -> None:
+        body = {"metadata": {"name": name, "namespace": NS}, "data": data}
+        retried(lambda: self.configmaps.create(body), landed=AlreadyExists)
 
-    def update(self, name: str, **data: str) -> dict[str, Any]:
-        return self.configmaps.patch(name, {"data": data}, namespace=NS, kind="merge")
+    def update(self, name: str, **data: str) -> None:
+        retried(lambda: self.configmaps.patch(name, {"data": data}, namespace=NS, kind="merge"))
 
     def delete(self, name: str) -> None:
-        self.configmaps.delete(name, namespace=NS)
+        retried(lambda: self.configmaps.delete(name, namespace=NS), landed=NotFound)
 
     def server_state(self) -> dict[str, str]:
         return {

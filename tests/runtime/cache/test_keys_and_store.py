@@ -18,6 +18,7 @@ from mcm.runtime.cache import (
     index_func_to_key_func_adapter,
     meta_namespace_index_func,
     meta_namespace_key_func,
+    object_key,
     split_meta_namespace_key,
 )
 
@@ -33,6 +34,15 @@ def test_namespaced_and_cluster_scoped_keys() -> None:
 def test_object_without_metadata_has_no_key() -> None:
     with pytest.raises(ValueError, match="object has no meta"):
         meta_namespace_key_func({"kind": "Thing"})
+
+
+def test_object_key_is_the_store_key_and_never_raises() -> None:
+    assert object_key(make_obj("a", "ns")) == meta_namespace_key_func(make_obj("a", "ns")) == "ns/a"
+    assert object_key(make_obj("n1", None)) == "n1"
+    assert object_key({"kind": "Thing"}) == ""
+    assert object_key({"metadata": "junk"}) == ""
+    assert object_key({"metadata": {"namespace": "ns", "name": 7}}) == "ns/"
+    assert object_key({"metadata": {"namespace": 3, "name": "x"}}) == "x"
 
 
 def test_tombstone_keys_as_its_stored_key() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import Configuration
 
+from mcm.emulator.kubeconfig import TlsMaterial
 from mcm.runtime.client import IN_CLUSTER_CONFIG, ConfigError, load_config
 from mcm.runtime.client import config as client_config
 from mcm.runtime.client.ratelimit import NoRateLimiter, TokenBucketRateLimiter
@@ -93,11 +94,11 @@ def test_missing_or_broken_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pki: TlsMaterial) -> Path:
     directory = tmp_path / "sa"
     directory.mkdir()
     (directory / "token").write_text("pod-token")
-    (directory / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    (directory / "ca.crt").write_bytes(pki.ca_pem())
     (directory / "namespace").write_text("machine-ns\n")
     monkeypatch.setattr(client_config, "SERVICE_ACCOUNT_DIR", str(directory))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
@@ -277,13 +278,17 @@ def test_a_context_chosen_by_name_is_checked_across_merged_files(tmp_path: Path)
     assert str(first) in str(info.value) and str(second) in str(info.value)
 
 
-def test_tls_material_from_paths_and_data(tmp_path: Path) -> None:
+def test_tls_material_from_paths_and_data(tmp_path: Path, pki: TlsMaterial) -> None:
     import base64
+    import shutil
     import ssl
 
     from mcm.emulator.kubeconfig import issue_client_cert, make_tls_material, tls_available
     from mcm.runtime.client.connection import kubeconfig_connection
 
+    shutil.copy(pki.ca_cert, tmp_path / "ca.crt")
+    for name in ("client.crt", "client.key"):
+        shutil.copy(pki.directory / name, tmp_path / name)
     paths = kubeconfig_connection(
         {"server": "https://127.0.0.1:6443", "certificate-authority": "ca.crt", "tls-server-name": "api"},
         {"client-certificate": "client.crt", "client-key": "client.key"},

@@ -5,106 +5,14 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from mcm.emulator.kubeconfig import make_tls_material, tls_available
 from mcm.runtime.client.http11 import HTTP11Pool, ProtocolError, tls_context
-
-Script = Callable[[bytes, int], tuple[bytes, bool]]
-"""(request head and body, index of the request on its connection) → (answer bytes, close after)."""
-
-
-@dataclass
-class RawServer:
-    """A loopback server answering each request with scripted bytes."""
-
-    script: Script
-    wrap: Callable[[socket.socket], socket.socket] = lambda s: s
-    connections: int = 0
-    requests: list[bytes] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
-
-    def _serve(self, raw: socket.socket) -> None:
-        try:
-            sock = self.wrap(raw)
-        except (OSError, ssl.SSLError):
-            raw.close()
-            return
-        self.open.append(sock)
-        reader = sock.makefile("rb")
-        index = 0
-        try:
-            while True:
-                head = b""
-                while not head.endswith(b"\r\n\r\n"):
-                    line = reader.readline()
-                    if not line:
-                        return
-                    head += line
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                request = head + reader.read(length)
-                self.requests.append(request)
-                answer, close = self.script(request, index)
-                index += 1
-                sock.sendall(answer)
-                if close:
-                    return
-        except OSError:
-            return
-        finally:
-            reader.close()
-            sock.close()
-
-    def close_idle(self) -> None:
-        for sock in self.open:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def stop(self) -> None:
-        self.listener.close()
-        self.close_idle()
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., RawServer]]:
-    servers: list[RawServer] = []
-
-    def start(script: Script, **kwargs: object) -> RawServer:
-        server = RawServer(script, **kwargs)  # type: ignore[arg-type]
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
-def fixed(answer: bytes, close: bool = False) -> Script:
-    return lambda request, index: (answer, close)
-
+from tests.runtime.client.raw_server import RawServer, fixed
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 

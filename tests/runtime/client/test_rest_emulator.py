@@ -440,8 +440,9 @@ def test_eviction_blocked_by_budget_is_too_many_requests(client: ClusterClient, 
 
 
 def test_unanswered_request_times_out_as_connection_failure(kubeconfig: str, emulator: Emulator) -> None:
-    client = load_config(kubeconfig, timeout=0.3)
-    client.resource(NODES).list()
+    client = load_config(kubeconfig)
+    client.resource(NODES).list()  # a pooled connection, with all the time a loaded machine needs
+    client.transport.timeout = 0.3  # one deadline for the whole request from here on
     emulator.pause("hang")
     try:
         with pytest.raises(errors.ConnectionFailed) as info:

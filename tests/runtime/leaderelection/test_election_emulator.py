@@ -1,8 +1,12 @@
 """Electors on real threads and a real clock against the emulator.
 
 Short durations (lease 1 s, renew deadline 0.5 s, retry 0.1 s). Each candidate records when it
-started and stopped leading; a sampler thread also checks continuously that at most one
-candidate leads at any moment.
+started and stopped leading and when its last successful write to the Lease was sent; a sampler
+thread also checks continuously that at most one candidate leads at any moment.
+
+Every bound holds on a loaded machine: the safety bounds are exact (a candidate takes over no
+sooner than a lease duration after the last renewal it could have seen, which load can only
+delay), and the liveness bounds leave :data:`LOADED` seconds for scheduling delays.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from mcm.runtime.client.resources import LEASES
 from mcm.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
+    LeaderElectionRecord,
     LeaderElector,
     LeaseLock,
     lease_request_timeout,
@@ -28,15 +33,37 @@ if TYPE_CHECKING:
     from mcm.emulator import Emulator
 
 LEASE, RENEW, RETRY = 1.0, 0.5, 0.1
-MAX_ATTEMPT_GAP = RETRY * 2.2  # jittered retry period
-SLACK = 0.5  # scheduling and request latency on a loaded 2-core machine
+LOADED = 3.0
+"""Seconds a loaded 2-core machine may add to a thread's wake-up or a request (liveness only)."""
 WAIT = 10.0
+LONG_LEASE = 30.0
+"""A Lease duration no wait of these tests comes near: a takeover within WAIT did not wait it out."""
+
+
+class TimedLock(LeaseLock):
+    """A LeaseLock that remembers when its last successful write (create or update) was sent:
+    no other candidate can have seen the record it wrote before that moment."""
+
+    written_at: float | None = None
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        sent = time.monotonic()
+        super().create(record)
+        self.written_at = sent
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        sent = time.monotonic()
+        super().update(record)
+        self.written_at = sent
 
 
 class Candidate:
-    def __init__(self, kubeconfig: str, identity: str, *, release_on_cancel: bool = False) -> None:
+    def __init__(
+        self, kubeconfig: str, identity: str, *, release_on_cancel: bool = False, lease: float = LEASE
+    ) -> None:
         self.identity = identity
         self.client = load_config(kubeconfig, qps=-1, timeout=lease_request_timeout(RENEW))
+        self.lock = TimedLock(self.client, "default", "mcm", identity)
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.lead_stop: threading.Event | None = None
@@ -45,9 +72,9 @@ class Candidate:
         self.lead_done = threading.Event()
         self.stop = threading.Event()
         config = LeaderElectionConfig(
-            lock=LeaseLock(self.client, "default", "mcm", identity),
+            lock=self.lock,
             callbacks=LeaderCallbacks(self._lead, self.stopped.set),
-            lease_duration=LEASE,
+            lease_duration=lease,
             renew_deadline=RENEW,
             retry_period=RETRY,
             release_on_cancel=release_on_cancel,
@@ -122,7 +149,8 @@ def assert_no_overlap(first: Candidate, second: Candidate) -> None:
 @pytest.fixture
 def pair(kubeconfig: str, request: pytest.FixtureRequest) -> Iterator[list[Candidate]]:
     release = getattr(request, "param", False)
-    cands = [Candidate(kubeconfig, name, release_on_cancel=release) for name in ("a", "b")]
+    lease = LONG_LEASE if release else LEASE
+    cands = [Candidate(kubeconfig, name, release_on_cancel=release, lease=lease) for name in ("a", "b")]
     yield cands
     for cand in cands:
         cand.stop.set()
@@ -136,14 +164,15 @@ def test_the_other_takes_over_after_the_lease_expires(pair: list[Candidate], emu
         for cand in pair:
             cand.start()
         leader, other = leader_of(pair)
-        time.sleep(1.5 * LEASE)  # several renewals; the other must keep waiting
-        assert not other.started.is_set()
-        asked = leader.halt()
+        time.sleep(1.5 * LEASE)  # several renewals; the other must keep waiting ...
+        if other.started.is_set():  # ... unless load held the renewals past the deadline
+            assert leader.lost_at is not None and leader.lost_at < (other.started_at or 0)
+        leader.halt()
         assert leader.stopped.is_set()
         assert other.started.wait(WAIT)
     assert_no_overlap(leader, other)
-    took = (other.started_at or 0) - asked
-    assert LEASE - RETRY - SLACK < took < LEASE + MAX_ATTEMPT_GAP + SLACK
+    assert leader.lock.written_at is not None and other.started_at is not None
+    assert other.started_at - leader.lock.written_at >= LEASE, "taken over before the lease expired"
     assert sampler.samples > 100
     assert sampler.max_leaders == 1
     lease = other.client.resource(LEASES).get("mcm", namespace="default")
@@ -152,15 +181,17 @@ def test_the_other_takes_over_after_the_lease_expires(pair: list[Candidate], emu
 
 
 @pytest.mark.parametrize("pair", [True], indirect=True)
-def test_release_on_cancel_lets_the_other_take_over_within_a_retry_period(pair: list[Candidate]) -> None:
+def test_release_on_cancel_lets_the_other_take_over_without_waiting_out_the_lease(
+    pair: list[Candidate],
+) -> None:
+    """With a 30 s Lease, a takeover within WAIT (10 s) can only come from the release."""
     with Sampler(pair) as sampler:
         for cand in pair:
             cand.start()
         leader, other = leader_of(pair)
-        asked = leader.halt()
-        assert other.started.wait(WAIT)
+        leader.halt()
+        assert other.started.wait(WAIT), "the other waited for the released Lease to expire"
     assert_no_overlap(leader, other)
-    assert (other.started_at or 0) - asked < MAX_ATTEMPT_GAP + SLACK
     assert sampler.max_leaders <= 1  # the first leadership may be too short to be sampled
 
 
@@ -178,7 +209,7 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_deadline(
         try:
             assert leader.lead_stop is not None and leader.lead_stop.wait(WAIT)
             lost_after = (leader.lost_at or time.monotonic()) - paused_at
-            assert lost_after < RETRY + RENEW + SLACK
+            assert lost_after < RETRY + RENEW + LOADED
             time.sleep(LEASE + 0.5)  # nobody may claim leadership while the server is away
             assert not leader.leading()
             assert not other.started.is_set()

@@ -11,12 +11,25 @@ import pytest
 from structlog.testing import capture_logs
 
 from mcm.runtime.clock import FakeClock
+from mcm.runtime.objects import clone
 from mcm.runtime.record import MAX_QUEUED_EVENTS, EventBroadcaster, object_reference
-from mcm.runtime.record._clone import clone
 from tests.runtime.record.test_sink import FakeSink
 
 T0 = dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.UTC)
 WAIT = 5.0
+HELD = 120.0
+"""Seconds a stalled consumer holds its event: far beyond what recording takes on a loaded
+machine, so a caller that waited for it cannot finish within :data:`RETURNS_WITHIN`."""
+RETURNS_WITHIN = 30.0
+
+
+def returns_within(seconds: float, calls: Any) -> bool:
+    """True when ``calls()`` returns within ``seconds`` (it runs on a thread of its own)."""
+    thread = threading.Thread(target=calls, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive()
+
 
 MACHINE = {
     "apiVersion": "machine.sapcloud.io/v1alpha1",
@@ -136,7 +149,7 @@ def test_a_blocked_sink_never_blocks_callers_and_overflow_is_dropped(broadcaster
 
     def blocked(_event: dict[str, Any]) -> None:
         entered.set()
-        release.wait(WAIT)
+        release.wait(HELD)
 
     broadcaster.start_event_watcher(blocked)
     fast = Collector()
@@ -145,11 +158,13 @@ def test_a_blocked_sink_never_blocks_callers_and_overflow_is_dropped(broadcaster
     recorder.event(MACHINE, "Normal", "First", "first")
     assert entered.wait(WAIT)
     total = 3 * MAX_QUEUED_EVENTS
-    started = time.monotonic()
-    with capture_logs() as logs:
+
+    def record_many() -> None:
         for n in range(total):
             recorder.event(MACHINE, "Normal", "Many", f"event {n}")
-    assert time.monotonic() - started < 3.0  # would hang for WAIT per event if it blocked
+
+    with capture_logs() as logs:
+        assert returns_within(RETURNS_WITHIN, record_many), "recording waited for the stalled watcher"
     release.set()
     assert len(fast.wait_for(MAX_QUEUED_EVENTS)) >= MAX_QUEUED_EVENTS
     dropped = [e for e in logs if e["event"] == "unable_to_record_event"]
@@ -182,10 +197,14 @@ def test_a_failing_sink_does_not_block_the_recorder() -> None:
     sink = FakeSink([ConnectionError("down")] * 100)
     watcher = broadcaster.start_recording_to_sink(sink)  # type: ignore[arg-type]
     recorder = broadcaster.new_recorder("c")
-    started = time.monotonic()
-    for n in range(50):
-        recorder.event(MACHINE, "Normal", "R", f"m{n}")
-    assert time.monotonic() - started < 1.0
+
+    def record_50() -> None:
+        for n in range(50):
+            recorder.event(MACHINE, "Normal", "R", f"m{n}")
+
+    # The sink writer retries on the fake clock, which nobody steps: a recorder that waited for
+    # it would never return.
+    assert returns_within(RETURNS_WITHIN, record_50)
     clock.block_until_waiters(1, timeout=WAIT)  # the sink writer sleeps before its retry
     assert len(sink.calls) == 1
     broadcaster.shutdown()  # cancels the sleep; the remaining events are tried once each

@@ -1,0 +1,1 @@
+"""The ``machine-config-daemon`` command: one per node, applies its rendered MachineConfig."""

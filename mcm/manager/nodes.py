@@ -1,0 +1,210 @@
+"""What a roll-out writes on Nodes (upstream v0.47.0 ``pkg/controller/deployment_rolling.go``
+``taintNodesBackingMachineSets``, ``annotateNodesBackingMachineSets``,
+``removeAutoscalerAnnotationsIfRequired``; ``deployment_rollback.go``
+``removeTaintNodesBackingMachineSet``).
+
+- Old MachineSets' nodes get the taint ``deployment.machine.sapcloud.io/prefer-no-schedule=True:
+  PreferNoSchedule`` (new pods go to the new machines), then the set gets the annotation of the
+  same key; a set that has the annotation is skipped. Removing it (rollback to that set, or the
+  roll-out completing on it) takes the taint off its nodes, then the annotation off the set.
+- During a roll-out, every node of the deployment gets ``cluster-autoscaler.kubernetes.io/
+  scale-down-disabled=true`` and ``…-by-mcm=true``, and loses both at the end (only nodes that
+  carry the ``-by-mcm`` key: a user's own annotation is kept).
+
+A machine's Node is the one its ``node`` label names. The machines of a set are those it
+controls, read from the cache: unlike upstream, these helpers never adopt or release anything.
+Without a target cluster nothing is done. Node writes start from the cached Node with its
+``resourceVersion``; a conflict is retried (up to five times) on a fresh copy. A failure on one
+node is logged and the others are still done (the taint and the CA annotations); removing CA
+annotations reports the first failure, as upstream does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from mcm.apis.machine import constants as c
+from mcm.manager import constants as k
+from mcm.manager.context import Deps
+from mcm.manager.deployment_pass import DeploymentPass
+from mcm.manager.surge import status_int
+from mcm.manager.validation import replicas_of
+from mcm.runtime import objects as o
+from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found
+
+__all__ = [
+    "CA_ANNOTATIONS",
+    "PREFER_NO_SCHEDULE_TAINT",
+    "annotate_nodes",
+    "remove_ca_annotations",
+    "remove_taint",
+    "scaled_to_zero",
+    "taint_old_sets",
+]
+
+log = structlog.get_logger(__name__)
+
+PREFER_NO_SCHEDULE_TAINT: Mapping[str, str] = {
+    "key": k.ANNOTATION_PREFER_NO_SCHEDULE,
+    "value": k.TAINT_PREFER_NO_SCHEDULE_VALUE,
+    "effect": k.TAINT_EFFECT_PREFER_NO_SCHEDULE,
+}
+CA_ANNOTATIONS: Mapping[str, str] = {
+    c.ANNOTATION_CA_SCALE_DOWN_DISABLED: k.CA_SCALE_DOWN_DISABLED_VALUE,
+    c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM: k.CA_SCALE_DOWN_DISABLED_VALUE,
+}
+CONFLICT_ATTEMPTS = 5
+
+NodeChange = Callable[[dict[str, Any]], bool]
+"""Changes a Node copy in place; ``False`` when there is nothing to change."""
+
+
+def scaled_to_zero(machine_sets: Sequence[Mapping[str, Any] | None]) -> bool:
+    """No set wants or has machines (upstream required all five counters of one set to be
+    non-zero before it counted as not scaled to zero)."""
+    return all(
+        ms is None or (replicas_of(ms) == 0 and status_int(ms, "replicas") == 0) for ms in machine_sets
+    )
+
+
+def _node_names(deps: Deps, machine_set: Mapping[str, Any]) -> list[str]:
+    machines = deps.machines.controlled_by(o.meta(machine_set).get("uid", ""))
+    return [name for m in machines if (name := o.label(m, c.LABEL_NODE))]
+
+
+def change_node(deps: Deps, name: str, change: NodeChange) -> None:
+    """Apply ``change`` to Node ``name`` (cached copy first, fresh ones after conflicts); a
+    missing Node is nothing to do."""
+    client = deps.clients.nodes
+    node = deps.node(name)
+    if client is None or node is None:
+        return
+    for attempt in range(CONFLICT_ATTEMPTS):
+        updated = o.clone(node)
+        if not change(updated):
+            return
+        try:
+            client.update(updated)
+            return
+        except ApiError as err:
+            if is_not_found(err):
+                return
+            if not is_conflict(err) or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+        node = client.get(name)
+
+
+def _add_taint(taint: Mapping[str, str]) -> NodeChange:
+    def change(node: dict[str, Any]) -> bool:
+        spec = node.setdefault("spec", {})
+        taints = [dict(t) for t in spec.get("taints") or [] if isinstance(t, Mapping)]
+        same = [t for t in taints if t.get("key") == taint["key"] and t.get("effect") == taint["effect"]]
+        if same and same[0].get("value") == taint["value"]:
+            return False
+        spec["taints"] = [t for t in taints if t not in same] + [dict(taint)]
+        return True
+
+    return change
+
+
+def _remove_taint(taint: Mapping[str, str]) -> NodeChange:
+    def change(node: dict[str, Any]) -> bool:
+        spec = node.setdefault("spec", {})
+        taints = [dict(t) for t in spec.get("taints") or [] if isinstance(t, Mapping)]
+        kept = [
+            t for t in taints if not (t.get("key") == taint["key"] and t.get("effect") == taint["effect"])
+        ]
+        if len(kept) == len(taints):
+            return False
+        spec["taints"] = kept
+        return True
+
+    return change
+
+
+def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> None:
+    for name in names:
+        try:
+            change_node(deps, name, change)
+        except ApiError as err:
+            log.warning("node_update_failed", node=name, change=what, error=str(err))
+
+
+def _set_annotation(p: DeploymentPass, machine_set: Mapping[str, Any], value: str | None) -> None:
+    updated = o.clone(machine_set)
+    annotations = updated.setdefault("metadata", {}).setdefault("annotations", {})
+    if value is None:
+        annotations.pop(k.ANNOTATION_PREFER_NO_SCHEDULE, None)
+    else:
+        annotations[k.ANNOTATION_PREFER_NO_SCHEDULE] = value
+    p.write_set(updated)
+
+
+def taint_old_sets(p: DeploymentPass, old: Sequence[Mapping[str, Any]]) -> None:
+    """Taint the nodes of old sets not yet marked, then mark them (failures are logged)."""
+    if p.deps.clients.nodes is None:
+        return
+    for machine_set in old:
+        if o.annotation(machine_set, k.ANNOTATION_PREFER_NO_SCHEDULE) is not None:
+            continue
+        _each_node(p.deps, _node_names(p.deps, machine_set), _add_taint(PREFER_NO_SCHEDULE_TAINT), "taint")
+        try:
+            _set_annotation(p, machine_set, k.TAINT_PREFER_NO_SCHEDULE_VALUE)
+        except ApiError as err:
+            log.warning(
+                "machine_set_taint_annotation_failed", machine_set=o.name_of(machine_set), error=str(err)
+            )
+
+
+def remove_taint(p: DeploymentPass, machine_set: Mapping[str, Any]) -> None:
+    """Take the PreferNoSchedule taint off the set's nodes and the annotation off the set."""
+    if o.annotation(machine_set, k.ANNOTATION_PREFER_NO_SCHEDULE) is None:
+        log.info("no_taint_to_remove", machine_set=o.name_of(machine_set))
+        return
+    if p.deps.clients.nodes is None:
+        return
+    _each_node(p.deps, _node_names(p.deps, machine_set), _remove_taint(PREFER_NO_SCHEDULE_TAINT), "untaint")
+    current = next(
+        (ms for ms in p.machine_sets if o.meta(ms).get("uid") == o.meta(machine_set).get("uid")), machine_set
+    )
+    _set_annotation(p, current, None)
+
+
+def _add_annotations(node: dict[str, Any]) -> bool:
+    annotations = node.setdefault("metadata", {}).setdefault("annotations", {})
+    if all(annotations.get(key) == value for key, value in CA_ANNOTATIONS.items()):
+        return False
+    annotations.update(CA_ANNOTATIONS)
+    return True
+
+
+def _remove_annotations(node: dict[str, Any]) -> bool:
+    annotations = node.setdefault("metadata", {}).setdefault("annotations", {})
+    if c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM not in annotations:
+        return False
+    for key in CA_ANNOTATIONS:
+        annotations.pop(key, None)
+    return True
+
+
+def annotate_nodes(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] | None]) -> None:
+    """Put the CA scale-down-disabled annotations on every node of ``machine_sets``."""
+    if p.deps.clients.nodes is None:
+        return
+    for machine_set in machine_sets:
+        if machine_set is not None:
+            _each_node(p.deps, _node_names(p.deps, machine_set), _add_annotations, "ca-annotate")
+
+
+def remove_ca_annotations(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] | None]) -> None:
+    """Remove the CA annotations this manager put on the nodes of ``machine_sets``."""
+    if p.deps.clients.nodes is None:
+        return
+    for machine_set in machine_sets:
+        if machine_set is None:
+            continue
+        for name in _node_names(p.deps, machine_set):
+            change_node(p.deps, name, _remove_annotations)

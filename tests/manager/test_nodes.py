@@ -1,0 +1,187 @@
+"""Node taints and cluster-autoscaler annotations of a roll-out: upstream's
+``deployment_rolling_test.go``, ``deployment_rollback_test.go`` and the node-annotation cases of
+``controller_utils_test.go``; HEAD #989 and defect 21."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcm.apis.machine import constants as c
+from mcm.manager import constants as k
+from mcm.manager.deployment_pass import DeploymentPass
+from mcm.manager.nodes import (
+    CA_ANNOTATIONS,
+    annotate_nodes,
+    change_node,
+    remove_ca_annotations,
+    remove_taint,
+    scaled_to_zero,
+    taint_old_sets,
+)
+from mcm.manager.options import ManagerOptions
+from mcm.runtime.client.errors import Conflict
+
+from .builders import deployment, machine, machine_set, node
+from .fakes import NS, FakeMachineController, World
+
+BY_MCM = c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM
+DISABLED = c.ANNOTATION_CA_SCALE_DOWN_DISABLED
+TAINT = {"key": k.ANNOTATION_PREFER_NO_SCHEDULE, "value": "True", "effect": "PreferNoSchedule"}
+
+
+def _world(
+    node_annotations: dict[str, str] | None = None, *, with_node: bool = True
+) -> tuple[World, DeploymentPass, dict[str, Any]]:
+    world = World()
+    md = world.add(world.machine_deployments, deployment(replicas=1))
+    ms = world.add(world.machine_sets, machine_set("old", 1, labels={"name": "pool"}, owner=md))
+    world.add(
+        world.machines,
+        machine("m0", owner=ms, labels={"name": "pool", c.LABEL_NODE: "node-0"}, phase=c.PHASE_RUNNING),
+    )
+    if with_node:
+        world.add(world.nodes, node("node-0", annotations=node_annotations or {}))
+    return world, DeploymentPass(world.deps, md, [ms]), ms
+
+
+def test_taints_on_nodes_backing_machine_set() -> None:
+    world, p, ms = _world()
+    taint_old_sets(p, [ms])
+    assert world.nodes["node-0"]["spec"]["taints"] == [TAINT]
+    assert world.machine_sets["old"]["metadata"]["annotations"][k.ANNOTATION_PREFER_NO_SCHEDULE] == "True"
+    world.nodes.writes.clear()
+    taint_old_sets(p, [world.machine_sets["old"]])
+    assert world.nodes.writes == []  # a marked set is skipped
+
+
+def test_removed_taints_on_nodes_backing_machine_set() -> None:
+    world, p, ms = _world()
+    taint_old_sets(p, [ms])
+    remove_taint(p, world.machine_sets["old"])
+    assert world.nodes["node-0"]["spec"].get("taints") == []
+    assert k.ANNOTATION_PREFER_NO_SCHEDULE not in world.machine_sets["old"]["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ({"other": "x"}, {"other": "x", **CA_ANNOTATIONS}),
+        ({}, dict(CA_ANNOTATIONS)),
+        (dict(CA_ANNOTATIONS), dict(CA_ANNOTATIONS)),
+        ({DISABLED: "false", BY_MCM: "false"}, dict(CA_ANNOTATIONS)),
+    ],
+    ids=[
+        "annotations present",
+        "no other annotations",
+        "same annotations",
+        "same annotations but different value",
+    ],
+)
+def test_annotate_nodes_backing_machine_sets(before: dict[str, str], after: dict[str, str]) -> None:
+    world, p, ms = _world(before)
+    annotate_nodes(p, [ms, None])
+    assert world.nodes["node-0"]["metadata"].get("annotations", {}) == after
+
+
+def test_annotate_when_there_are_no_nodes_backing_the_machine_sets() -> None:
+    world, p, ms = _world(with_node=False)
+    annotate_nodes(p, [ms])
+    assert world.nodes.objects == {}
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ({**CA_ANNOTATIONS, "other": "x"}, {"other": "x"}),
+        ({DISABLED: "true"}, {DISABLED: "true"}),
+        ({}, {}),
+    ],
+    ids=["by-mcm annotation is present", "by-mcm annotation is not present", "no autoscaler annotations"],
+)
+def test_remove_autoscaler_annotations_if_required(before: dict[str, str], after: dict[str, str]) -> None:
+    world, p, ms = _world(before)
+    remove_ca_annotations(p, [ms])
+    assert world.nodes["node-0"]["metadata"].get("annotations", {}) == after
+
+
+def test_a_node_write_conflict_is_retried_on_a_fresh_node() -> None:
+    world, _, _ = _world({"kept": "yes"})
+    world.nodes.fail("update", Conflict({"message": "conflict", "code": 409}), times=2)
+    change_node(world.deps, "node-0", lambda n: n["metadata"]["annotations"].update(new="1") is None)
+    assert world.nodes["node-0"]["metadata"]["annotations"] == {"kept": "yes", "new": "1"}
+
+
+def test_a_missing_node_is_nothing_to_do() -> None:
+    world, _, _ = _world(with_node=False)
+    change_node(world.deps, "node-0", lambda n: True)
+    assert world.nodes.writes == []
+
+
+def test_scaled_to_zero_means_no_set_wants_or_has_machines() -> None:
+    """Defect 21: upstream required all five counters of a set to be non-zero before it counted
+    as not scaled to zero, so a set without ready machines suppressed the annotations."""
+    unready = machine_set("a", 2)
+    unready["status"] = {"replicas": 2, "availableReplicas": 0, "readyReplicas": 0, "fullyLabeledReplicas": 2}
+    assert scaled_to_zero([unready]) is False
+    empty = machine_set("b", 0)
+    empty["status"] = {"replicas": 0}
+    assert scaled_to_zero([empty, None]) is True
+    draining = machine_set("c", 0)
+    draining["status"] = {"replicas": 1}
+    assert scaled_to_zero([draining]) is False
+
+
+def test_a_roll_out_annotates_nodes_and_cleans_up_at_the_end() -> None:
+    world = World()
+    controller = FakeMachineController(world)
+    world.add(world.machine_deployments, deployment(replicas=2))
+    world.settle(controller)
+    body = world.machine_deployments.read("pool")
+    body["spec"]["template"]["spec"]["class"]["name"] = "class-b"
+    world.machine_deployments.update(body)
+    seen: list[bool] = []
+    world.listeners.append(
+        lambda w: seen.append(
+            any((n["metadata"].get("annotations") or {}).get(BY_MCM) for n in w.nodes.objects.values())
+        )
+    )
+    world.settle(controller)
+    assert any(seen)
+    assert all(not (n["metadata"].get("annotations") or {}) for n in world.nodes.objects.values())
+    assert all(not n["spec"].get("taints") for n in world.nodes.objects.values())
+
+
+def test_the_taint_is_removed_when_the_roll_out_returns_to_an_old_template() -> None:
+    """HEAD #989 (defect 32): the taint stuck after returning to an old template."""
+    world = World()
+    controller = FakeMachineController(world)
+    world.add(world.machine_deployments, deployment(replicas=1, max_surge=0, max_unavailable=1))
+    world.settle(controller)
+    first = next(iter(world.nodes.objects))
+    controller.hold.add(next(iter(world.machines.objects)))
+    for class_name in ("class-b", "class-a"):
+        body = world.machine_deployments.read("pool")
+        body["spec"]["template"]["spec"]["class"]["name"] = class_name
+        world.machine_deployments.update(body)
+        world.reconcile_deployment("pool")
+    controller.hold.clear()
+    world.settle(controller)
+    assert world.nodes[first]["spec"].get("taints") == []
+    annotations = [ms["metadata"].get("annotations", {}) for ms in world.machine_sets.objects.values()]
+    assert all(
+        k.ANNOTATION_PREFER_NO_SCHEDULE not in a for a in annotations if a.get(k.ANNOTATION_REVISION) == "3"
+    )
+
+
+def test_without_a_target_cluster_nodes_are_left_alone() -> None:
+    world = World(ManagerOptions(namespace=NS), target=False)
+    controller = FakeMachineController(world, with_nodes=False)
+    world.add(world.machine_deployments, deployment(replicas=1))
+    world.settle(controller)
+    body = world.machine_deployments.read("pool")
+    body["spec"]["template"]["spec"]["class"]["name"] = "class-b"
+    world.machine_deployments.update(body)
+    world.settle(controller)
+    assert world.nodes.writes == [] and len(world.machines.objects) == 1
