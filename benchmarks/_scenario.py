@@ -44,7 +44,7 @@ from mcm.apis.machine import constants as c  # noqa: E402
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
 from mcm.runtime.client import ClusterClient, load_config  # noqa: E402
-from mcm.runtime.client.errors import AlreadyExists, ApiError  # noqa: E402
+from mcm.runtime.client.errors import AlreadyExists, ApiError, ConnectionFailed, NotFound  # noqa: E402
 from mcm.runtime.client.resources import NODES, SECRETS  # noqa: E402
 
 NS = "default"
@@ -351,7 +351,7 @@ def create_machines(
 
     def create(name: str) -> None:
         observer.created(name, time.monotonic())
-        machines.create(machine(name), namespace=NS)
+        _once_more_if_cut(lambda: machines.create(machine(name), namespace=NS), AlreadyExists)
 
     with ThreadPoolExecutor(16) as pool:
         if rate is None:
@@ -370,8 +370,25 @@ def create_machines(
 
 def delete_machines(client: ClusterClient, names: Sequence[str]) -> None:
     machines = client.resource(MACHINES)
+
+    def delete(name: str) -> None:
+        _once_more_if_cut(lambda: machines.delete(name, namespace=NS), NotFound)
+
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda name: machines.delete(name, namespace=NS), names))
+        list(pool.map(delete, names))
+
+
+def _once_more_if_cut(request: Callable[[], object], done_already: type[ApiError]) -> None:
+    """Send ``request``; once more if the connection broke before its answer (an emulator under
+    a 20,000-machine burst may close a kept-alive connection), where ``done_already`` from the
+    second means the first went through."""
+    try:
+        request()
+    except ConnectionFailed:
+        try:
+            request()
+        except done_already:
+            pass
 
 
 # --- the controller process -------------------------------------------------------------------
@@ -589,8 +606,13 @@ class Requests:
         for e in self.controller(since):
             if e["verb"] == "nonresource":
                 continue
-            counts[f"{e['verb']} {_resource(e['path'])}{_subresource(e['path'])} {e['code']}"] += 1
+            counts[request_label(e)] += 1
         return counts
+
+
+def request_label(entry: Obj) -> str:
+    """``verb resource[/subresource] code`` of a request log entry."""
+    return f"{entry['verb']} {_resource(entry['path'])}{_subresource(entry['path'])} {entry['code']}"
 
 
 def _is_bench(agent: str) -> bool:

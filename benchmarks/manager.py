@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from _scenario import (
     mcm_command,
     quiet,
     read_requests,
+    request_label,
     start_node_simulator,
     tear_down,
 )
@@ -77,6 +79,8 @@ class Phase:
     target_writes: float = math.nan
     manager_conflicts: int = 0
     controller_conflicts: int = 0
+    writes: Counter[str] = field(default_factory=Counter)
+    """``process cluster verb resource code`` → count, for ``--verbose``."""
 
 
 @dataclass
@@ -331,6 +335,21 @@ def count_writes(result: Run, directory: Path) -> None:
         phase.target_writes = len([e for e in target.writes(start) if e["time"] <= end]) / n
         phase.manager_conflicts = sum(1 for e in writes if e["code"] == 409 and _is_manager(e))
         phase.controller_conflicts = sum(1 for e in writes if e["code"] == 409 and not _is_manager(e))
+        for cluster, entries in (("control", writes), ("target", target.writes(start))):
+            for e in entries:
+                if e["time"] <= end:
+                    process = "manager" if _is_manager(e) else "controller"
+                    phase.writes[f"{process} {cluster}: {request_label(e)}"] += 1
+
+
+def print_writes(pairs: list[tuple[Run, Run]]) -> None:
+    """Every phase's writes by process, cluster, verb, resource and answer (Go, mcm)."""
+    for go, mcm in pairs:
+        for name in PHASES:
+            g, m = go.phases[name].writes, mcm.phases[name].writes
+            print(f"\nwrites, N={go.n}, {name} (Go, mcm)\n")
+            for key in sorted(set(g) | set(m)):
+                print(f"  {key}: {g.get(key, 0)}, {m.get(key, 0)}")
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -414,6 +433,7 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="N=10 only; never builds")
     parser.add_argument("--no-build", action="store_true", help="never build; skip without cached binaries")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
+    parser.add_argument("--verbose", action="store_true", help="also print every phase's writes by kind")
     args = parser.parse_args()
     quiet()
     found = binaries(build=not (args.no_build or args.smoke))
@@ -441,6 +461,8 @@ def main() -> int:
     for go, mcm in pairs:
         add_rows(table, go, mcm)
     unmet = table.print()
+    if args.verbose:
+        print_writes(pairs)
     if not all(r.complete for pair in pairs for r in pair):
         print("\nsome phase did not finish in time")
         return 1

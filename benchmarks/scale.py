@@ -370,6 +370,9 @@ def main() -> int:
     parser.add_argument("--steady", type=float, default=120.0, help="steady-state seconds (0: skip)")
     parser.add_argument("--steady-all", action="store_true", help="steady state in every setting")
     parser.add_argument(
+        "--steady-from", type=int, default=0, help="steady state only at sizes of at least this N"
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="N = 5, 10 with the limit off; 2 s of steady state"
     )
     parser.add_argument(
@@ -402,7 +405,8 @@ def main() -> int:
         for n in sizes:
             if setting != "limit off" and args.production_up_to is not None and n > args.production_up_to:
                 continue
-            seconds = steady if (args.steady_all or setting == settings[0]) else 0.0
+            in_setting = args.steady_all or setting == settings[0]
+            seconds = steady if in_setting and n >= args.steady_from else 0.0
             profile = args.profile if not points else None
             memory = args.tracemalloc if not points else None
             point = run_point(setting, n, seconds, args.timeout, profile, memory)
