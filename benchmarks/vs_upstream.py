@@ -439,8 +439,10 @@ def print_requests(passes: list[Pass]) -> None:
 def scenarios_from(args: argparse.Namespace, controllers: tuple[str, ...]) -> list[Scenario]:
     if args.smoke:  # one pass: every controller once
         return [Scenario("burst", 10, None, args.timeout, controllers)]
-    result = [Scenario("burst", args.machines, None, args.timeout, controllers)]
-    if args.rate > 0:
+    result: list[Scenario] = []
+    if args.machines > 0:
+        result.append(Scenario("burst", args.machines, None, args.timeout, controllers))
+    if args.rate > 0 and args.machines > 0:
         result.append(Scenario(f"paced {args.rate:g}/s", args.machines, args.rate, args.timeout, controllers))
     if args.large > 0:
         chosen = controllers if args.large_grpc else tuple(c for c in controllers if c != "mcm-grpc")
@@ -460,7 +462,10 @@ def scenarios_from(args: argparse.Namespace, controllers: tuple[str, ...]) -> li
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--machines", type=int, default=1000, help="N of the burst and paced scenarios (default 1000)"
+        "--machines",
+        type=int,
+        default=1000,
+        help="N of the burst and paced scenarios (default 1000; 0: only the large burst)",
     )
     parser.add_argument(
         "--rate",
@@ -508,8 +513,8 @@ def main() -> int:
                     flush=True,
                 )
             passes.append(Pass(scenario, order, runs))
-    n = passes[0].scenario.n
-    print(f"\nmcm beside upstream's machine controller ({binary.parent.name}), N={n:,}, client limits off")
+    sizes = ", ".join(f"{n:,}" for n in dict.fromkeys(p.scenario.n for p in passes))
+    print(f"\nmcm beside upstream's machine controller ({binary.parent.name}), N={sizes}, client limits off")
     unmet = sum(
         print_table(passes, variant, judged=not args.smoke) for variant in controllers if variant != "Go"
     )
