@@ -313,26 +313,31 @@ class Controller:
         )
 
     def _register_handlers(self) -> None:
+        """The handlers only read caches and enqueue, so they run inline on each informer's own
+        thread (no listener thread and no hand-off per event)."""
         h = self.handlers
         control = self.control_factory
         control.informer_for(SECRETS).add_event_handler(
-            ResourceEventHandlerFuncs(on_add=h.secret_event, on_delete=h.secret_event)
+            ResourceEventHandlerFuncs(on_add=h.secret_event, on_delete=h.secret_event), inline=True
         )
         control.informer_for(MACHINE_CLASSES).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=h.class_added_or_deleted, on_update=h.class_updated, on_delete=h.class_added_or_deleted
-            )
+            ),
+            inline=True,
         )
         control.informer_for(MACHINES).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=h.machine_added, on_update=h.machine_updated, on_delete=h.machine_deleted
-            )
+            ),
+            inline=True,
         )
         if self.target_factory is not None:
             self.target_factory.informer_for(NODES).add_event_handler(
                 ResourceEventHandlerFuncs(
                     on_add=h.node_added, on_update=h.node_updated, on_delete=h.node_deleted
-                )
+                ),
+                inline=True,
             )
 
     def _set_frozen(self, frozen: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from mcm.apis.machine import constants as c
@@ -120,6 +121,41 @@ def test_node_condition_change_enqueues_its_machine() -> None:
     new["status"]["conditions"][0]["status"] = "False"
     h.node_updated(old, new)
     assert seen == [("machine", f"{NS}/machine-0", 0.0)]
+
+
+def test_a_new_node_reaches_its_machine_in_one_hop_and_the_node_queue_after_the_grace() -> None:
+    """A Node whose conditions the Machine does not hold yet enqueues the Machine at once
+    (upstream v0.47.0 ``addNodeToMachine``): before, the Machine was reached only through the
+    node queue's worker, a second queue hop on the way to Running. The node queue looks at the
+    finalizer once the grace is over (the machine's node-template write carries it)."""
+    world = make_world()
+    h, seen = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0", phase=c.PHASE_PENDING))
+    h.node_added(mk_node("node-0", HEALTHY))
+    assert seen == [("machine", f"{NS}/machine-0", 0.0), ("node", "node-0", node.NODE_FINALIZER_GRACE)]
+
+
+def test_a_new_node_goes_to_the_node_queue_at_once_without_news_for_its_machine() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    h.node_added(mk_node("node-0", HEALTHY))  # no machine
+    world.machines.put(mk_machine(world.clock, node="node-1", phase=c.PHASE_RUNNING, conditions=HEALTHY))
+    h.node_added(mk_node("node-1", HEALTHY))  # the machine holds these conditions (a relist)
+    world.machines.put(mk_machine(world.clock, node="node-2", name="machine-2", phase=c.PHASE_TERMINATING))
+    h.node_added(mk_node("node-2", HEALTHY))
+    deleting = mk_node("node-3", HEALTHY, metadata={"deletionTimestamp": ts(world.clock)})
+    world.machines.put(mk_machine(world.clock, node="node-3", name="machine-3", phase=c.PHASE_PENDING))
+    h.node_added(deleting)
+    assert seen == [("node", f"node-{i}", 0.0) for i in range(4)]
+
+
+def test_a_new_node_goes_to_the_node_queue_at_once_while_the_controller_is_frozen() -> None:
+    world = make_world()
+    world.deps = dataclasses.replace(world.deps, frozen=lambda: True)
+    h, seen = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0", phase=c.PHASE_PENDING))
+    h.node_added(mk_node("node-0", HEALTHY))
+    assert seen == [("node", "node-0", 0.0)]
 
 
 def test_not_managed_nodes_are_ignored() -> None:
