@@ -191,8 +191,8 @@ class EventHandlers:
         reconcile then writes the node template, which carries the node finalizer), and the
         node queue, which looks at the finalizer once the grace is over; a Node that is deleting,
         that has no such Machine, or that arrives while the controller is frozen goes to the node
-        queue at once (HEAD ``addNode``). Node informer's thread; reads the Machine cache (an
-        index lookup) and enqueues."""
+        queue at once (HEAD ``addNode``). Node informer's thread; only reads the Machine cache
+        (an index lookup) and enqueues."""
         node = _unwrap(obj)
         if node is None or is_not_managed(node):
             return
