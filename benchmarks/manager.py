@@ -13,9 +13,9 @@ The scenario, for each size N (default 100 and 1,000): a MachineDeployment of N 
 all N are Running (``create``); a rolling update of all of them to another class with maxSurge
 10% and maxUnavailable 0, until N are Running on the new class and the old ones are gone
 (``roll-out``); scale to 0 until no machine is left (``scale to 0``). Figures: seconds per phase;
-writes per machine in each phase (each phase moves N machines) to the control cluster by the
-manager and by the machine controller (told apart by their user agents; Events and Leases aside)
-and to the target; CPU seconds and peak RSS of each process over the whole run. The two sides
+writes per machine in each phase (each phase moves N machines) to the control cluster and to the
+target, by the manager and by the machine controller (told apart by their user agents; Events and
+Leases aside); CPU seconds and peak RSS of each process over the whole run. The two sides
 alternate which runs first (Go first for the first size, mcm first for the next, ...). Absolute
 times depend on the machine; the ratios within one run are the result.
 
@@ -54,7 +54,7 @@ from _scenario import (
     start_node_simulator,
     tear_down,
 )
-from vs_upstream import BUILD_SCRIPT, Table, _met, _num, _ratio, _x, upstream_binary
+from vs_upstream import BUILD_SCRIPT, _met, _num, _ratio, _x, upstream_binary
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINE_DEPLOYMENTS, MACHINES
@@ -76,7 +76,8 @@ class Phase:
     seconds: float = math.nan
     manager_writes: float = math.nan
     controller_writes: float = math.nan
-    target_writes: float = math.nan
+    manager_target_writes: float = math.nan
+    controller_target_writes: float = math.nan
     manager_conflicts: int = 0
     controller_conflicts: int = 0
     writes: Counter[str] = field(default_factory=Counter)
@@ -95,6 +96,44 @@ class Run:
     complete: bool = False
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Phase → (start, end), wall-clock seconds (the request logs' clock)."""
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    figure: str
+    go: str
+    mcm: str
+    ratio: str
+    target: str = ""
+    met: bool | None = None
+
+
+class Table:
+    """Rows of figures beside each other; ``print`` returns how many judged targets were missed."""
+
+    def __init__(self, judged: bool) -> None:
+        self.rows: list[Row] = []
+        self.judged = judged
+
+    def add(
+        self, figure: str, go: str, mcm: str, ratio: str, target: str = "", met: bool | None = None
+    ) -> None:
+        self.rows.append(Row(figure, go, mcm, ratio, target, met if self.judged else None))
+
+    def print(self) -> int:
+        print("| figure | Go | mcm | mcm / Go | target | met |")
+        print("|---|---|---|---|---|---|")
+        for row in self.rows:
+            met = (
+                "-"
+                if not row.target
+                else ("not judged" if row.met is None else ("yes" if row.met else "**no**"))
+            )
+            print(f"| {row.figure} | {row.go} | {row.mcm} | {row.ratio} | {row.target or '-'} | {met} |")
+        return sum(1 for row in self.rows if row.target and row.met is False)
 
 
 # --- the objects ----------------------------------------------------------------------------------
@@ -332,7 +371,9 @@ def count_writes(result: Run, directory: Path) -> None:
         phase, n = result.phases[name], max(result.n, 1)
         phase.manager_writes = sum(1 for e in writes if _is_manager(e)) / n
         phase.controller_writes = sum(1 for e in writes if not _is_manager(e)) / n
-        phase.target_writes = len([e for e in target.writes(start) if e["time"] <= end]) / n
+        target_writes = [e for e in target.writes(start) if e["time"] <= end]
+        phase.manager_target_writes = sum(1 for e in target_writes if _is_manager(e)) / n
+        phase.controller_target_writes = sum(1 for e in target_writes if not _is_manager(e)) / n
         phase.manager_conflicts = sum(1 for e in writes if e["code"] == 409 and _is_manager(e))
         phase.controller_conflicts = sum(1 for e in writes if e["code"] == 409 and not _is_manager(e))
         for cluster, entries in (("control", writes), ("target", target.writes(start))):
@@ -367,7 +408,8 @@ def add_rows(table: Table, go: Run, mcm: Run) -> None:
     for attr, what, judged in (
         ("manager_writes", "manager's control writes per machine", True),
         ("controller_writes", "controller's control writes per machine", True),
-        ("target_writes", "target writes per machine", False),
+        ("manager_target_writes", "manager's target writes per machine", False),
+        ("controller_target_writes", "controller's target writes per machine", False),
     ):
         add_per_phase_row(table, f"{label}: {what}", attr, go, mcm, judged)
     for process in ("manager", "controller"):
