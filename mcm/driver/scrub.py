@@ -26,18 +26,33 @@ Guarantees of :func:`scrub_message`:
   (the whole value is still matched).
 - Longer matches win over shorter ones. Values that are not UTF-8 are matched in their Latin-1
   reading, which is how such bytes usually end up in text.
-- The result is at most ``limit`` characters plus a short note saying how much was cut. Scrubbing
-  happens before cutting, so a cut never leaves the start of a secret behind.
+- The result is at most ``limit`` characters plus a short note saying how many more characters
+  the message had. Scrubbing happens before cutting, so a cut never leaves the start of a secret
+  behind; the part of a long message that no shown character depends on is not scrubbed, and the
+  note counts it as it came.
+
+Cost: linear in the size of the secret data and in ``limit`` (not in the size of the message),
+with no regular expression built from secret data. The pieces are indexed once per secret (and
+cached) by a few of their characters; their encoded forms are not built up front. A message is
+read in chunks until ``limit`` characters of output are known: each position is looked up in the
+index of text forms (the pieces, their URL and JSON forms), and each run of hex or base64
+characters is decoded, at every alignment, and looked up among the pieces' bytes. Every candidate
+is then compared with the exact form before it is replaced. ``benchmarks/scrub.py`` measures it.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
+import binascii
 import json
+import json.encoder
+import operator
 import re
+import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections import OrderedDict, defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import compress, repeat
 
 __all__ = [
     "MAX_MESSAGE",
@@ -63,20 +78,72 @@ MIN_WORD = 16
 MIN_ENCODED = 8
 """Encoded forms (hex, URL, base64 slices) shorter than this are not matched."""
 
-_WORD_SEPARATORS = re.compile(r"[\s'\"=:,]+")
-_PART_SEPARATORS = re.compile(r"[./@;&?#]+")
+_MIN_PIECE = min(MIN_LINE, MIN_WORD)
+"""The shortest piece indexed with its encoded forms (a shorter whole value is a literal)."""
+_KEY = slice(1, 7)
+"""What a form is indexed by: its 2nd to 7th character (a piece, for the decoded runs of a
+message: its 2nd to 7th byte, which every encoded form of a piece of 8 bytes or more carries
+whole; the first byte of a base64 slice has lost bits to the byte before it)."""
+_KEY_LEN = _KEY.stop - _KEY.start
+_INDEXED = _KEY.stop
+_KEY_OF = operator.itemgetter(_KEY)
+_HEAD_OF = operator.itemgetter(slice(_INDEXED))
+"""The shortest form in the index; shorter ones are indexed by their first :data:`_SHORT_KEY`
+characters, and the tiny rest (a whole value of 1 to 3 characters) is searched for."""
+_SHORT_KEY = MIN_SHORT_LINE
+_SPLIT = 8
+_CHUNK = 8
+"""Entries sharing a key: more than :data:`_SPLIT` get a trie of :data:`_CHUNK` characters a level."""
+_MIN_CHUNK = 1024
+"""The fewest message characters read at once."""
+_MEMO = 4096
+"""Encoded forms kept built (those of the pieces found in recent messages)."""
+_CACHE_ENTRIES = 64
+_CACHE_BYTES = 16 * 1024 * 1024
+"""Matchers kept: at most this many, built from at most this many bytes of secret data in all
+(the most recent is always kept)."""
+
+_WORD_SEPARATORS = str.maketrans(dict.fromkeys("'\"=:,", " "))
+"""What separates words besides whitespace (turned into spaces to split at)."""
+_PART_SEPARATORS = str.maketrans(dict.fromkeys("./@;&?#", " "))
 _PLAIN_WORD = re.compile(r"[a-z]+")
 """A short line that is one lower-case word (``done``, ``then``, ``else``) is script syntax."""
-_PATTERN_CACHE = 64
+_URL_UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]")
+_JSON_ESCAPED_ASCII = re.compile(r"[^ !#-\[\]-~]")
+"""What JSON escapes with ``ensure_ascii`` (anything but printable ASCII, ``"`` and ``\\``)."""
+_HEX_RUN = re.compile(rf"[0-9A-Fa-f]{{{2 * _MIN_PIECE},}}")
+_BASE64_RUN = re.compile(rf"[A-Za-z0-9+/_-]{{{_MIN_PIECE * 8 // 6},}}")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+_QUOTED = [chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in range(256)]
+"""``urllib.parse.quote(…, safe="")`` as a table for ``str.translate`` of Latin-1 text."""
+_QUOTED_PLUS = [*_QUOTED[:32], "+", *_QUOTED[33:]]
+_TO_STANDARD = str.maketrans("-_", "+/")
+_TO_URLSAFE = str.maketrans("+/", "-_")
+_SLICE_START = (0, 2, 3)
+"""Where in its 4 characters the base64 slice of bytes from offset 0, 1, 2 of a group begins."""
+
+_PLAIN, _URL, _JSON, _LITERAL = range(4)
+"""Kinds of entries of the text index (``number << 3 | kind``): a piece with all its text forms
+(itself, URL-encoded and JSON-escaped), its URL forms, its JSON forms, a literal."""
+_HEX, _BASE64 = 8, 9
+"""Kinds of encoded forms found through the decoded runs (``_BASE64 + offset``)."""
+_TEXT, _SHORT, _TINY = 16, 17, 18
+"""Kinds of the other hits: through the text index, the index of short forms, a tiny form."""
+
+Hit = tuple[int, str, int]
+"""Where a form may start: its kind, and the subject and position its key was found at (a tiny
+form: the form itself)."""
 
 
 def scrub_message(text: str, secret_data: Mapping[str, bytes] | None, limit: int = MAX_MESSAGE) -> str:
     """``text`` without any of the values of ``secret_data``, cut to ``limit`` characters."""
-    values = tuple(sorted(_as_bytes(v) for v in (secret_data or {}).values()))
-    pattern = _pattern(values)
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    return cap_message(text, limit)
+    if limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
+    values = tuple(sorted({_as_bytes(v) for v in (secret_data or {}).values()} - {b""}))
+    if not values:
+        return cap_message(text, limit)
+    return _MATCHERS.get(values).scrub(text, limit)
 
 
 def cap_message(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -92,34 +159,360 @@ def _as_bytes(value: bytes | str) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value)
 
 
-@functools.lru_cache(maxsize=_PATTERN_CACHE)
-def _pattern(values: tuple[bytes, ...]) -> re.Pattern[str] | None:
-    """One alternation of every secret form, longest first (so a line never hides its value)."""
-    anywhere: set[str] = set()
-    whole_word: set[str] = set()
-    for value in values:
-        for form, bounded in _forms(value):
-            (whole_word if bounded else anywhere).add(form)
-    whole_word -= anywhere
-    alternatives = [(form, re.escape(form)) for form in anywhere]
-    alternatives += [(form, rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])") for form in whole_word]
-    if not alternatives:
-        return None
-    alternatives.sort(key=lambda pair: len(pair[0]), reverse=True)
-    return re.compile("|".join(regex for _, regex in alternatives))
+class _Matcher:
+    """The forms of one secret's values, indexed; finds and replaces them in messages."""
+
+    def __init__(self, values: Iterable[bytes]) -> None:
+        pieces = _Pieces(values)
+        self.texts, self.raws, self.whole = pieces.texts, pieces.raws, pieces.whole
+        self.literals = sorted(form for form in pieces.literals if len(form) >= _INDEXED)
+        keys, entries = _text_keys(self.texts, self.raws, self.literals)
+        self.index = _Index(keys, entries, self._key_strings)
+        self.raw_index = _Index(
+            map(bytes.decode, map(_KEY_OF, self.raws), repeat("latin-1")),
+            range(len(self.raws)),
+            lambda piece: (self.raws[piece][1:-1].decode("latin-1"),),  # the last byte may be cut
+        )
+        self.short = _short_index(pieces.literals, pieces.bounded)
+        self.whole_word = frozenset(pieces.bounded - pieces.literals)
+        self.tiny = tuple(form for form in pieces.literals if len(form) < _SHORT_KEY)
+        self._memo: dict[tuple[int, int], tuple[str, ...]] = {}
+
+    def scrub(self, text: str, limit: int) -> str:
+        """``text`` scrubbed and cut to ``limit`` characters (read only as far as that needs)."""
+        out: list[str] = []
+        size = pos = 0  # characters in ``out``; ``text[:pos]`` is done
+        end = len(text)
+        while pos < end and size <= limit:
+            hi = min(end, pos + max(limit + 1 - size, _MIN_CHUNK))
+            hits = self.hits(text, pos, hi)
+            for at in sorted(hits):
+                length = self.longest(text, at, hits[at]) if at >= pos else 0
+                if length:
+                    out += (text[pos:at], REDACTED)
+                    size += at - pos + len(REDACTED)
+                    pos = at + length
+            if pos < hi:
+                out.append(text[pos:hi])
+                size, pos = size + hi - pos, hi
+        scrubbed = "".join(out)
+        if pos >= end and size <= limit:
+            return scrubbed
+        return f"{scrubbed[:limit]}... ({size - limit + end - pos} more characters cut)"
+
+    def hits(self, text: str, lo: int, hi: int) -> dict[int, list[Hit]]:
+        """The positions in ``[lo, hi)`` where a form may start, with where to look it up."""
+        hits: dict[int, list[Hit]] = {}
+        index, short = self.index.keys, self.short
+        grams = map(text.__getitem__, map(slice, range(lo + 1, hi + 1), range(lo + _INDEXED, hi + _INDEXED)))
+        for at in compress(range(lo, hi), map(index.__contains__, grams)):
+            hits[at] = [(_TEXT, text, at + 1)]
+        if short:
+            grams = map(text.__getitem__, map(slice, range(lo, hi), range(lo + _SHORT_KEY, hi + _SHORT_KEY)))
+            for at in compress(range(lo, hi), map(short.__contains__, grams)):
+                hits.setdefault(at, []).append((_SHORT, text, at))
+        for form in self.tiny:
+            at = text.find(form, lo, hi + len(form) - 1)
+            while at >= 0:
+                hits.setdefault(at, []).append((_TINY, form, 0))
+                at = text.find(form, at + 1, hi + len(form) - 1)
+        self._hex_hits(text, lo, hi, hits)
+        self._base64_hits(text, lo, hi, hits)
+        return hits
+
+    def _hex_hits(self, text: str, lo: int, hi: int, hits: dict[int, list[Hit]]) -> None:
+        """Hex forms: each run of hex digits decoded from both parities, its bytes looked up."""
+        for run in _HEX_RUN.finditer(text, lo, min(len(text), hi + 2 * _INDEXED + 2)):
+            for first in (run.start(), run.start() + 1):
+                digits = text[first : first + (run.end() - first) // 2 * 2]
+                view = bytes.fromhex(digits).decode("latin-1")
+                for byte in self._raw_hits(view):
+                    at = first + 2 * byte
+                    if lo <= at < hi:
+                        hits.setdefault(at, []).append((_HEX, view, byte + 1))
+
+    def _base64_hits(self, text: str, lo: int, hi: int, hits: dict[int, list[Hit]]) -> None:
+        """Base64 slices: each run (and 3 characters before it) decoded at its 4 alignments."""
+        for run in _BASE64_RUN.finditer(text, lo, min(len(text), hi + 2 * _INDEXED + 2)):
+            chars = "AAA" + run.group().translate(_TO_STANDARD)
+            origin = run.start() - 3
+            for align in range(4):
+                group = chars[align:]
+                view = binascii.a2b_base64(group + "A" * (-len(group) % 4)).decode("latin-1")
+                for byte in self._raw_hits(view):
+                    quad, offset = divmod(byte, 3)
+                    at = origin + align + 4 * quad + _SLICE_START[offset]
+                    if lo <= at < hi:
+                        hits.setdefault(at, []).append((_BASE64 + offset, view, byte + 1))
+
+    def _raw_hits(self, view: str) -> Iterator[int]:
+        """The bytes of the decoded ``view`` where a piece may start (its key follows)."""
+        n = len(view)
+        grams = map(view.__getitem__, map(slice, range(1, n), range(_INDEXED, n + _KEY_LEN)))
+        return compress(range(n - 1), map(self.raw_index.keys.__contains__, grams))
+
+    def longest(self, text: str, at: int, hits: list[Hit]) -> int:
+        """The length of the longest form at ``at`` of ``text`` (0 for none), given its hits."""
+        best = 0
+        for kind, subject, key_at in hits:
+            for form in self._forms(kind, subject, key_at):
+                if (
+                    len(form) > best
+                    and text.startswith(form, at)
+                    and not self._cut_from_word(kind, form, text, at)
+                ):
+                    best = len(form)
+        return best
+
+    def _cut_from_word(self, kind: int, form: str, text: str, at: int) -> bool:
+        """Whether a short line found at ``at`` is part of a longer word (and so not matched)."""
+        return kind == _SHORT and form in self.whole_word and _inside_word(text, at, len(form))
+
+    def _forms(self, kind: int, subject: str, key_at: int) -> Iterator[str]:
+        """The forms a hit may be: by the index of its kind, at ``key_at`` of ``subject``."""
+        if kind == _TEXT:
+            for entry in self.index.candidates(subject, key_at):
+                yield from self._text_forms(entry)
+        elif kind == _SHORT:
+            yield from self.short[subject[key_at : key_at + _SHORT_KEY]]
+        elif kind == _TINY:
+            yield subject
+        else:
+            for piece in self.raw_index.candidates(subject, key_at):
+                yield from self._encoded_forms(piece, kind)
+
+    def _text_forms(self, entry: int) -> Sequence[str]:
+        """The forms an entry of the text index stands for."""
+        number, kind = entry >> 3, entry & 7
+        if kind == _LITERAL:
+            return (self.literals[number],)
+        return self._encoded_forms(number, kind)
+
+    def _key_strings(self, entry: int) -> list[str]:
+        return [form[1:] for form in self._text_forms(entry)]
+
+    def _encoded_forms(self, piece: int, kind: int) -> tuple[str, ...]:
+        """The forms of ``piece`` of a kind, built on first use and kept for the next message."""
+        key = (piece, kind)
+        forms = self._memo.get(key)
+        if forms is None:
+            if len(self._memo) >= _MEMO:
+                self._memo.clear()
+            forms = self._memo[key] = _encode(kind, self.texts[piece], self.raws[piece], piece in self.whole)
+        return forms
 
 
-def _forms(value: bytes) -> Iterator[tuple[str, bool]]:
-    """Every way ``value`` may show up in a message, with whether it must stand as a whole word."""
-    if not value:
-        return
-    text = _text(value)
-    yield text, False
-    yield from _encodings(value, whole=True)
-    for piece, bounded in _pieces(text):
-        yield piece, bounded
-        if not bounded:
-            yield from _encodings(_raw(piece), whole=False)
+def _inside_word(text: str, at: int, length: int) -> bool:
+    """Whether ``text[at:at + length]`` touches a letter or digit on either side."""
+    end = at + length
+    return (at > 0 and text[at - 1] in _ALNUM) or (end < len(text) and text[end] in _ALNUM)
+
+
+def _encode(kind: int, text: str, raw: bytes, whole: bool) -> tuple[str, ...]:
+    """The forms of a piece of one kind (text, URL, JSON, hex, or base64 at an offset)."""
+    if kind == _PLAIN:
+        return (text, *_encode(_URL, text, raw, whole), *_encode(_JSON, text, raw, whole))
+    if kind == _URL:
+        latin = raw.decode("latin-1")
+        return tuple({_quote(latin), _quote_plus(latin)} - {text})
+    if kind == _JSON:
+        return tuple({_json_ascii(text), _json(text)} - {text})
+    if kind == _HEX:
+        return raw.hex(), raw.hex().upper()
+    offset = kind - _BASE64
+    core = _base64_slice(raw, offset)
+    forms = {core, core.translate(_TO_URLSAFE)}
+    if whole and offset == 0:
+        padded = base64.b64encode(raw).decode("ascii")
+        forms |= {padded, padded.translate(_TO_URLSAFE)}
+    return tuple(forms)
+
+
+class _Pieces:
+    """The pieces of some values, as text and as bytes, and the forms too short to index so."""
+
+    def __init__(self, values: Iterable[bytes]) -> None:
+        long: set[str] = set()
+        wholes: list[tuple[str, bytes]] = []
+        self.literals: set[str] = set()
+        """Forms of the values shorter than a piece: the value and its encoded forms."""
+        self.bounded: set[str] = set()
+        """Short lines, matched as whole words only."""
+        for value in values:
+            text = _text(value)
+            if len(text) >= _MIN_PIECE:
+                wholes.append((text, value))
+            else:
+                self.literals.add(text)
+                self.literals.update(_encodings(value, whole=True))
+            lines = list(map(str.strip, text.splitlines()))
+            long.update(_at_least(MIN_LINE, lines))
+            long.update(_long_words(text))
+            self.bounded.update(_short_lines(lines))
+        self.texts = list(long)
+        self.raws = list(map(str.encode, self.texts))
+        self.whole = self._add_wholes(wholes)
+
+    def _add_wholes(self, wholes: list[tuple[str, bytes]]) -> frozenset[int]:
+        """The numbers of the pieces that are whole values (added where no line or word is one)."""
+        numbers = dict(zip(self.texts, range(len(self.texts)), strict=True))
+        whole = set()
+        for text, raw in wholes:
+            number = numbers.get(text)
+            if number is None or self.raws[number] != raw:
+                number = len(self.texts)
+                self.texts.append(text)
+                self.raws.append(raw)
+            whole.add(number)
+        return frozenset(whole)
+
+
+def _long_words(text: str) -> Iterator[str]:
+    """The words of ``text`` and the parts of them that are long enough to be pieces."""
+    words = _at_least(MIN_WORD, text.translate(_WORD_SEPARATORS).split())
+    yield from words
+    yield from _at_least(MIN_WORD, " ".join(words).translate(_PART_SEPARATORS).split())
+
+
+def _at_least(length: int, strings: list[str]) -> list[str]:
+    return list(compress(strings, map(operator.ge, map(len, strings), repeat(length))))
+
+
+def _short_lines(lines: list[str]) -> Iterator[str]:
+    short = compress(lines, map(operator.lt, map(len, lines), repeat(MIN_LINE)))
+    return (line for line in short if len(line) >= MIN_SHORT_LINE and not _PLAIN_WORD.fullmatch(line))
+
+
+def _text_keys(texts: list[str], raws: list[bytes], literals: list[str]) -> tuple[list[str], list[int]]:
+    """The keys and entries of the text index.
+
+    Each piece has an entry (standing for its URL and JSON forms too); its URL and JSON forms
+    have entries of their own where their first characters differ from the piece's (and so their
+    key may): only those first characters are encoded here.
+    """
+    numbers = range(len(texts))
+    keys = list(map(_KEY_OF, texts))
+    entries = list(range(_PLAIN, len(texts) << 3, 8))
+    raw_heads = list(map(bytes.decode, map(_HEAD_OF, raws), repeat("latin-1")))
+    text_heads = list(map(_HEAD_OF, texts))
+    special = (
+        (_URL, compress(numbers, map(_URL_UNSAFE.search, raw_heads)), raw_heads, _URL_TABLES),
+        (_JSON, compress(numbers, map(_JSON_ESCAPED_ASCII.search, text_heads)), text_heads, _JSON_ENCODERS),
+    )
+    for kind, chosen, heads, encoders in special:
+        numbers_chosen = list(chosen)
+        for encode in encoders:
+            keys += map(_KEY_OF, map(encode, map(heads.__getitem__, numbers_chosen)))
+            entries += map(operator.or_, map(operator.lshift, numbers_chosen, repeat(3)), repeat(kind))
+    keys += map(_KEY_OF, literals)
+    entries += range(_LITERAL, len(literals) << 3, 8)
+    return keys, entries
+
+
+def _quote(head: str) -> str:
+    return head.translate(_QUOTED)
+
+
+def _quote_plus(head: str) -> str:
+    return head.translate(_QUOTED_PLUS)
+
+
+def _json_ascii(text: str) -> str:
+    return json.encoder.encode_basestring_ascii(text)[1:-1]
+
+
+def _json(text: str) -> str:
+    return json.encoder.encode_basestring(text)[1:-1]
+
+
+_URL_TABLES = (_quote, _quote_plus)
+_JSON_ENCODERS = (_json_ascii, _json)
+
+
+class _Index:
+    """Entries by their key (see :data:`_KEY`), found where they may start in a subject: a
+    message, or the bytes decoded from a run of it.
+
+    A key that many entries share (a thousand script lines starting ``echo "``) gets a trie of the
+    characters that follow, on its first use: a lookup then costs the depth it reaches and the
+    entries found there, not the number of entries sharing the key.
+    """
+
+    def __init__(
+        self, keys: Iterable[str], entries: Iterable[int], key_strings: Callable[[int], Sequence[str]]
+    ) -> None:
+        groups: defaultdict[str, list[int]] = defaultdict(list)
+        deque(map(list.append, map(groups.__getitem__, keys), entries), maxlen=0)  # at C speed
+        self.keys = dict(groups)
+        self._key_strings = key_strings
+        self._tries: dict[str, _Node] = {}
+
+    def candidates(self, subject: str, at: int) -> Iterable[int]:
+        """The entries that may start at ``at`` of ``subject`` (the key is there)."""
+        key = subject[at : at + _KEY_LEN]
+        found = self.keys[key]
+        if len(found) <= _SPLIT:
+            return found
+        trie = self._tries.get(key)
+        if trie is None:
+            strings = [(string, entry) for entry in found for string in self._key_strings(entry)]
+            trie = self._tries[key] = _Node(_KEY_LEN, strings)
+        return set(trie.find(subject, at))
+
+
+class _Node:
+    """Entries whose key strings (from the 2nd character of a form) agree on their first
+    ``depth`` characters; split by the next :data:`_CHUNK` once there are more than :data:`_SPLIT`."""
+
+    __slots__ = ("_depth", "_entries", "_split")
+
+    def __init__(self, depth: int, entries: list[tuple[str, int]]) -> None:
+        self._depth = depth
+        self._entries = entries
+        self._split: tuple[dict[str, list[int]], list[int], dict[str, _Node]] | None = None
+
+    def find(self, subject: str, at: int) -> list[int]:
+        """The entries whose whole key string is at ``at`` of ``subject``."""
+        found: list[int] = []
+        node: _Node | None = self
+        while node is not None:
+            split = node._split
+            if split is None:
+                if len(node._entries) <= _SPLIT:
+                    found += (entry for string, entry in node._entries if subject.startswith(string, at))
+                    return found
+                split = node._split = _split(node._depth, node._entries)
+            ends, tails, children = split
+            start = at + node._depth
+            for tail in tails:
+                found += ends.get(subject[start : start + tail], ())
+            node = children.get(subject[start : start + _CHUNK])
+        return found
+
+
+def _split(
+    depth: int, entries: list[tuple[str, int]]
+) -> tuple[dict[str, list[int]], list[int], dict[str, _Node]]:
+    """The entries that end within the next :data:`_CHUNK` characters (by those characters), the
+    lengths these have past ``depth``, and nodes for the others (by the next chunk)."""
+    stop = depth + _CHUNK
+    ends: dict[str, list[int]] = {}
+    deeper: dict[str, list[tuple[str, int]]] = {}
+    for string, entry in entries:
+        if len(string) <= stop:
+            ends.setdefault(string[depth:], []).append(entry)
+        else:
+            deeper.setdefault(string[depth:stop], []).append((string, entry))
+    tails = sorted({len(tail) for tail in ends})
+    return ends, tails, {chunk: _Node(stop, group) for chunk, group in deeper.items()}
+
+
+def _short_index(literals: set[str], bounded: set[str]) -> dict[str, list[str]]:
+    """Forms shorter than :data:`_INDEXED` (and short lines) by their first characters."""
+    index: dict[str, list[str]] = {}
+    for form in {form for form in literals if _SHORT_KEY <= len(form) < _INDEXED} | bounded:
+        index.setdefault(form[:_SHORT_KEY], []).append(form)
+    return index
 
 
 def _text(raw: bytes) -> str:
@@ -129,32 +522,9 @@ def _text(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
-def _raw(text: str) -> bytes:
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return text.encode("latin-1", errors="ignore")
-
-
-def _pieces(text: str) -> Iterator[tuple[str, bool]]:
-    """Lines, words and parts of words worth matching on their own (with the whole-word flag)."""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if len(stripped) >= MIN_LINE:
-            yield stripped, False
-        elif len(stripped) >= MIN_SHORT_LINE and not _PLAIN_WORD.fullmatch(stripped):
-            yield stripped, True
-    for word in _WORD_SEPARATORS.split(text):
-        if len(word) < MIN_WORD:
-            continue
-        yield word, False
-        for part in _PART_SEPARATORS.split(word):
-            if len(part) >= MIN_WORD and part != word:
-                yield part, False
-
-
-def _encodings(raw: bytes, *, whole: bool) -> Iterator[tuple[str, bool]]:
-    """Hex, URL, JSON and base64 forms of ``raw`` (the full padded base64 too when ``whole``)."""
+def _encodings(raw: bytes, *, whole: bool) -> set[str]:
+    """Hex, URL, JSON and base64 forms of ``raw`` (the full padded base64 too when ``whole``)
+    that differ from its text and are long enough to be matched."""
     text = _text(raw)
     forms = {
         raw.hex(),
@@ -163,22 +533,48 @@ def _encodings(raw: bytes, *, whole: bool) -> Iterator[tuple[str, bool]]:
         urllib.parse.quote_plus(raw, safe=""),
         json.dumps(text)[1:-1],
         json.dumps(text, ensure_ascii=False)[1:-1],
-        *_base64_slices(raw),
     }
+    for offset in range(3):
+        core = _base64_slice(raw, offset)
+        forms |= {core, core.translate(_TO_URLSAFE)}
     if whole:
         forms.add(base64.b64encode(raw).decode("ascii"))
         forms.add(base64.urlsafe_b64encode(raw).decode("ascii"))
-    for form in forms:
-        if form != text and len(form) >= MIN_ENCODED:
-            yield form, False
+    return {form for form in forms if form != text and len(form) >= MIN_ENCODED}
 
 
-def _base64_slices(raw: bytes) -> Iterator[str]:
-    """The base64 characters that encode ``raw`` alone, for each of the 3 offsets it may start at."""
-    for offset in range(3):
-        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii")
-        start = -(-offset * 8 // 6)  # characters that also carry the bytes before ``raw``
-        end = (offset + len(raw)) * 8 // 6  # characters not touched by the bytes after it
-        core = encoded[start:end]
-        yield core
-        yield core.replace("+", "-").replace("/", "_")
+def _base64_slice(raw: bytes, offset: int) -> str:
+    """The standard base64 characters that encode ``raw`` alone when it starts at ``offset``."""
+    encoded = binascii.b2a_base64(b"\0" * offset + raw, newline=False).decode("ascii")
+    start = -(-offset * 8 // 6)  # characters that also carry the bytes before ``raw``
+    end = (offset + len(raw)) * 8 // 6  # characters not touched by the bytes after it
+    return encoded[start:end]
+
+
+class _Cache:
+    """The matchers of the secrets used last (see :data:`_CACHE_ENTRIES`, :data:`_CACHE_BYTES`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._matchers: OrderedDict[tuple[bytes, ...], tuple[_Matcher, int]] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, values: tuple[bytes, ...]) -> _Matcher:
+        with self._lock:
+            found = self._matchers.get(values)
+            if found is not None:
+                self._matchers.move_to_end(values)
+                return found[0]
+        matcher, size = _Matcher(values), sum(map(len, values))
+        with self._lock:
+            if values not in self._matchers:
+                self._matchers[values] = (matcher, size)
+                self._bytes += size
+            while len(self._matchers) > 1 and (
+                len(self._matchers) > _CACHE_ENTRIES or self._bytes > _CACHE_BYTES
+            ):
+                self._bytes -= self._matchers.popitem(last=False)[1][1]
+        return matcher
+
+
+_MATCHERS = _Cache()
