@@ -51,7 +51,7 @@ import re
 import threading
 import urllib.parse
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 
 __all__ = [
@@ -96,6 +96,8 @@ _CHUNK = 8
 """Entries sharing a key: more than :data:`_SPLIT` get a trie of :data:`_CHUNK` characters a level."""
 _MIN_CHUNK = 1024
 """The fewest message characters read at once."""
+_FIND_KEYS = 256
+"""Up to this many keys, a message is searched for each key; with more, each position is looked up."""
 _MEMO = 4096
 """Encoded forms kept built (those of the pieces found in recent messages)."""
 _CACHE_ENTRIES = 64
@@ -203,19 +205,13 @@ class _Matcher:
     def hits(self, text: str, lo: int, hi: int) -> dict[int, list[Hit]]:
         """The positions in ``[lo, hi)`` where a form may start, with where to look it up."""
         hits: dict[int, list[Hit]] = {}
-        index, short = self.index.keys, self.short
-        grams = map(text.__getitem__, map(slice, range(lo + 1, hi + 1), range(lo + _INDEXED, hi + _INDEXED)))
-        for at in compress(range(lo, hi), map(index.__contains__, grams)):
+        for at in _key_starts(text, self.index.keys, lo, hi, shift=1, width=_KEY_LEN):
             hits[at] = [(_TEXT, text, at + 1)]
-        if short:
-            grams = map(text.__getitem__, map(slice, range(lo, hi), range(lo + _SHORT_KEY, hi + _SHORT_KEY)))
-            for at in compress(range(lo, hi), map(short.__contains__, grams)):
-                hits.setdefault(at, []).append((_SHORT, text, at))
+        for at in _key_starts(text, self.short, lo, hi, shift=0, width=_SHORT_KEY):
+            hits.setdefault(at, []).append((_SHORT, text, at))
         for form in self.tiny:
-            at = text.find(form, lo, hi + len(form) - 1)
-            while at >= 0:
+            for at in _key_starts(text, (form,), lo, hi, shift=0, width=len(form)):
                 hits.setdefault(at, []).append((_TINY, form, 0))
-                at = text.find(form, at + 1, hi + len(form) - 1)
         self._hex_hits(text, lo, hi, hits)
         self._base64_hits(text, lo, hi, hits)
         return hits
@@ -245,11 +241,9 @@ class _Matcher:
                     if lo <= at < hi:
                         hits.setdefault(at, []).append((_BASE64 + offset, view, byte + 1))
 
-    def _raw_hits(self, view: str) -> Iterator[int]:
+    def _raw_hits(self, view: str) -> Iterable[int]:
         """The bytes of the decoded ``view`` where a piece may start (its key follows)."""
-        n = len(view)
-        grams = map(view.__getitem__, map(slice, range(1, n), range(_INDEXED, n + _KEY_LEN)))
-        return compress(range(n - 1), map(self.raw_index.keys.__contains__, grams))
+        return _key_starts(view, self.raw_index.keys, 0, len(view) - 1, shift=1, width=_KEY_LEN)
 
     def longest(self, text: str, at: int, hits: list[Hit]) -> int:
         """The length of the longest form at ``at`` of ``text`` (0 for none), given its hits."""
@@ -300,6 +294,28 @@ class _Matcher:
                 self._memo.clear()
             forms = self._memo[key] = _encode(kind, self.texts[piece], self.raws[piece], piece in self.whole)
         return forms
+
+
+def _key_starts(
+    subject: str, keys: Collection[str], lo: int, hi: int, *, shift: int, width: int
+) -> Iterable[int]:
+    """The positions ``at`` in ``[lo, hi)`` with a key at ``at + shift`` (every key is ``width``
+    characters): a search per key when there are few (in C, a few µs for each), else a look-up
+    per position."""
+    if len(keys) > _FIND_KEYS:
+        stop = hi + shift
+        grams = map(
+            subject.__getitem__, map(slice, range(lo + shift, stop), range(lo + shift + width, stop + width))
+        )
+        return compress(range(lo, hi), map(keys.__contains__, grams))
+    found: list[int] = []
+    end = hi + shift + width - 1
+    for key in keys:
+        at = subject.find(key, lo + shift, end)
+        while at >= 0:
+            found.append(at - shift)
+            at = subject.find(key, at + 1, end)
+    return found
 
 
 def _inside_word(text: str, at: int, length: int) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
+from mcm.driver import scrub
 from mcm.driver.scrub import REDACTED, scrub_message
 from tests.driver.scrub_reference import reference_scrub
 
@@ -106,7 +107,12 @@ def case(seed: int) -> tuple[dict[str, bytes], str]:
     return secret, "".join(parts)
 
 
-def test_the_scrubber_replaces_what_the_reference_replaces() -> None:
+@pytest.mark.parametrize("find_keys", [0, 10**9], ids=["look-up per position", "search per key"])
+def test_the_scrubber_replaces_what_the_reference_replaces(
+    monkeypatch: pytest.MonkeyPatch, find_keys: int
+) -> None:
+    """Either way of finding a secret's keys in a message (chosen by their number) agrees."""
+    monkeypatch.setattr(scrub, "_FIND_KEYS", find_keys)
     differing = []
     for seed in range(CASES):
         secret, message = case(seed)
