@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
 import json.encoder
 import operator
@@ -52,7 +53,7 @@ import threading
 import urllib.parse
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 
 __all__ = [
     "MAX_MESSAGE",
@@ -96,8 +97,9 @@ _CHUNK = 8
 """Entries sharing a key: more than :data:`_SPLIT` get a trie of :data:`_CHUNK` characters a level."""
 _MIN_CHUNK = 1024
 """The fewest message characters read at once."""
-_FIND_KEYS = 256
-"""Up to this many keys, a message is searched for each key; with more, each position is looked up."""
+_SEARCH_CHARS = 512
+"""A search for one key costs about what a look-up of one position costs, plus as much again for
+every this many characters searched (measured on CPython 3.11)."""
 _MEMO = 4096
 """Encoded forms kept built (those of the pieces found in recent messages)."""
 _CACHE_ENTRIES = 64
@@ -218,32 +220,41 @@ class _Matcher:
 
     def _hex_hits(self, text: str, lo: int, hi: int, hits: dict[int, list[Hit]]) -> None:
         """Hex forms: each run of hex digits decoded from both parities, its bytes looked up."""
+        views = []
         for run in _HEX_RUN.finditer(text, lo, min(len(text), hi + 2 * _INDEXED + 2)):
             for first in (run.start(), run.start() + 1):
                 digits = text[first : first + (run.end() - first) // 2 * 2]
-                view = bytes.fromhex(digits).decode("latin-1")
-                for byte in self._raw_hits(view):
-                    at = first + 2 * byte
-                    if lo <= at < hi:
-                        hits.setdefault(at, []).append((_HEX, view, byte + 1))
+                views.append((bytes.fromhex(digits).decode("latin-1"), first))
+        for joined, byte, first, local in self._raw_hits(views):
+            at = first + 2 * local
+            if lo <= at < hi:
+                hits.setdefault(at, []).append((_HEX, joined, byte + 1))
 
     def _base64_hits(self, text: str, lo: int, hi: int, hits: dict[int, list[Hit]]) -> None:
         """Base64 slices: each run (and 3 characters before it) decoded at its 4 alignments."""
+        views = []
         for run in _BASE64_RUN.finditer(text, lo, min(len(text), hi + 2 * _INDEXED + 2)):
             chars = "AAA" + run.group().translate(_TO_STANDARD)
-            origin = run.start() - 3
             for align in range(4):
                 group = chars[align:]
                 view = binascii.a2b_base64(group + "A" * (-len(group) % 4)).decode("latin-1")
-                for byte in self._raw_hits(view):
-                    quad, offset = divmod(byte, 3)
-                    at = origin + align + 4 * quad + _SLICE_START[offset]
-                    if lo <= at < hi:
-                        hits.setdefault(at, []).append((_BASE64 + offset, view, byte + 1))
+                views.append((view, run.start() - 3 + align))
+        for joined, byte, origin, local in self._raw_hits(views):
+            quad, offset = divmod(local, 3)
+            at = origin + 4 * quad + _SLICE_START[offset]
+            if lo <= at < hi:
+                hits.setdefault(at, []).append((_BASE64 + offset, joined, byte + 1))
 
-    def _raw_hits(self, view: str) -> Iterable[int]:
-        """The bytes of the decoded ``view`` where a piece may start (its key follows)."""
-        return _key_starts(view, self.raw_index.keys, 0, len(view) - 1, shift=1, width=_KEY_LEN)
+    def _raw_hits(self, views: list[tuple[str, int]]) -> Iterator[tuple[str, int, int, int]]:
+        """Where a piece may start in decoded runs (``views``: the bytes, and where the run's
+        encoding starts): the runs joined into one subject (searched at once), the byte there,
+        and the run's start and byte. A key across two runs only adds a candidate that is
+        compared with the message like every other."""
+        joined = "".join(view for view, _ in views)
+        starts = list(accumulate((len(view) for view, _ in views), initial=0))
+        for byte in _key_starts(joined, self.raw_index.keys, 0, len(joined) - 1, shift=1, width=_KEY_LEN):
+            run = bisect.bisect_right(starts, byte) - 1
+            yield joined, byte, views[run][1], byte - starts[run]
 
     def longest(self, text: str, at: int, hits: list[Hit]) -> int:
         """The length of the longest form at ``at`` of ``text`` (0 for none), given its hits."""
@@ -300,9 +311,8 @@ def _key_starts(
     subject: str, keys: Collection[str], lo: int, hi: int, *, shift: int, width: int
 ) -> Iterable[int]:
     """The positions ``at`` in ``[lo, hi)`` with a key at ``at + shift`` (every key is ``width``
-    characters): a search per key when there are few (in C, a few µs for each), else a look-up
-    per position."""
-    if len(keys) > _FIND_KEYS:
+    characters): by a search for each key or a look-up at each position, whichever is cheaper."""
+    if not _search_each_key(len(keys), hi - lo):
         stop = hi + shift
         grams = map(
             subject.__getitem__, map(slice, range(lo + shift, stop), range(lo + shift + width, stop + width))
@@ -316,6 +326,11 @@ def _key_starts(
             found.append(at - shift)
             at = subject.find(key, at + 1, end)
     return found
+
+
+def _search_each_key(keys: int, positions: int) -> bool:
+    """Whether searching for ``keys`` keys is cheaper than looking up ``positions`` positions."""
+    return keys * (_SEARCH_CHARS + positions) < _SEARCH_CHARS * positions
 
 
 def _inside_word(text: str, at: int, length: int) -> bool:
