@@ -33,11 +33,13 @@ Guarantees of :func:`scrub_message`:
 
 Cost: linear in the size of the secret data and in ``limit`` (not in the size of the message),
 with no regular expression built from secret data. The pieces are indexed once per secret (and
-cached) by a few of their characters; their encoded forms are not built up front. A message is
-read in chunks until ``limit`` characters of output are known: each position is looked up in the
-index of text forms (the pieces, their URL and JSON forms), and each run of hex or base64
-characters is decoded, at every alignment, and looked up among the pieces' bytes. Every candidate
-is then compared with the exact form before it is replaced. ``benchmarks/scrub.py`` measures it.
+cached) by their 2nd to 7th character; their encoded forms are built only when a message needs
+them. A message is read in chunks until ``limit`` characters of output are known. In each chunk
+the keys of the text forms (the pieces, their URL and JSON forms) are found, by a search for each
+key or a look-up at each position, whichever is cheaper; the runs of hex or base64 characters are
+decoded (hex from both parities, base64 at its 4 alignments) and the pieces' keys found in their
+bytes the same way. Every candidate is compared with the exact form before it is replaced.
+``benchmarks/scrub.py`` measures it.
 """
 
 from __future__ import annotations
@@ -51,9 +53,11 @@ import operator
 import re
 import threading
 import urllib.parse
-from collections import OrderedDict, defaultdict, deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress, repeat
+
+from mcm.driver.scrub_index import KeyIndex, key_starts
 
 __all__ = [
     "MAX_MESSAGE",
@@ -92,14 +96,8 @@ _HEAD_OF = operator.itemgetter(slice(_INDEXED))
 """The shortest form in the index; shorter ones are indexed by their first :data:`_SHORT_KEY`
 characters, and the tiny rest (a whole value of 1 to 3 characters) is searched for."""
 _SHORT_KEY = MIN_SHORT_LINE
-_SPLIT = 8
-_CHUNK = 8
-"""Entries sharing a key: more than :data:`_SPLIT` get a trie of :data:`_CHUNK` characters a level."""
 _MIN_CHUNK = 1024
 """The fewest message characters read at once."""
-_SEARCH_CHARS = 512
-"""A search for one key costs about what a look-up of one position costs, plus as much again for
-every this many characters searched (measured on CPython 3.11)."""
 _MEMO = 4096
 """Encoded forms kept built (those of the pieces found in recent messages)."""
 _CACHE_ENTRIES = 64
@@ -171,11 +169,12 @@ class _Matcher:
         self.texts, self.raws, self.whole = pieces.texts, pieces.raws, pieces.whole
         self.literals = sorted(form for form in pieces.literals if len(form) >= _INDEXED)
         keys, entries = _text_keys(self.texts, self.raws, self.literals)
-        self.index = _Index(keys, entries, self._key_strings)
-        self.raw_index = _Index(
+        self.index = KeyIndex(keys, entries, self._key_strings, key_len=_KEY_LEN)
+        self.raw_index = KeyIndex(
             map(bytes.decode, map(_KEY_OF, self.raws), repeat("latin-1")),
             range(len(self.raws)),
             lambda piece: (self.raws[piece][1:-1].decode("latin-1"),),  # the last byte may be cut
+            key_len=_KEY_LEN,
         )
         self.short = _short_index(pieces.literals, pieces.bounded)
         self.whole_word = frozenset(pieces.bounded - pieces.literals)
@@ -207,12 +206,12 @@ class _Matcher:
     def hits(self, text: str, lo: int, hi: int) -> dict[int, list[Hit]]:
         """The positions in ``[lo, hi)`` where a form may start, with where to look it up."""
         hits: dict[int, list[Hit]] = {}
-        for at in _key_starts(text, self.index.keys, lo, hi, shift=1, width=_KEY_LEN):
+        for at in key_starts(text, self.index.keys, lo, hi, shift=1, width=_KEY_LEN):
             hits[at] = [(_TEXT, text, at + 1)]
-        for at in _key_starts(text, self.short, lo, hi, shift=0, width=_SHORT_KEY):
+        for at in key_starts(text, self.short, lo, hi, shift=0, width=_SHORT_KEY):
             hits.setdefault(at, []).append((_SHORT, text, at))
         for form in self.tiny:
-            for at in _key_starts(text, (form,), lo, hi, shift=0, width=len(form)):
+            for at in key_starts(text, (form,), lo, hi, shift=0, width=len(form)):
                 hits.setdefault(at, []).append((_TINY, form, 0))
         self._hex_hits(text, lo, hi, hits)
         self._base64_hits(text, lo, hi, hits)
@@ -252,7 +251,7 @@ class _Matcher:
         compared with the message like every other."""
         joined = "".join(view for view, _ in views)
         starts = list(accumulate((len(view) for view, _ in views), initial=0))
-        for byte in _key_starts(joined, self.raw_index.keys, 0, len(joined) - 1, shift=1, width=_KEY_LEN):
+        for byte in key_starts(joined, self.raw_index.keys, 0, len(joined) - 1, shift=1, width=_KEY_LEN):
             run = bisect.bisect_right(starts, byte) - 1
             yield joined, byte, views[run][1], byte - starts[run]
 
@@ -305,32 +304,6 @@ class _Matcher:
                 self._memo.clear()
             forms = self._memo[key] = _encode(kind, self.texts[piece], self.raws[piece], piece in self.whole)
         return forms
-
-
-def _key_starts(
-    subject: str, keys: Collection[str], lo: int, hi: int, *, shift: int, width: int
-) -> Iterable[int]:
-    """The positions ``at`` in ``[lo, hi)`` with a key at ``at + shift`` (every key is ``width``
-    characters): by a search for each key or a look-up at each position, whichever is cheaper."""
-    if not _search_each_key(len(keys), hi - lo):
-        stop = hi + shift
-        grams = map(
-            subject.__getitem__, map(slice, range(lo + shift, stop), range(lo + shift + width, stop + width))
-        )
-        return compress(range(lo, hi), map(keys.__contains__, grams))
-    found: list[int] = []
-    end = hi + shift + width - 1
-    for key in keys:
-        at = subject.find(key, lo + shift, end)
-        while at >= 0:
-            found.append(at - shift)
-            at = subject.find(key, at + 1, end)
-    return found
-
-
-def _search_each_key(keys: int, positions: int) -> bool:
-    """Whether searching for ``keys`` keys is cheaper than looking up ``positions`` positions."""
-    return keys * (_SEARCH_CHARS + positions) < _SEARCH_CHARS * positions
 
 
 def _inside_word(text: str, at: int, length: int) -> bool:
@@ -458,84 +431,6 @@ def _json(text: str) -> str:
 
 _URL_TABLES = (_quote, _quote_plus)
 _JSON_ENCODERS = (_json_ascii, _json)
-
-
-class _Index:
-    """Entries by their key (see :data:`_KEY`), found where they may start in a subject: a
-    message, or the bytes decoded from a run of it.
-
-    A key that many entries share (a thousand script lines starting ``echo "``) gets a trie of the
-    characters that follow, on its first use: a lookup then costs the depth it reaches and the
-    entries found there, not the number of entries sharing the key.
-    """
-
-    def __init__(
-        self, keys: Iterable[str], entries: Iterable[int], key_strings: Callable[[int], Sequence[str]]
-    ) -> None:
-        groups: defaultdict[str, list[int]] = defaultdict(list)
-        deque(map(list.append, map(groups.__getitem__, keys), entries), maxlen=0)  # at C speed
-        self.keys = dict(groups)
-        self._key_strings = key_strings
-        self._tries: dict[str, _Node] = {}
-
-    def candidates(self, subject: str, at: int) -> Iterable[int]:
-        """The entries that may start at ``at`` of ``subject`` (the key is there)."""
-        key = subject[at : at + _KEY_LEN]
-        found = self.keys[key]
-        if len(found) <= _SPLIT:
-            return found
-        trie = self._tries.get(key)
-        if trie is None:
-            strings = [(string, entry) for entry in found for string in self._key_strings(entry)]
-            trie = self._tries[key] = _Node(_KEY_LEN, strings)
-        return set(trie.find(subject, at))
-
-
-class _Node:
-    """Entries whose key strings (from the 2nd character of a form) agree on their first
-    ``depth`` characters; split by the next :data:`_CHUNK` once there are more than :data:`_SPLIT`."""
-
-    __slots__ = ("_depth", "_entries", "_split")
-
-    def __init__(self, depth: int, entries: list[tuple[str, int]]) -> None:
-        self._depth = depth
-        self._entries = entries
-        self._split: tuple[dict[str, list[int]], list[int], dict[str, _Node]] | None = None
-
-    def find(self, subject: str, at: int) -> list[int]:
-        """The entries whose whole key string is at ``at`` of ``subject``."""
-        found: list[int] = []
-        node: _Node | None = self
-        while node is not None:
-            split = node._split
-            if split is None:
-                if len(node._entries) <= _SPLIT:
-                    found += (entry for string, entry in node._entries if subject.startswith(string, at))
-                    return found
-                split = node._split = _split(node._depth, node._entries)
-            ends, tails, children = split
-            start = at + node._depth
-            for tail in tails:
-                found += ends.get(subject[start : start + tail], ())
-            node = children.get(subject[start : start + _CHUNK])
-        return found
-
-
-def _split(
-    depth: int, entries: list[tuple[str, int]]
-) -> tuple[dict[str, list[int]], list[int], dict[str, _Node]]:
-    """The entries that end within the next :data:`_CHUNK` characters (by those characters), the
-    lengths these have past ``depth``, and nodes for the others (by the next chunk)."""
-    stop = depth + _CHUNK
-    ends: dict[str, list[int]] = {}
-    deeper: dict[str, list[tuple[str, int]]] = {}
-    for string, entry in entries:
-        if len(string) <= stop:
-            ends.setdefault(string[depth:], []).append(entry)
-        else:
-            deeper.setdefault(string[depth:stop], []).append((string, entry))
-    tails = sorted({len(tail) for tail in ends})
-    return ends, tails, {chunk: _Node(stop, group) for chunk, group in deeper.items()}
 
 
 def _short_index(literals: set[str], bounded: set[str]) -> dict[str, list[str]]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mcm.driver import scrub
+from mcm.driver import scrub_index
 from mcm.driver.scrub import REDACTED, scrub_message
 from tests.driver.scrub_reference import reference_scrub
 
@@ -112,7 +112,7 @@ def test_the_scrubber_replaces_what_the_reference_replaces(
     monkeypatch: pytest.MonkeyPatch, search: bool
 ) -> None:
     """Either way of finding a secret's keys in a message (chosen by their cost) agrees."""
-    monkeypatch.setattr(scrub, "_search_each_key", lambda keys, positions: search)
+    monkeypatch.setattr(scrub_index, "search_each_key", lambda keys, positions: search)
     differing = []
     for seed in range(CASES):
         secret, message = case(seed)
