@@ -101,9 +101,10 @@ _MIN_CHUNK = 1024
 _MEMO = 4096
 """Encoded forms kept built (those of the pieces found in recent messages)."""
 _CACHE_ENTRIES = 64
-_CACHE_BYTES = 16 * 1024 * 1024
+_CACHE_BYTES = 4 * 1024 * 1024
 """Matchers kept: at most this many, built from at most this many bytes of secret data in all
-(the most recent is always kept)."""
+(the most recent is always kept). A matcher holds about 16 times its secret data (16 MiB for a
+1 MiB Secret, ``benchmarks/scrub.py --memory``), so the cache stays under about 64 MiB."""
 
 _WORD_SEPARATORS = str.maketrans(dict.fromkeys("'\"=:,", " "))
 """What separates words besides whitespace (turned into spaces to split at)."""

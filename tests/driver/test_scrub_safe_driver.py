@@ -21,6 +21,7 @@ from mcm.driver import (
     ListMachinesRequest,
     MachineError,
     SafeDriver,
+    scrub,
     scrub_message,
     status_from_error,
 )
@@ -141,3 +142,18 @@ def test_vm_responses_take_any_address_sequence_and_refuse_misplaced_values() ->
     with pytest.raises(TypeError, match="NodeAddress"):
         CreateMachineResponse("p", "n", "last-known-state")  # type: ignore[arg-type]
     assert CreateMachineResponse("p", "n", last_known_state="s").last_known_state == "s"
+
+
+def test_the_matcher_cache_is_bounded_by_secret_bytes_and_keeps_the_latest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A few large Secrets cannot pin their matchers (each many times its data) in memory."""
+    monkeypatch.setattr(scrub, "_CACHE_BYTES", 3000)
+    cache = scrub._Cache()
+    secrets = [(bytes([65 + i]) * 1000,) for i in range(5)]
+    for values in secrets:
+        cache.get(values)
+    assert list(cache._matchers) == secrets[2:]  # 3000 bytes: the three used last
+    cache.get(secrets[2])
+    cache.get((b"z" * 10_000,))  # over the bound alone: kept, all others dropped
+    assert list(cache._matchers) == [(b"z" * 10_000,)]
