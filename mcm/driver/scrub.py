@@ -98,6 +98,9 @@ characters, and the tiny rest (a whole value of 1 to 3 characters) is searched f
 _SHORT_KEY = MIN_SHORT_LINE
 _MIN_CHUNK = 1024
 """The fewest message characters read at once."""
+_HEAD = 256
+"""A piece longer than this (in bytes) has its forms built only where the forms of its first
+:data:`_HEAD` characters and bytes are in a message, and tries hold only those."""
 _MEMO = 4096
 """Encoded forms kept built (those of the pieces found in recent messages)."""
 _CACHE_ENTRIES = 64
@@ -174,7 +177,7 @@ class _Matcher:
         self.raw_index = KeyIndex(
             map(bytes.decode, map(_KEY_OF, self.raws), repeat("latin-1")),
             range(len(self.raws)),
-            lambda piece: (self.raws[piece][1:-1].decode("latin-1"),),  # the last byte may be cut
+            self._raw_key_strings,
             key_len=_KEY_LEN,
         )
         self.short = _short_index(pieces.literals, pieces.bounded)
@@ -260,7 +263,7 @@ class _Matcher:
         """The length of the longest form at ``at`` of ``text`` (0 for none), given its hits."""
         best = 0
         for kind, subject, key_at in hits:
-            for form in self._forms(kind, subject, key_at):
+            for form in self._forms(kind, subject, key_at, text, at):
                 if (
                     len(form) > best
                     and text.startswith(form, at)
@@ -273,28 +276,56 @@ class _Matcher:
         """Whether a short line found at ``at`` is part of a longer word (and so not matched)."""
         return kind == _SHORT and form in self.whole_word and _inside_word(text, at, len(form))
 
-    def _forms(self, kind: int, subject: str, key_at: int) -> Iterator[str]:
-        """The forms a hit may be: by the index of its kind, at ``key_at`` of ``subject``."""
+    def _forms(self, kind: int, subject: str, key_at: int, text: str, at: int) -> Iterator[str]:
+        """The forms a hit at ``at`` of ``text`` may be: by the index of its kind, at ``key_at`` of
+        ``subject``."""
         if kind == _TEXT:
             for entry in self.index.candidates(subject, key_at):
-                yield from self._text_forms(entry)
+                yield from self._text_forms(entry, text, at)
         elif kind == _SHORT:
             yield from self.short[subject[key_at : key_at + _SHORT_KEY]]
         elif kind == _TINY:
             yield subject
         else:
             for piece in self.raw_index.candidates(subject, key_at):
-                yield from self._encoded_forms(piece, kind)
+                yield from self._forms_at(piece, kind, text, at)
 
-    def _text_forms(self, entry: int) -> Sequence[str]:
-        """The forms an entry of the text index stands for."""
+    def _text_forms(self, entry: int, text: str, at: int) -> Sequence[str]:
+        """The forms an entry of the text index stands for that may be at ``at`` of ``text``."""
         number, kind = entry >> 3, entry & 7
         if kind == _LITERAL:
             return (self.literals[number],)
-        return self._encoded_forms(number, kind)
+        return self._forms_at(number, kind, text, at)
+
+    def _forms_at(self, piece: int, kind: int, text: str, at: int) -> Sequence[str]:
+        """The forms of ``piece`` of a kind, or none when a piece longer than :data:`_HEAD` bytes
+        does not start there with the forms of its head (so its own are built only then)."""
+        if len(self.raws[piece]) > _HEAD and not any(
+            text.startswith(head, at) for head in self._head_forms(piece, kind)
+        ):
+            return ()
+        return self._encoded_forms(piece, kind)
+
+    def _head_forms(self, piece: int, kind: int) -> Sequence[str]:
+        """The forms of the first :data:`_HEAD` characters and bytes of ``piece``: each a prefix
+        of one of its forms (a base64 slice ends before the characters later bytes change)."""
+        raw = self.raws[piece]
+        if len(raw) <= _HEAD:
+            return self._encoded_forms(piece, kind)
+        return _encode(kind, self.texts[piece][:_HEAD], raw[:_HEAD], whole=False)
 
     def _key_strings(self, entry: int) -> list[str]:
-        return [form[1:] for form in self._text_forms(entry)]
+        """What a trie tells an entry's forms apart by: what follows the key, in their heads."""
+        number, kind = entry >> 3, entry & 7
+        if kind == _LITERAL:
+            return [self.literals[number][1:]]
+        return [form[1:] for form in self._head_forms(number, kind)]
+
+    def _raw_key_strings(self, piece: int) -> tuple[str]:
+        """The piece's bytes after the first (in its head), but its last byte, which a base64
+        slice may have cut."""
+        raw = self.raws[piece]
+        return (raw[1 : min(len(raw) - 1, _HEAD)].decode("latin-1"),)
 
     def _encoded_forms(self, piece: int, kind: int) -> tuple[str, ...]:
         """The forms of ``piece`` of a kind, built on first use and kept for the next message."""
