@@ -91,10 +91,10 @@ message: its 2nd to 7th byte, which every encoded form of a piece of 8 bytes or 
 whole; the first byte of a base64 slice has lost bits to the byte before it)."""
 _KEY_LEN = _KEY.stop - _KEY.start
 _INDEXED = _KEY.stop
-_KEY_OF = operator.itemgetter(_KEY)
-_HEAD_OF = operator.itemgetter(slice(_INDEXED))
 """The shortest form in the index; shorter ones are indexed by their first :data:`_SHORT_KEY`
 characters, and the tiny rest (a whole value of 1 to 3 characters) is searched for."""
+_KEY_OF = operator.itemgetter(_KEY)
+_START_OF = operator.itemgetter(slice(_INDEXED))
 _SHORT_KEY = MIN_SHORT_LINE
 _MIN_CHUNK = 1024
 """The fewest message characters read at once."""
@@ -429,16 +429,16 @@ def _text_keys(texts: list[str], raws: list[bytes], literals: list[str]) -> tupl
     numbers = range(len(texts))
     keys = list(map(_KEY_OF, texts))
     entries = list(range(_PLAIN, len(texts) << 3, 8))
-    raw_heads = list(map(bytes.decode, map(_HEAD_OF, raws), repeat("latin-1")))
-    text_heads = list(map(_HEAD_OF, texts))
+    raw_starts = list(map(bytes.decode, map(_START_OF, raws), repeat("latin-1")))
+    text_starts = list(map(_START_OF, texts))
     special = (
-        (_URL, compress(numbers, map(_URL_UNSAFE.search, raw_heads)), raw_heads, _URL_TABLES),
-        (_JSON, compress(numbers, map(_JSON_ESCAPED_ASCII.search, text_heads)), text_heads, _JSON_ENCODERS),
+        (_URL, compress(numbers, map(_URL_UNSAFE.search, raw_starts)), raw_starts, _URL_TABLES),
+        (_JSON, compress(numbers, map(_JSON_ESCAPED_ASCII.search, text_starts)), text_starts, _JSON_ENCODERS),
     )
-    for kind, chosen, heads, encoders in special:
+    for kind, chosen, starts, encoders in special:
         numbers_chosen = list(chosen)
         for encode in encoders:
-            keys += map(_KEY_OF, map(encode, map(heads.__getitem__, numbers_chosen)))
+            keys += map(_KEY_OF, map(encode, map(starts.__getitem__, numbers_chosen)))
             entries += map(operator.or_, map(operator.lshift, numbers_chosen, repeat(3)), repeat(kind))
     keys += map(_KEY_OF, literals)
     entries += range(_LITERAL, len(literals) << 3, 8)
