@@ -102,7 +102,7 @@ def messages(secret: dict[str, bytes]) -> dict[str, str]:
 
 def cloud_error(rng: random.Random, size: int) -> str:
     """What a cloud API's error looks like: a code, a sentence, request ids, a JSON body."""
-    parts = []
+    parts: list[str] = []
     while sum(map(len, parts)) < size:
         body = {
             "code": "InvalidParameterValue",
