@@ -101,6 +101,9 @@ _MIN_CHUNK = 1024
 _HEAD = 256
 """A piece longer than this (in bytes) has its forms built only where the forms of its first
 :data:`_HEAD` characters and bytes are in a message, and tries hold only those."""
+_LOOKAHEAD = 2 * _HEAD + 8
+"""How far past a chunk's end a run of hex or base64 characters is decoded: as far as the bytes
+a trie may compare (the head of a piece) reach from a piece that starts in the chunk."""
 _MEMO = 4096
 """Encoded forms kept built (those of the pieces found in recent messages)."""
 _CACHE_ENTRIES = 64
@@ -224,7 +227,7 @@ class _Matcher:
     def _hex_hits(self, text: str, lo: int, hi: int, hits: dict[int, list[Hit]]) -> None:
         """Hex forms: each run of hex digits decoded from both parities, its bytes looked up."""
         views = []
-        for run in _HEX_RUN.finditer(text, lo, min(len(text), hi + 2 * _INDEXED + 2)):
+        for run in _HEX_RUN.finditer(text, lo, min(len(text), hi + _LOOKAHEAD)):
             for first in (run.start(), run.start() + 1):
                 digits = text[first : first + (run.end() - first) // 2 * 2]
                 views.append((bytes.fromhex(digits).decode("latin-1"), first))
@@ -236,7 +239,7 @@ class _Matcher:
     def _base64_hits(self, text: str, lo: int, hi: int, hits: dict[int, list[Hit]]) -> None:
         """Base64 slices: each run (and 3 characters before it) decoded at its 4 alignments."""
         views = []
-        for run in _BASE64_RUN.finditer(text, lo, min(len(text), hi + 2 * _INDEXED + 2)):
+        for run in _BASE64_RUN.finditer(text, lo, min(len(text), hi + _LOOKAHEAD)):
             chars = "AAA" + run.group().translate(_TO_STANDARD)
             for align in range(4):
                 group = chars[align:]

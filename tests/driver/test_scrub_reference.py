@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mcm.driver import scrub_index
+from mcm.driver import scrub, scrub_index
 from mcm.driver.scrub import REDACTED, scrub_message
 from tests.driver.scrub_reference import reference_scrub
 
@@ -138,3 +138,18 @@ def test_a_cut_message_starts_as_the_scrubbed_whole_would(seed: int) -> None:
         assert cut.startswith(whole[:limit])
         assert (cut == whole) == (len(whole) <= limit)
         assert len(cut) <= limit + len("... (99999 more characters cut)")
+
+
+@pytest.mark.parametrize("seed", range(0, CASES, 3))
+def test_a_message_read_in_small_chunks_is_scrubbed_as_a_whole(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """The scrubber reads a message in chunks up to its cut: a form across a chunk's end (an
+    encoded run that goes on past it, a trie that needs the bytes after it) is still found."""
+    monkeypatch.setattr(scrub, "_MIN_CHUNK", 1)
+    secret, message = case(seed)
+    whole = reference_scrub(message, secret)
+    for limit in range(0, len(whole) + 2, 3):
+        cut = scrub_message(message, secret, limit=limit)
+        assert cut.startswith(whole[:limit]), limit
+        assert (cut == whole) == (len(whole) <= limit), limit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import traceback
+from collections.abc import Callable
 
 import pytest
 
@@ -85,6 +86,18 @@ def test_messages_are_capped_after_scrubbing() -> None:
     assert scrubbed.endswith("more characters cut)")
     assert len(scrubbed) < MAX_MESSAGE + 50
     assert scrub_message("abcdef", None, limit=3) == "abc... (3 more characters cut)"
+
+
+@pytest.mark.parametrize("encode", [bytes.hex, lambda raw: base64.b64encode(b"{" + raw).decode()])
+def test_an_encoded_line_at_the_cut_is_redacted(encode: Callable[[bytes], str]) -> None:
+    """Lines sharing a long prefix are told apart by the bytes after it: the run of hex or base64
+    that holds one is decoded past the cut far enough for that."""
+    lines = [f"kubeadm join --token abcdef.{i:016d} --discovery-token-unsafe" for i in range(12)]
+    form = encode(lines[5].encode())
+    text = "y" * (MAX_MESSAGE - 40) + " " + form + " and more" * 100
+    scrubbed = scrub_message(text, {"userData": "\n".join(lines).encode()})
+    assert REDACTED in scrubbed
+    assert form[:12] not in scrubbed
 
 
 def test_safe_driver_scrubs_machine_errors_and_keeps_code_and_state() -> None:
