@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import base64
 import functools
+import gc
 import json
 import random
 import sys
@@ -120,6 +121,7 @@ def best(measure: Callable[[], float], repeat: int) -> float:
 def build_seconds(secret: dict[str, bytes], run: int) -> float:
     """One build: a Secret not seen before (a new nonce value), scrubbing one short message."""
     fresh = {**secret, "nonce": f"nonce-{run}-{time.perf_counter_ns()}".encode()}
+    gc.collect()  # the garbage of the runs before is not this run's
     start = time.perf_counter()
     scrub_message("probe", fresh)
     return time.perf_counter() - start
