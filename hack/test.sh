@@ -95,6 +95,7 @@ benchmark_smoke_runs() {
   quiet_unless_failing python benchmarks/machineconfig.py --smoke
   quiet_unless_failing python benchmarks/machineconfig_pass.py --smoke
   quiet_unless_failing python benchmarks/scale.py --smoke
+  quiet_unless_failing python benchmarks/scrub.py --smoke
   if [ -x "$(hack/upstream-mcm.sh --path)" ]; then
     quiet_unless_failing python benchmarks/vs_upstream.py --smoke
   else
