@@ -85,26 +85,27 @@ class Run:
     requests: dict[str, int] = field(default_factory=dict)
 
 
-def upstream_binary(build: bool) -> Path | None:
-    """The cached upstream binary (with its release's CRDs in ``crds/`` beside it), or None with
-    the reason printed. ``build``: build it when it is missing (minutes)."""
+def upstream_binary(build: bool, label: str = "vs_upstream") -> Path | None:
+    """The cached upstream machine controller (with its release's CRDs in ``crds/`` beside it and
+    the release's manager, ``hack/upstream-mcm.sh --manager-path``, built with it), or None with
+    the reason printed after ``label``. ``build``: build them when missing (minutes)."""
     located = subprocess.run([str(BUILD_SCRIPT), "--path"], check=False, capture_output=True, text=True)
     path = Path(located.stdout.strip())
     if path.is_file() and (path.parent / "crds").is_dir():
         return path
     if shutil.which("go") is None:
-        print("vs_upstream: skipped: Go is not installed, so upstream's machine controller cannot be built")
+        print(f"{label}: skipped: Go is not installed, so upstream's machine controller cannot be built")
         return None
     if not build and not path.is_file():
-        print(f"vs_upstream: skipped: upstream's machine controller is not built yet ({path})")
+        print(f"{label}: skipped: upstream's machine controller is not built yet ({path})")
         return None
     started = time.monotonic()
     done = subprocess.run([str(BUILD_SCRIPT)], check=False, capture_output=True, text=True)
     if done.returncode != 0:
-        print(f"vs_upstream: building upstream's machine controller failed:\n{done.stderr[-3000:]}")
+        print(f"{label}: building upstream's binaries failed:\n{done.stderr[-3000:]}")
         return None
-    if "built in" in done.stderr:
-        print(f"built upstream's machine controller in {time.monotonic() - started:.0f} s: {path}")
+    if "built " in done.stderr:
+        print(f"built upstream's binaries in {time.monotonic() - started:.0f} s: {path.parent}")
     return path
 
 

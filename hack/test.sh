@@ -4,8 +4,10 @@
 # Works on a fresh machine with only python3 and pip. Extra arguments go to pytest (and skip the
 # benchmark smoke runs and the chaos suite's short profile).
 # With `go` on PATH it first builds (or finds cached) the real control plane for tests/realapi
-# (hack/envtest.sh, a wrapper over `python -m mcm.testing.envtest build`); without it that tier is
-# skipped, and under CI=true that fails the run.
+# (hack/envtest.sh, a wrapper over `python -m mcm.testing.envtest build`) and upstream's Go machine
+# controller and manager for tests/interop (hack/upstream-mcm.sh); without it those tiers are
+# skipped, and under CI=true the real control plane's absence fails the run (and so does a failed
+# build of either).
 #
 # Ruff runs first; mypy with the import layers, the benchmark smoke runs and the chaos short profile
 # then run in the background next to pytest (they mostly wait, as do most tests, and the machine
@@ -98,6 +100,11 @@ benchmark_smoke_runs() {
   else
     echo "vs_upstream smoke: skipped (upstream's machine controller is not built: hack/upstream-mcm.sh)"
   fi
+  if [ -x "$(hack/upstream-mcm.sh --path)" ] && [ -x "$(hack/upstream-mcm.sh --manager-path)" ]; then
+    quiet_unless_failing python benchmarks/manager.py --smoke
+  else
+    echo "manager smoke: skipped (upstream's machine controller and manager are not built: hack/upstream-mcm.sh)"
+  fi
 }
 
 echo "== ruff"
@@ -124,6 +131,20 @@ elif [ "${CI:-}" = true ] && [ -z "${MCM_ENVTEST_ASSETS:-}" ]; then
   exit 1
 else
   echo "realapi tier: no 'go' on PATH; tests/realapi will be skipped"
+fi
+echo "== upstream's Go machine controller and manager (hack/upstream-mcm.sh)"
+# tests/interop runs them beside mcm's; a no-op once built (a cold build downloads and compiles
+# the release with its cloud SDKs: about 15 min on 2 shared cores, once per machine).
+if command -v go >/dev/null 2>&1; then
+  if ! hack/upstream-mcm.sh >/dev/null; then
+    if [ "${CI:-}" = true ]; then
+      echo "interop tier: hack/upstream-mcm.sh failed and CI=true requires the tier" >&2
+      exit 1
+    fi
+    echo "interop tier: hack/upstream-mcm.sh failed; tests/interop will be skipped" >&2
+  fi
+else
+  echo "interop tier: no 'go' on PATH; tests/interop will be skipped"
 fi
 # Three pytest workers on two cores: most tests wait (for a subprocess, a Lease, a watch) rather
 # than compute, and a third worker fills those waits (the whole run took 6 min 30 s with two

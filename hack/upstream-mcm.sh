@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Build upstream's Go machine controller (gardener/machine-controller-manager, from the Go module
-# proxy) with the in-memory driver of hack/upstream-mcm/main.go, the same-run yardstick of
-# benchmarks/vs_upstream.py. Prints the binary's path. A no-op when it is already built.
+# Build upstream's two Go binaries (gardener/machine-controller-manager, from the Go module proxy),
+# the same-run yardsticks of benchmarks/vs_upstream.py and benchmarks/manager.py and the other side
+# of the interop tests (tests/interop):
+#   machine-controller          the machine controller (pkg/util/provider/app) with the in-memory
+#                               driver of hack/upstream-mcm/main.go
+#   machine-controller-manager  the MachineSet/MachineDeployment manager (upstream's
+#                               cmd/machine-controller-manager, as hack/upstream-mcm/manager/main.go
+#                               runs it)
+# Prints both paths, one a line (the controller's first). A no-op when both are built.
 #
-#   hack/upstream-mcm.sh            # build (first time: several minutes on 2 cores) and print the path
-#   hack/upstream-mcm.sh --path     # print where the binary is (or would be); build nothing
+#   hack/upstream-mcm.sh                 # build what is missing (first time: many minutes on 2 cores)
+#   hack/upstream-mcm.sh --path          # print where the machine controller is (or would be); build nothing
+#   hack/upstream-mcm.sh --manager-path  # print where the manager is (or would be); build nothing
 #
-# The binary goes to ${MCM_UPSTREAM_CACHE:-~/.cache/mcm-upstream}/<version>/machine-controller,
-# outside the repository, with that release's Machine CRDs beside it in crds/ (the release writes
-# fields, such as status.node, that today's CRDs prune). Nothing built is committed.
+# The binaries go to ${MCM_UPSTREAM_CACHE:-~/.cache/mcm-upstream}/<version>/, outside the
+# repository, with every CRD of that release beside them in crds/ (the release writes fields, such
+# as status.node, that today's CRDs prune, and its manager also watches the provider-specific
+# machine classes). Each binary has a stamp (.<binary>.stamp): the hash of go.mod, go.sum and its
+# main.go; a binary whose stamp differs is rebuilt. Nothing built is committed.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 MODULE_DIR="$HERE/upstream-mcm"
@@ -19,19 +28,34 @@ if [ -z "$VERSION" ]; then
   exit 2
 fi
 CACHE="${MCM_UPSTREAM_CACHE:-$HOME/.cache/mcm-upstream}/$VERSION"
-BINARY="$CACHE/machine-controller"
+CONTROLLER="$CACHE/machine-controller"
+MANAGER="$CACHE/machine-controller-manager"
 
-if [ "${1:-}" = "--path" ]; then
-  echo "$BINARY"
-  exit 0
-fi
-if [ -x "$BINARY" ] && [ -d "$CACHE/crds" ] && [ "$BINARY" -nt "$MODULE_DIR/main.go" ] \
-  && [ "$BINARY" -nt "$MODULE_DIR/go.mod" ]; then
-  echo "$BINARY"
+case "${1:-}" in
+  --path) echo "$CONTROLLER"; exit 0 ;;
+  --manager-path) echo "$MANAGER"; exit 0 ;;
+  "") ;;
+  *) echo "usage: hack/upstream-mcm.sh [--path|--manager-path]" >&2; exit 2 ;;
+esac
+
+# stamp PACKAGE_DIR: what the binary built from that package of the module is stamped with.
+stamp() {
+  cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$1/main.go" | sha256sum | cut -d' ' -f1
+}
+# built BINARY PACKAGE_DIR: whether BINARY is there and stamped with the current sources.
+built() {
+  [ -x "$1" ] && [ -f "$(dirname "$1")/.$(basename "$1").stamp" ] \
+    && [ "$(cat "$(dirname "$1")/.$(basename "$1").stamp")" = "$(stamp "$2")" ]
+}
+if built "$CONTROLLER" "$MODULE_DIR" && built "$MANAGER" "$MODULE_DIR/manager" \
+  && [ -f "$CACHE/crds/machine.sapcloud.io_machinedeployments.yaml" ] \
+  && [ -f "$CACHE/crds/machine.sapcloud.io_awsmachineclasses.yaml" ]; then
+  echo "$CONTROLLER"
+  echo "$MANAGER"
   exit 0
 fi
 if ! command -v go >/dev/null 2>&1; then
-  echo "go is not installed: cannot build upstream's machine controller" >&2
+  echo "go is not installed: cannot build upstream's machine controller and manager" >&2
   exit 2
 fi
 # The checksum database does not list this release: its hashes come from go.sum here instead.
@@ -41,24 +65,31 @@ copy_crds() {
   local dir
   dir="$(cd "$MODULE_DIR" && go mod download -json "$MODULE@$VERSION" \
     | awk -F'"' '$2 == "Dir" {print $4}')"
+  rm -rf "$CACHE/crds.tmp"
   mkdir -p "$CACHE/crds.tmp"
-  for kind in machines machineclasses machinesets machinedeployments; do
-    cp "$dir/kubernetes/crds/machine.sapcloud.io_$kind.yaml" "$CACHE/crds.tmp/"
-  done
+  cp "$dir"/kubernetes/crds/machine.sapcloud.io_*.yaml "$CACHE/crds.tmp/"
+  chmod u+w "$CACHE"/crds.tmp/*.yaml
   rm -rf "$CACHE/crds"
   mv "$CACHE/crds.tmp" "$CACHE/crds"
 }
 
+# build BINARY PACKAGE_DIR WHAT
+build() {
+  local start
+  if built "$1" "$2"; then
+    return 0
+  fi
+  start=$(date +%s)
+  echo "building upstream $3 $VERSION ($(go env GOVERSION)) into $CACHE" >&2
+  (cd "$2" && CGO_ENABLED=0 go build -trimpath -o "$1.tmp" .)
+  mv "$1.tmp" "$1"
+  stamp "$2" > "$(dirname "$1")/.$(basename "$1").stamp"
+  echo "built $(basename "$1") in $(( $(date +%s) - start )) s" >&2
+}
+
 mkdir -p "$CACHE"
-if [ -x "$BINARY" ] && [ "$BINARY" -nt "$MODULE_DIR/main.go" ] && [ "$BINARY" -nt "$MODULE_DIR/go.mod" ]; then
-  copy_crds
-  echo "$BINARY"
-  exit 0
-fi
-start=$(date +%s)
-echo "building upstream machine controller $VERSION ($(go env GOVERSION)) into $CACHE" >&2
-(cd "$MODULE_DIR" && CGO_ENABLED=0 go build -trimpath -o "$BINARY.tmp" .)
-mv "$BINARY.tmp" "$BINARY"
+build "$CONTROLLER" "$MODULE_DIR" "machine controller"
+build "$MANAGER" "$MODULE_DIR/manager" "machine-controller-manager"
 copy_crds
-echo "built in $(( $(date +%s) - start )) s" >&2
-echo "$BINARY"
+echo "$CONTROLLER"
+echo "$MANAGER"

@@ -7,6 +7,8 @@ cluster; an empty ``--control-kubeconfig`` is the target's config, ``inClusterCo
 in-cluster config. Each client takes ``--kube-api-qps``/``--kube-api-burst`` and upstream's
 user-agent suffix (the command's name; ``machine-leader-election`` for the Lease). A kubeconfig
 that is missing or not valid YAML is a :class:`~mcm.app.process.StartupError` naming the cluster.
+:func:`load_client` builds one client from one kubeconfig, for a command of one cluster
+(``machine-config-controller``, ``machine-config-daemon``: ``--kubeconfig``).
 """
 
 from __future__ import annotations
@@ -23,12 +25,22 @@ from mcm.app.process import StartupError
 from mcm.runtime.client import ClusterClient, ConfigError, load_config
 from mcm.runtime.record import EventBroadcaster, EventRecorder
 
-__all__ = ["ClientFlags", "Clients", "build_clients", "event_recorder"]
+__all__ = ["ClientFlags", "Clients", "RateFlags", "build_clients", "event_recorder", "load_client"]
 
 log = structlog.get_logger(__name__)
 
 
-class ClientFlags(Protocol):
+class RateFlags(Protocol):
+    """``--kube-api-qps`` and ``--kube-api-burst``."""
+
+    @property
+    def kube_api_qps(self) -> float: ...
+
+    @property
+    def kube_api_burst(self) -> int: ...
+
+
+class ClientFlags(RateFlags, Protocol):
     """The flags the clients are built from."""
 
     @property
@@ -36,12 +48,6 @@ class ClientFlags(Protocol):
 
     @property
     def control_kubeconfig(self) -> str: ...
-
-    @property
-    def kube_api_qps(self) -> float: ...
-
-    @property
-    def kube_api_burst(self) -> int: ...
 
     @property
     def no_target(self) -> bool: ...
@@ -61,21 +67,29 @@ class Clients:
                 client.close()
 
 
-def _load(kubeconfig: str, what: str, options: ClientFlags, suffix: str) -> ClusterClient:
-    if not kubeconfig:
-        log.warning("kubeconfig_not_set_using_in_cluster_config", flag=f"--{what}-kubeconfig")
+def load_client(kubeconfig: str, options: RateFlags, agent: str, what: str = "") -> ClusterClient:
+    """The client of ``kubeconfig`` (empty: the in-cluster config) with ``--kube-api-qps``/``-burst``
+    and the user-agent suffix ``agent``. A kubeconfig that cannot be used is a
+    :class:`~mcm.app.process.StartupError` of one line, naming the ``what`` cluster if given."""
+    prefix = f"{what} cluster: " if what else ""
     try:
         return load_config(
             kubeconfig or IN_CLUSTER_CONFIG,
             qps=options.kube_api_qps,
             burst=options.kube_api_burst,
-            user_agent_suffix=suffix,
+            user_agent_suffix=agent,
         )
     except ConfigError as exc:
-        raise StartupError(f"{what} cluster: {exc}") from None
+        raise StartupError(f"{prefix}{exc}") from None
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
-        raise StartupError(f"{what} cluster: kubeconfig {kubeconfig!r} is not valid YAML: {detail}") from None
+        raise StartupError(f"{prefix}kubeconfig {kubeconfig!r} is not valid YAML: {detail}") from None
+
+
+def _load(kubeconfig: str, what: str, options: ClientFlags, suffix: str) -> ClusterClient:
+    if not kubeconfig:
+        log.warning("kubeconfig_not_set_using_in_cluster_config", flag=f"--{what}-kubeconfig")
+    return load_client(kubeconfig, options, suffix, what)
 
 
 def build_clients(options: ClientFlags, agent: str = "machine-controller") -> Clients:

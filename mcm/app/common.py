@@ -12,15 +12,17 @@ apart on the flags they share.
 
 The checks are small functions over any options object with the fields they read, one message
 per problem, each naming its flag; a command's ``validate`` calls those of its flags in its own
-order. :class:`OptionsMixin` gives an options dataclass ``defaults``, ``as_dict``, ``no_target``
-and ``without_effect``.
+order. :class:`TableOptions` gives any options dataclass ``defaults``, ``as_dict``, ``replace``
+and ``without_effect``; :class:`OptionsMixin` adds, for a command with the cluster and klog flags,
+``no_target`` and klog's rules on the file flags.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from mcm.app.flags import Flag, flag, flags_of, same_flag, set_without_effect
 from mcm.runtime.leaderelection import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
@@ -30,12 +32,14 @@ __all__ = [
     "NO_TARGET",
     "CommonFlags",
     "OptionsMixin",
+    "TableOptions",
     "client_errors",
     "common",
     "concurrent_syncs_errors",
     "klog_errors",
     "leader_election_duration_errors",
     "leader_election_errors",
+    "log_format_errors",
     "logging_errors",
     "negative_duration_errors",
     "port_errors",
@@ -240,14 +244,9 @@ KLOG_FILE_FLAGS = ("alsologtostderr", "log_dir", "log_file", "log_file_max_size"
 """klog flags that only matter with --logtostderr=false."""
 
 
-class OptionsMixin:
-    """``defaults``, ``as_dict``, ``no_target`` and ``without_effect`` for an options dataclass
-    whose fields are :func:`~mcm.app.flags.flag` fields (the common ones among them)."""
-
-    target_kubeconfig: str
-    logtostderr: bool
-    alsologtostderr: bool
-    log_file: str
+class TableOptions:
+    """``defaults``, ``as_dict``, ``replace`` and ``without_effect`` for an options dataclass whose
+    fields are :func:`~mcm.app.flags.flag` fields."""
 
     @classmethod
     def defaults(cls, **changes: Any) -> Self:
@@ -260,6 +259,26 @@ class OptionsMixin:
     def as_dict(self) -> dict[str, Any]:
         """Field name → value."""
         return dict(vars(self))
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (snake_case flag names) applied."""
+        return cast(Self, dataclasses.replace(cast(Any, self), **changes))
+
+    def without_effect(self) -> list[tuple[str, str]]:
+        """The flags accepted for compatibility only that are set to something other than their
+        default, each as ``("--flag", reason)``; the command logs a warning for each."""
+        return [(f"--{flag.name}", reason) for flag, reason in set_without_effect(self, flags_of(type(self)))]
+
+
+class OptionsMixin(TableOptions):
+    """:class:`TableOptions` and ``no_target`` for an options dataclass with the cluster and klog
+    flags of :class:`CommonFlags`; ``without_effect`` also names klog's file flags set where klog
+    ignores them."""
+
+    target_kubeconfig: str
+    logtostderr: bool
+    alsologtostderr: bool
+    log_file: str
 
     @property
     def no_target(self) -> bool:
@@ -362,11 +381,15 @@ def leader_election_duration_errors(lease: float, renew: float, retry: float) ->
     return errors
 
 
+def log_format_errors(options: Any) -> list[str]:
+    if options.log_format not in ("json", "text"):
+        return [f"--log-format must be json or text, got {options.log_format!r}"]
+    return []
+
+
 def logging_errors(options: Any) -> list[str]:
     """``--log-format``, ``--v``, and klog's own checks."""
-    errors = []
-    if options.log_format not in ("json", "text"):
-        errors.append(f"--log-format must be json or text, got {options.log_format!r}")
+    errors = log_format_errors(options)
     if options.v < 0:
         errors.append(f"--v must not be negative, got {options.v}")
     return errors + klog_errors(options)

@@ -1,20 +1,25 @@
-"""``machine-controller demo``: mcm working end to end on a fresh machine, in under a minute.
+"""``machine-controller demo``: mcm working end to end on a fresh machine, in about a minute.
 
 Starts a control and a target API server emulator (``python -m mcm.emulator serve`` processes),
-installs the Machine CRDs, applies the example manifests of the control cluster (a Secret, a
-MachineClass of the local provider, N Machines), runs ``machine-controller --driver=local`` as a
-process, and shows a live table of the machines until all are Running. Then it applies the
-target cluster's manifests (two pods of a web workload, one on each of the first two machines'
-Nodes, under a PodDisruptionBudget; none with ``--machines 1``), deletes the first machine and
-shows its drain, the VM deletion and the Node removal, and exits 0 with a summary (1 with the
-reason if a step does not finish in time). ``--keep`` stops before the deletion and leaves
-everything running until Ctrl-C or SIGTERM, printing the kubeconfig paths and the controller's
-``/metrics`` URL.
+installs the Machine CRDs, applies the example manifests of the control cluster (a Secret, two
+MachineClasses of the local provider, N Machines), runs ``machine-controller --driver=local``
+and ``machine-controller-manager`` as processes, and shows a live table of the machines until
+all are Running. Then it applies the target cluster's manifests (two pods of a web workload, one
+on each of the first two machines' Nodes, under a PodDisruptionBudget; none with
+``--machines 1``), deletes the first machine and shows its drain, the VM deletion and the Node
+removal. Then the MachineDeployment of the manifests (:mod:`mcm.app.demopool`): created, scaled
+up, rolled to the other class, a Node lost and the pool healed, scaled to 0, with
+``kubectl get machinedeployments,machinesets`` columns at each step. It exits 0 with a summary
+(1 with the reason if a step does not finish in time). ``--keep`` creates the
+MachineDeployment, stops before the deletion and leaves everything running until Ctrl-C or
+SIGTERM, printing the kubeconfig paths and the ``/metrics`` URLs of the controller and the
+manager.
 
 The objects come from the package's manifests (``mcm/app/manifests/``, mirrored for users in
-the repository's ``examples/manifests/``): ``control/*.yaml`` in file order, then
-``target/*.yaml``. ``--machines N`` creates the first N Machines of ``control/03-machines.yaml``;
-past its five, more like its first one, named ``demo-machine-6`` ... ``demo-machine-N``.
+the repository's ``examples/manifests/``): ``control/*.yaml`` in file order (the
+MachineDeployment at its step), then ``target/*.yaml``. ``--machines N`` creates the first N
+Machines of ``control/03-machines.yaml``; past its five, more like its first one, named
+``demo-machine-6`` ... ``demo-machine-N``.
 
 Everything runs as child processes of the demo and stops with it (see :mod:`mcm.app.demokit`
 for interrupts, exit codes and the work directory).
@@ -35,7 +40,7 @@ import click
 import yaml
 
 from mcm import packaged
-from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES
+from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINE_DEPLOYMENTS, MACHINES
 from mcm.app.demokit import (
     DemoFailed,
     Processes,
@@ -48,7 +53,9 @@ from mcm.app.demokit import (
     _wait,
     _workdir,
     keep_running,
+    run_demo_command,
 )
+from mcm.app.demopool import Pool
 from mcm.driver.local import DEFAULT_NAMESPACE, VM_LABEL
 from mcm.runtime.client import ClusterClient, ListOptions, load_config
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
@@ -63,6 +70,7 @@ from mcm.runtime.client.resources import (
 
 # The shared pieces are re-exported: machine-config-controller's demo imports them from here.
 __all__ = [
+    "CLASS_NAME",
     "DemoFailed",
     "Processes",
     "Screen",
@@ -76,14 +84,18 @@ __all__ = [
     "demo_objects",
     "keep_running",
     "manifests",
+    "pool_manifest",
 ]
 
 NAMESPACE = "default"
 MANIFESTS = "app/manifests"
 """The demo's manifests inside the package (:func:`mcm.packaged.path`)."""
+CLASS_NAME = "local-small"
+"""The class of the manifests' Machines and of the MachineDeployment's first template."""
 
 _RESOURCES: dict[tuple[str, str], Resource] = {
-    (r.api_version, r.kind): r for r in (SECRETS, PODS, POD_DISRUPTION_BUDGETS, MACHINE_CLASSES, MACHINES)
+    (r.api_version, r.kind): r
+    for r in (SECRETS, PODS, POD_DISRUPTION_BUDGETS, MACHINE_CLASSES, MACHINES, MACHINE_DEPLOYMENTS)
 }
 
 
@@ -101,9 +113,10 @@ def manifests(cluster: str) -> list[dict[str, Any]]:
 
 
 def demo_objects(count: int, boot_delay: float | None = None) -> list[tuple[Resource, dict[str, Any]]]:
-    """The control cluster's objects with ``count`` Machines (see the module docstring), each
-    with its resource; ``boot_delay`` overrides the class's ``providerSpec.bootDelaySeconds``."""
-    objects = manifests("control")
+    """The control cluster's objects but the MachineDeployment, with ``count`` Machines (see the
+    module docstring), each with its resource; ``boot_delay`` overrides the classes'
+    ``providerSpec.bootDelaySeconds``."""
+    objects = [o for o in manifests("control") if o["kind"] != "MachineDeployment"]
     machines = [o for o in objects if o["kind"] == "Machine"]
     others = [o for o in objects if o["kind"] != "Machine"]
     if boot_delay is not None:
@@ -111,6 +124,19 @@ def demo_objects(count: int, boot_delay: float | None = None) -> list[tuple[Reso
             machine_class.setdefault("providerSpec", {})["bootDelaySeconds"] = boot_delay
     wanted = machines[:count] + [_copy_named(machines[0], i) for i in range(len(machines) + 1, count + 1)]
     return [(_resource_of(o), o) for o in others + wanted]
+
+
+def pool_manifest() -> tuple[dict[str, Any], str]:
+    """The manifests' MachineDeployment and the class it rolls to: the first other class."""
+    objects = manifests("control")
+    deployment = next(o for o in objects if o["kind"] == "MachineDeployment")
+    first = deployment["spec"]["template"]["spec"]["class"]["name"]
+    other = next(
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "MachineClass" and o["metadata"]["name"] != first
+    )
+    return deployment, other
 
 
 def _copy_named(machine: dict[str, Any], number: int) -> dict[str, Any]:
@@ -247,6 +273,26 @@ class _Clusters:
         self.target.close()
 
 
+@dataclass
+class _Children:
+    """The controller and the manager: their processes and ``/metrics`` URLs."""
+
+    workdir: Path
+    controller: subprocess.Popen[bytes]
+    controller_metrics: str
+    manager: subprocess.Popen[bytes]
+    manager_metrics: str
+
+    def check(self) -> None:
+        """Raise :class:`DemoFailed` if either has exited."""
+        for name, child in (
+            ("machine-controller", self.controller),
+            ("machine-controller-manager", self.manager),
+        ):
+            if child.poll() is not None:
+                raise DemoFailed(f"{name} exited; see {self.workdir / f'{name}.log'}")
+
+
 def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str, Any]:
     """The demo's steps; returns the summary, raises :class:`DemoFailed`. Whatever happens
     (failure, Ctrl-C, SIGTERM), the child processes are stopped before it returns or raises."""
@@ -255,19 +301,23 @@ def run_demo(count: int, keep: bool, workdir: Path, timeout: float) -> dict[str,
     try:
         clusters = _start_clusters(procs)
         _apply_control_manifests(clusters.control, count)
-        controller, metrics_url = _start_controller(procs, clusters)
-        _wait_all_running(controller, clusters.control, count, workdir, timeout)
+        children = _start_children(procs, clusters)
+        _wait_all_running(children, clusters.control, count, timeout)
         up = time.monotonic() - started
         _say(f"all {count} machines Running after {up:.1f}s")
         _apply_target_manifests(clusters.target, _node_names(clusters.target), timeout)
+        manifest, other_class = pool_manifest()
+        pool = Pool(clusters.control, clusters.target, manifest, timeout, alive=children.check)
         if keep:
-            _keep(clusters, metrics_url, workdir, procs)
+            pool.create()
+            _keep(clusters, children, procs, pool, other_class)
             return {"machines": count, "running_after_seconds": round(up, 1)}
         name, node, description = _delete_first_machine(clusters)
         seen = _watch_deletion(clusters, name, node, description, timeout)
         _check_nothing_left(clusters, name, node)
+        story = pool.story(other_class)
         summary = _summarise(
-            clusters, count=count, up=up, name=name, seen=seen, total=time.monotonic() - started
+            clusters, count=count, up=up, name=name, seen=seen, pool=story, total=time.monotonic() - started
         )
         clusters.close()
         return summary
@@ -286,47 +336,51 @@ def _start_clusters(procs: Processes) -> _Clusters:
 
 def _apply_control_manifests(control: ClusterClient, count: int) -> None:
     objects = demo_objects(count)
-    classes = ", ".join(o["metadata"]["name"] for _, o in objects if o["kind"] == "MachineClass")
-    _say(f"creating MachineClass {classes}, its Secret and {count} Machines")
+    names = [o["metadata"]["name"] for _, o in objects if o["kind"] == "MachineClass"]
+    kind, their = ("MachineClasses", "their") if len(names) > 1 else ("MachineClass", "its")
+    _say(f"creating {kind} {', '.join(names)}, {their} Secret and {count} Machines")
     for resource, body in objects:
         control.resource(resource).create(body, namespace=NAMESPACE)
 
 
-def _start_controller(procs: Processes, clusters: _Clusters) -> tuple[subprocess.Popen[bytes], str]:
-    """The controller process and the URL of its ``/metrics``."""
+def _start_children(procs: Processes, clusters: _Clusters) -> _Children:
+    """``machine-controller`` (local provider) and ``machine-controller-manager``, each serving
+    ``/metrics`` on a port of its own."""
+    kubeconfigs = [
+        f"--control-kubeconfig={clusters.control_cfg}",
+        f"--target-kubeconfig={clusters.target_cfg}",
+        f"--namespace={NAMESPACE}",
+        "--leader-elect=false",
+        "--address=127.0.0.1",
+        "--log-format=text",
+    ]
     port = _free_port()
-    metrics_url = f"http://127.0.0.1:{port}/metrics"
-    _say(f"running machine-controller --driver=local (metrics: {metrics_url})")
-    child = procs.spawn(
+    controller_metrics = f"http://127.0.0.1:{port}/metrics"
+    _say(f"running machine-controller --driver=local (metrics: {controller_metrics})")
+    controller = procs.spawn(
         "machine-controller",
         [
-            sys.executable,
-            "-m",
-            "mcm.app.cli",
-            f"--control-kubeconfig={clusters.control_cfg}",
-            f"--target-kubeconfig={clusters.target_cfg}",
-            f"--namespace={NAMESPACE}",
-            "--driver=local",
-            "--leader-elect=false",
-            "--address=127.0.0.1",
-            f"--port={port}",
-            "--log-format=text",
-            "--machine-creation-timeout=5m",
-            "--machine-drain-timeout=2m",
+            *(sys.executable, "-m", "mcm.app.cli", *kubeconfigs, f"--port={port}", "--driver=local"),
+            *("--machine-creation-timeout=5m", "--machine-drain-timeout=2m"),
         ],
     )
-    return child, metrics_url
+    port = _free_port()
+    manager_metrics = f"http://127.0.0.1:{port}/metrics"
+    _say(f"running machine-controller-manager beside it (metrics: {manager_metrics})")
+    manager = procs.spawn(
+        "machine-controller-manager",
+        [sys.executable, "-m", "mcm.app.manager.cli", *kubeconfigs, f"--port={port}"],
+    )
+    return _Children(procs.workdir, controller, controller_metrics, manager, manager_metrics)
 
 
-def _wait_all_running(
-    controller: subprocess.Popen[bytes], control: ClusterClient, count: int, workdir: Path, timeout: float
-) -> None:
-    """Shows the machine table until all ``count`` machines are Running; fails if the controller exits."""
+def _wait_all_running(children: _Children, control: ClusterClient, count: int, timeout: float) -> None:
+    """Shows the machine table until all ``count`` machines are Running; fails if the
+    controller or the manager exits."""
     screen = Screen()
 
     def all_running() -> bool:
-        if controller.poll() is not None:
-            raise DemoFailed(f"machine-controller exited; see {workdir / 'machine-controller.log'}")
+        children.check()
         machines = _list(control, MACHINES, NAMESPACE)
         screen.show(_table(machines))
         return _running(machines, count)
@@ -411,7 +465,14 @@ def _check_nothing_left(clusters: _Clusters, name: str, node: str) -> None:
 
 
 def _summarise(
-    clusters: _Clusters, *, count: int, up: float, name: str, seen: list[str], total: float
+    clusters: _Clusters,
+    *,
+    count: int,
+    up: float,
+    name: str,
+    seen: list[str],
+    pool: dict[str, Any],
+    total: float,
 ) -> dict[str, Any]:
     """Counts what remains, prints the closing line and returns the summary."""
     vms = len(_list(clusters.control, CONFIG_MAPS, DEFAULT_NAMESPACE, VM_LABEL))
@@ -426,32 +487,43 @@ def _summarise(
         "running_after_seconds": round(up, 1),
         "deleted": name,
         "deletion_steps": seen,
+        "pool": pool,
         "vms_left": vms,
         "nodes_left": nodes,
         "pods_running": running,
         "total_seconds": round(total, 1),
     }
     _say(
-        f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted, "
-        f"{vms} VMs and {nodes} nodes remain, pods still running: {', '.join(running) or 'none'}"
+        f"done in {total:.1f}s: {count} machines went Running, {name} was drained and deleted; "
+        f"{pool['name']} grew to {pool['replicas']}, rolled from {' to '.join(pool['rolled'])}, "
+        f"replaced {pool['lost']} and went to 0; {vms} VMs and {nodes} nodes remain, pods still "
+        f"running: {', '.join(running) or 'none'}"
     )
     return summary
 
 
-def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes) -> None:
+def _keep(clusters: _Clusters, children: _Children, procs: Processes, pool: Pool, other_class: str) -> None:
     """Print where everything is and wait for Ctrl-C or SIGTERM (or a child to exit)."""
+    patch = json.dumps(
+        {"spec": {"template": {"spec": {"class": {"name": other_class}}}}}, separators=(",", ":")
+    )
+    control = f"kubectl --kubeconfig {clusters.control_cfg}"
     click.echo("")
     click.echo("Everything keeps running:")
     click.echo(f"  control cluster kubeconfig: {clusters.control_cfg}")
     click.echo(f"  target cluster kubeconfig:  {clusters.target_cfg}")
-    click.echo(f"  controller metrics:         {metrics_url}")
-    click.echo(f"  logs:                       {workdir}")
+    click.echo(f"  controller metrics:         {children.controller_metrics}")
+    click.echo(f"  manager metrics:            {children.manager_metrics}")
+    click.echo(f"  logs:                       {procs.workdir}")
     hints = [
-        f"kubectl --kubeconfig {clusters.control_cfg} get mc,mcc",
-        f"kubectl --kubeconfig {clusters.control_cfg} get events",
+        f"{control} get mc,mcc",
+        f"{control} get machinedeployments,machinesets",
+        f"{control} get events",
         f"kubectl --kubeconfig {clusters.target_cfg} get nodes,pods,pdb",
-        f"kubectl --kubeconfig {clusters.control_cfg} delete machine demo-machine-1   # and watch its drain",
-        f"curl -s {metrics_url} | grep ^mcm_",
+        f"{control} delete machine demo-machine-1   # and watch its drain",
+        f"{control} scale machinedeployment {pool.name} --replicas=3",
+        f"{control} patch machinedeployment {pool.name} --type=merge -p '{patch}'   # a rolling update",
+        f"curl -s {children.controller_metrics} | grep ^mcm_",
     ]
     keep_running(hints, procs)
 
@@ -471,8 +543,8 @@ def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes
 @click.option(
     "--keep",
     is_flag=True,
-    help="Stop before the deletion and leave the clusters and the controller running; print the "
-    "kubeconfig paths. The work directory is kept.",
+    help="Create the MachineDeployment, stop before the deletion and leave the clusters, the "
+    "controller and the manager running; print the kubeconfig paths. The work directory is kept.",
 )
 @click.option(
     "--workdir",
@@ -488,14 +560,6 @@ def _keep(clusters: _Clusters, metrics_url: str, workdir: Path, procs: Processes
     help="Also write the summary as JSON here.",
 )
 def demo(count: int, keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
-    """Show mcm end to end: emulated clusters, the local provider, machines going Running, a drain."""
-    _stop_on_signals()
-    with _workdir(workdir, keep) as path:
-        try:
-            summary = run_demo(count, keep, path, timeout)
-        except (DemoFailed, ApiError, ConnectionFailed) as exc:
-            click.echo(f"error: {exc} (logs in {path})", err=True)
-            raise SystemExit(1) from None
-    if summary_json:
-        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return 0
+    """Show mcm end to end: emulated clusters, the local provider, machines going Running, a
+    drain, and a MachineDeployment scaled, rolled, healed and scaled to 0 by the manager."""
+    return run_demo_command(lambda path: run_demo(count, keep, path, timeout), workdir, keep, summary_json)

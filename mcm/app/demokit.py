@@ -17,6 +17,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -34,6 +35,7 @@ from typing import IO, Any
 
 import click
 
+from mcm.runtime.client.errors import ApiError, ConnectionFailed
 from mcm.runtime.parentdeath import die_with_parent
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "Screen",
     "Terminated",
     "keep_running",
+    "run_demo_command",
 ]
 
 
@@ -182,8 +185,9 @@ def _free_port() -> int:
 
 class Screen:
     """Redraws the table in place on a terminal; elsewhere prints it when a row changes (ages
-    aside). Lines are never cut: on a terminal, a line wider than it takes several rows and the
-    redraw moves up by rows, not lines."""
+    aside: a column of whole seconds, ``12s``, inside a line or at its end). Lines are never
+    cut: on a terminal, a line wider than it takes several rows and the redraw moves up by rows,
+    not lines."""
 
     def __init__(self) -> None:
         self.tty = sys.stdout.isatty()
@@ -192,7 +196,7 @@ class Screen:
         self.rows = 0
 
     def show(self, lines: list[str]) -> None:
-        key = [re.sub(r"\s\d+s\s", " ", line) for line in lines]
+        key = [re.sub(r"\s\d+s(?=\s|$)", " ", line) for line in lines]
         if lines == self.last or (not self.tty and key == self.last_key):
             return
         if self.tty and self.last:
@@ -243,6 +247,25 @@ def _leave(directory: Path, temporary: bool, keep: bool) -> None:
         shutil.rmtree(directory, ignore_errors=True)
     elif temporary:
         click.echo(f"kubeconfigs and logs kept in {directory}")
+
+
+def run_demo_command(
+    steps: Callable[[Path], dict[str, Any]], workdir: str | None, keep: bool, summary_json: str | None
+) -> int:
+    """A demo command's body: ``steps`` runs in the work directory (:func:`_workdir`, interrupts
+    as the module says) and returns the summary, written to ``summary_json`` when given; a
+    failure (:class:`DemoFailed`, or an API server that fails or stops answering) prints one line
+    ``error: … (logs in DIR)`` and exits 1."""
+    _stop_on_signals()
+    with _workdir(workdir, keep) as path:
+        try:
+            summary = steps(path)
+        except (DemoFailed, ApiError, ConnectionFailed) as exc:
+            click.echo(f"error: {exc} (logs in {path})", err=True)
+            raise SystemExit(1) from None
+    if summary_json:
+        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return 0
 
 
 def _say(text: str) -> None:

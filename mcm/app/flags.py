@@ -263,15 +263,22 @@ def pflag_args(args: Sequence[str], flags: Iterable[Flag]) -> list[str]:
 # --- documentation -------------------------------------------------------------------------------
 
 
-def markdown_tables(flags: Sequence[Flag]) -> list[str]:
-    """The lines of one markdown table per group of ``flags`` (a ``## group`` heading each): the
-    flag's names, its type, its default and its help, as ``--help`` shows them."""
+def markdown_tables(flags: Sequence[Flag], heading: str = "##") -> list[str]:
+    """The lines of one markdown table per group of ``flags`` (a ``## group`` heading each, or
+    ``heading``'s level): the flag's names, its type, its default and its help, as ``--help``
+    shows them."""
     lines: list[str] = []
     group = None
     for one in flags:
         if one.group != group:
             group = one.group
-            lines += ["", f"## {group}", "", "| Flag | Type | Default | Meaning |", "|---|---|---|---|"]
+            lines += [
+                "",
+                f"{heading} {group}",
+                "",
+                "| Flag | Type | Default | Meaning |",
+                "|---|---|---|---|",
+            ]
         option = click_option(one)
         default = shown_default(one)
         shown = f"`{default}`" if default else '`""`'

@@ -27,7 +27,16 @@ from typing import Any, Protocol, TextIO, cast
 from mcm.app.goflags import SEVERITIES
 from mcm.runtime import logs
 
-__all__ = ["LOG_FILE_NAME", "LogFlags", "LogOutput", "configure_logging", "log_output", "start_logging"]
+__all__ = [
+    "LOG_FILE_NAME",
+    "LogFlags",
+    "LogLevelFlags",
+    "LogOutput",
+    "configure_logging",
+    "log_output",
+    "start_logging",
+    "start_logging_to",
+]
 
 LOG_FILE_NAME = "machine-controller.log"
 """The file ``machine-controller`` writes in ``--log-dir`` when no ``--log-file`` is given (each
@@ -49,8 +58,21 @@ class LogOutput:
     """With a file: size after which it is started afresh (0: no limit)."""
 
 
+class LogLevelFlags(Protocol):
+    """``--v`` and ``--log-format``, which every command takes, and the flags set without effect."""
+
+    @property
+    def v(self) -> int: ...
+
+    @property
+    def log_format(self) -> str: ...
+
+    def without_effect(self) -> list[tuple[str, str]]: ...
+
+
 class LogFlags(Protocol):
-    """The logging flags (every command has them: :class:`mcm.app.common.CommonFlags`)."""
+    """The logging flags with klog's (the controller commands take them all:
+    :class:`mcm.app.common.CommonFlags`)."""
 
     v: int
     log_format: str
@@ -113,8 +135,19 @@ def start_logging(
     :func:`configure_logging`, sets it up), then one warning ``flag_has_no_effect`` per flag set
     without effect; ``False`` after one line ``error: …`` on stderr when the log file cannot be
     opened."""
+    return start_logging_to(log_output(options, file_name), options, log, configure)
+
+
+def start_logging_to(
+    output: LogOutput,
+    options: LogLevelFlags,
+    log: Any,
+    configure: Callable[..., None] | None = None,
+) -> bool:
+    """:func:`start_logging` for a command that says itself where its lines go (``LogOutput()``:
+    stderr, for a command without klog's file flags)."""
     try:
-        (configure or configure_logging)(options.v, options.log_format, output=log_output(options, file_name))
+        (configure or configure_logging)(options.v, options.log_format, output=output)
     except OSError as exc:
         print(f"error: cannot open the log file: {exc}", file=sys.stderr, flush=True)
         return False

@@ -51,11 +51,14 @@ class CommandMetrics:
     leader: PrometheusLeaderMetrics
 
     @classmethod
-    def new(cls) -> CommandMetrics:
+    def new(cls, *, namespace: str = "mcm", stability: str | None = None) -> CommandMetrics:
+        """A fresh registry and providers. ``namespace`` and ``stability`` name the work-queue
+        metrics: by default upstream MCM's (``mcm_workqueue_*``); ``namespace="",
+        stability="ALPHA"`` gives the Kubernetes components' (``workqueue_*``, ``[ALPHA]`` help)."""
         registry = process_registry()
         return cls(
             registry=registry,
-            workqueue=PrometheusMetricsProvider(namespace="mcm", stability=None, registry=registry),
+            workqueue=PrometheusMetricsProvider(namespace=namespace, stability=stability, registry=registry),
             leader=PrometheusLeaderMetrics(registry),
         )
 

@@ -83,7 +83,7 @@ def spawn(
     controllers: bool = True,
     history_size: int | None = None,
     request_log: str | Path | None = None,
-    timeout: float = 30.0,
+    timeout: float = 90.0,
 ) -> EmulatorProcess:
     """Start ``serve`` for cluster ``name``; files go to ``directory``; the options are ``serve``'s
     (``request_log``: append every answered request to this file as a JSON line)."""

@@ -82,6 +82,23 @@ Enqueue = Callable[[str, str, float], None]
 """``enqueue(queue_name, key, after_seconds)``."""
 
 
+def _record(
+    recorder: EventRecorder | None,
+    obj: Mapping[str, Any],
+    kind: str,
+    *,
+    event_type: str,
+    reason: str,
+    message: str,
+) -> None:
+    if event_type == k.EVENT_WARNING:
+        log.warning("event", object=o.name_of(obj), kind=kind, reason=reason, message=message)
+    if recorder is None:
+        return
+    reference = {"apiVersion": k.API_VERSION, "kind": kind, "metadata": dict(o.meta(obj))}
+    recorder.event(reference, event_type, reason, message)
+
+
 @dataclass
 class Deps:
     """Everything a reconcile of the manager may touch."""
@@ -95,6 +112,10 @@ class Deps:
     """Node lookup by name in the target cache (``None`` without a target cluster)."""
     clients: Clients
     recorder: EventRecorder | None = None
+    machine_set_recorder: EventRecorder | None = None
+    """Records the Events a MachineSet writes about the machines it creates and deletes; upstream
+    sends them from their own component, ``machineset-controller`` (v0.47.0
+    ``pkg/controller/controller.go``, ``NewController``). ``None``: ``recorder`` records them."""
     expectations: Expectations = field(default_factory=Expectations)
     enqueue: Enqueue = lambda queue, key, after: None
     stop: threading.Event = field(default_factory=threading.Event)
@@ -105,12 +126,17 @@ class Deps:
 
     def event(self, obj: Mapping[str, Any], kind: str, event_type: str, reason: str, message: str) -> None:
         """Record an Event on ``obj`` (a MachineSet or MachineDeployment of ``kind``)."""
-        if event_type == k.EVENT_WARNING:
-            log.warning("event", object=o.name_of(obj), kind=kind, reason=reason, message=message)
-        if self.recorder is None:
-            return
-        reference = {"apiVersion": k.API_VERSION, "kind": kind, "metadata": dict(o.meta(obj))}
-        self.recorder.event(reference, event_type, reason, message)
+        _record(self.recorder, obj, kind, event_type=event_type, reason=reason, message=message)
+
+    def machine_set_event(
+        self, machine_set: Mapping[str, Any], event_type: str, reason: str, message: str
+    ) -> None:
+        """Record an Event on ``machine_set`` about a machine it created or deleted (or failed to),
+        with ``machine_set_recorder`` when there is one."""
+        recorder = self.machine_set_recorder or self.recorder
+        _record(
+            recorder, machine_set, k.KIND_MACHINE_SET, event_type=event_type, reason=reason, message=message
+        )
 
     def node(self, name: str) -> Mapping[str, Any] | None:
         """The cached Node ``name``; ``None`` when absent, unreadable or without a target."""

@@ -4,7 +4,9 @@
 
 Built from a control and a target :class:`~mcm.runtime.client.ClusterClient` (target ``None``:
 no target cluster, so no node taints or autoscaler annotations), :class:`ManagerOptions`, a clock,
-an event recorder and a Prometheus registry.
+an event recorder (component ``machine-controller-manager``), optionally a second one for the
+Events a MachineSet writes about its machines (upstream's component ``machineset-controller``)
+and a Prometheus registry.
 
 - Informers (``SharedInformerFactory``, resync ``min_resync_period``): Machines, MachineSets and
   MachineDeployments of ``options.namespace`` on the control cluster (Machines and MachineSets
@@ -104,6 +106,7 @@ class Manager:
         *,
         clock: Clock = REAL_CLOCK,
         recorder: EventRecorder | None = None,
+        machine_set_recorder: EventRecorder | None = None,
         registry: CollectorRegistry | None = None,
         workqueue_metrics: MetricsProvider | None = None,
         after_sync: Callable[[], None] | None = None,
@@ -124,6 +127,7 @@ class Manager:
         }
         self._build_informers(control, target)
         self.deps = self._build_deps(control, target, recorder)
+        self.deps.machine_set_recorder = machine_set_recorder
         self.reconcilers: dict[str, Reconciler] = {
             MACHINE_SET_QUEUE: lambda key: reconcile_machine_set(self.deps, key),
             MACHINE_DEPLOYMENT_QUEUE: lambda key: reconcile_machine_deployment(self.deps, key),

@@ -40,7 +40,7 @@ from mcm.manager import constants as k
 from mcm.manager.context import Deps
 from mcm.manager.owners import controller_ref
 from mcm.runtime import objects as o
-from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found, is_timeout
+from mcm.runtime.client.errors import RequestError, is_conflict, is_not_found, is_timeout
 from mcm.runtime.workqueue.parallelizer import parallelize_until
 
 __all__ = [
@@ -187,21 +187,19 @@ def _create_one(deps: Deps, machine_set: Mapping[str, Any]) -> str | None:
         return k.ERR_NO_LABELS
     try:
         created = deps.clients.machines.create(machine, namespace=o.namespace_of(machine_set))
-    except ApiError as err:
+    except RequestError as err:
         if is_timeout(err):
             return None
-        deps.event(
+        deps.machine_set_event(
             machine_set,
-            k.KIND_MACHINE_SET,
             k.EVENT_WARNING,
             k.EVENT_FAILED_CREATE,
             k.MSG_EVENT_FAILED_CREATE.format(err=err),
         )
         return str(err)
     log.info("machine_created", machine_set=o.name_of(machine_set), machine=o.name_of(created))
-    deps.event(
+    deps.machine_set_event(
         machine_set,
-        k.KIND_MACHINE_SET,
         k.EVENT_NORMAL,
         k.EVENT_SUCCESSFUL_CREATE,
         k.MSG_EVENT_CREATED.format(name=o.name_of(created)),
@@ -238,7 +236,7 @@ def _mark_terminating(deps: Deps, machine: Mapping[str, Any]) -> None:
     for _ in range(2):
         try:
             latest = client.get(name, namespace=namespace)
-        except ApiError as err:
+        except RequestError as err:
             if not is_not_found(err):
                 log.error("machine_status_read_failed", machine=name, error=str(err))
             return
@@ -256,7 +254,7 @@ def _mark_terminating(deps: Deps, machine: Mapping[str, Any]) -> None:
         try:
             client.update_status({**latest, "status": status}, namespace=namespace)
             return
-        except ApiError as err:
+        except RequestError as err:
             if not is_conflict(err):
                 log.error("machine_status_write_failed", machine=name, error=str(err))
                 return
@@ -269,20 +267,18 @@ def _terminate_one(deps: Deps, machine_set: Mapping[str, Any], machine: Mapping[
     name = o.name_of(machine)
     try:
         deps.clients.machines.delete(name, namespace=o.namespace_of(machine))
-    except ApiError as err:
+    except RequestError as err:
         if not is_not_found(err):
             deps.expectations.deletion_observed(_set_key(machine_set), _machine_key(machine))
-            deps.event(
+            deps.machine_set_event(
                 machine_set,
-                k.KIND_MACHINE_SET,
                 k.EVENT_WARNING,
                 k.EVENT_FAILED_DELETE,
                 k.MSG_EVENT_FAILED_DELETE.format(err=err),
             )
             return k.ERR_DELETE.format(err=err)
-    deps.event(
+    deps.machine_set_event(
         machine_set,
-        k.KIND_MACHINE_SET,
         k.EVENT_NORMAL,
         k.EVENT_SUCCESSFUL_DELETE,
         k.MSG_EVENT_DELETED.format(name=name),

@@ -432,15 +432,22 @@ def test_a_class_applied_with_its_machines_gives_no_warning_and_the_machines_go_
     has put its finalizer on the class: routine, a log line and a short retry, no Warning Event
     ``ClassNotReady`` on every Machine."""
     controller = Controller(tmp_path, pair, "mc", "--driver=local")
+    # Hold the class loop's finalizer write back until the machines have met the class without
+    # it, so the race the test is about happens on every run, however loaded the machine.
+    held = pair.control.faults.add(code=500, times=None, verb="update", resource="machineclasses")
     try:
         _wait("the controller to lead", lambda: _lease_holder(control) != "")
         _create_machines(control, 3)
+        _wait(
+            "a machine to meet the class without its finalizer",
+            lambda: controller.logged("machine_class_not_ready"),
+        )
+        held.remove()
         _wait("3 Running machines", _all_running(control, 3))
     finally:
         assert controller.stop() == 0
     warnings = [(e["reason"], e["message"]) for e in _events(control) if e["type"] == "Warning"]
     assert warnings == []
-    assert controller.logged("machine_class_not_ready")  # the race the test is about did happen
 
 
 def test_sigterm_mid_flight_releases_the_lease_and_exits_0(
@@ -483,22 +490,34 @@ def test_two_replicas_one_leads_the_other_takes_over(
 
 
 @pytest.mark.slow
-def test_demo_runs_to_the_end_within_a_minute(tmp_path: Path) -> None:
+def test_demo_runs_to_the_end_with_its_machine_deployment(tmp_path: Path) -> None:
+    """The whole story: machines, a drain, then the MachineDeployment created, scaled up, rolled
+    to the other class, healed after a lost Node and scaled to 0 (about a minute on an idle
+    machine; the bound only catches a hang)."""
     summary = tmp_path / "summary.json"
-    started = time.monotonic()
     result = subprocess.run(
         _command(
             "demo", "--machines", "3", "--workdir", str(tmp_path / "work"), "--summary-json", str(summary)
         ),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env=_env(),
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert time.monotonic() - started < 60
     report = json.loads(summary.read_text())
     assert report["machines_created"] == 3
-    assert report["vms_left"] == 2 and report["nodes_left"] == 2
+    assert report["vms_left"] == 2 and report["nodes_left"] == 2  # the pool's are gone with it
     assert not any("joined" in step for step in report["deletion_steps"]), report["deletion_steps"]
+    pool = report["pool"]
+    assert (pool["name"], pool["replicas"], pool["rolled"]) == (
+        "demo-pool",
+        3,
+        ["local-small", "local-large"],
+    )
+    assert pool["lost"].startswith("demo-pool-") and pool["replacement"].startswith("demo-pool-")
+    assert pool["lost"] != pool["replacement"]
+    assert list(pool["step_seconds"]) == ["create", "scale", "roll", "heal", "scale_to_zero"]
+    for header in ("READY  DESIRED  UP-TO-DATE  AVAILABLE  AGE", "DESIRED  CURRENT  READY  AGE  CLASS"):
+        assert header in result.stdout

@@ -1,6 +1,7 @@
 """``machine-controller demo``: it never leaves processes behind (not even on SIGKILL), says it was
 interrupted, removes its temporary directory unless kept, shows where its endpoints are,
-and prints machine descriptions whole; the deletion trace starts with the deletion."""
+and prints machine descriptions whole; the deletion trace starts with the deletion; the
+MachineDeployment table has kubectl's columns."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from mcm.apis.machine.resources import MACHINES
-from mcm.app.demo import Processes, Terminated, _DeletionWatch, _stop_on_signals, _table
+from mcm.apis.machine.resources import MACHINE_DEPLOYMENTS, MACHINES
+from mcm.app.demo import Processes, Screen, Terminated, _DeletionWatch, _stop_on_signals, _table
+from mcm.app.demopool import pool_table
 from mcm.emulator import Emulator
 from mcm.runtime.client import load_config
 from mcm.runtime.client.resources import PODS
@@ -90,11 +92,12 @@ def _stop_and_check_nothing_is_left(
 def _demo_running_its_controller(
     tmp_path: Path, *args: str, workdir: bool = True
 ) -> tuple[subprocess.Popen[str], Path, set[int]]:
-    """A demo with both emulators and the controller started: the process, its output, its children."""
+    """A demo with both emulators, the controller and the manager started: the process, its
+    output, its children."""
     demo, out = _start_demo(tmp_path, "--machines", "2", *args, workdir=workdir)
-    _wait_for("the controller to start", lambda: "running machine-controller" in out.read_text())
-    # the line is printed just before the controller is spawned
-    _wait_for("two emulators and the controller", lambda: len(_children(demo.pid)) == 3)
+    _wait_for("the manager to start", lambda: "running machine-controller-manager" in out.read_text())
+    # the line is printed just before the manager is spawned
+    _wait_for("two emulators, the controller and the manager", lambda: len(_children(demo.pid)) == 4)
     return demo, out, _children(demo.pid)
 
 
@@ -138,7 +141,11 @@ def test_keep_prints_kubeconfigs_and_metrics_url_and_sigterm_stops_everything(tm
         }
         control = load_config(paths["control cluster kubeconfig"])
         target = load_config(paths["target cluster kubeconfig"])
-        assert len(control.resource(MACHINES).list(namespace="default")["items"]) == 2
+        machines = control.resource(MACHINES).list(namespace="default")["items"]
+        owned = [m for m in machines if m["metadata"].get("ownerReferences")]
+        assert len(machines) == 4 and len(owned) == 2  # --machines 2, and the MachineDeployment's 2
+        [pool] = control.resource(MACHINE_DEPLOYMENTS).list(namespace="default")["items"]
+        assert pool["status"]["readyReplicas"] == 2
         pods = target.resource(PODS).list(namespace="default")["items"]
         assert {p["metadata"]["name"]: p["status"]["phase"] for p in pods} == {
             "web-1": "Running",
@@ -148,11 +155,17 @@ def test_keep_prints_kubeconfigs_and_metrics_url_and_sigterm_stops_everything(tm
         target.close()
         with urllib.request.urlopen(paths["controller metrics"], timeout=10) as response:
             metrics = response.read().decode()
-        assert "mcm_machine_items_total 2.0" in metrics
+        assert "mcm_machine_items_total 4.0" in metrics
         # the local driver's API requests, labelled with the demo class's provider
         assert 'mcm_cloud_api_requests_total{provider="local",service="configmaps"}' in metrics
         assert (
             'mcm_cloud_api_driver_request_duration_seconds_count{operation="CreateMachine",provider="local"}'
+            in metrics
+        )
+        with urllib.request.urlopen(paths["manager metrics"], timeout=10) as response:
+            metrics = response.read().decode()
+        assert (
+            'mcm_machine_deployment_status_ready_replicas{name="demo-pool",namespace="default"} 2.0'
             in metrics
         )
     finally:
@@ -161,6 +174,7 @@ def test_keep_prints_kubeconfigs_and_metrics_url_and_sigterm_stops_everything(tm
     kept = paths["logs"]
     assert f"kubeconfigs and logs kept in {kept}" in out.read_text()
     assert Path(kept, "machine-controller.log").exists()
+    assert Path(kept, "machine-controller-manager.log").exists()
 
 
 def test_a_sigterm_while_a_child_starts_still_stops_that_child(
@@ -226,3 +240,61 @@ def test_the_deletion_trace_leaves_out_the_description_from_before_the_deletion(
     client.resource(MACHINES).update_status(stored, namespace="default")
     assert "machine m-1: Initiate node drain" in watch.changes()
     client.close()
+
+
+def _pool_objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    created = "2024-01-01T00:00:00Z"
+    deployment = {
+        "metadata": {"name": "demo-pool", "creationTimestamp": created},
+        "spec": {"replicas": 3},
+        "status": {"readyReplicas": 2, "updatedReplicas": 1, "availableReplicas": 2},
+    }
+
+    def machine_set(name: str, class_name: str, desired: int, current: int, ready: int) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "creationTimestamp": created},
+            "spec": {"replicas": desired, "template": {"spec": {"class": {"name": class_name}}}},
+            "status": {"replicas": current, "readyReplicas": ready},
+        }
+
+    sets = [
+        machine_set("demo-pool-bbbbb", "local-large", 1, 1, 0),
+        machine_set("demo-pool-aaaaa", "local-small", 2, 3, 2),
+    ]
+    running: dict[str, Any] = {"status": {"currentStatus": {"phase": "Running"}}}
+    machines: list[dict[str, Any]] = [
+        running,
+        running,
+        {"metadata": {"deletionTimestamp": created}, **running},
+        {"status": {"currentStatus": {"phase": "Pending"}}},
+        {},
+    ]
+    return [deployment], sets, machines
+
+
+def test_the_pool_table_has_kubectls_columns_each_sets_class_and_the_machines_by_phase() -> None:
+    lines = pool_table(*_pool_objects())
+    assert lines[0].split() == ["NAME", "READY", "DESIRED", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert lines[1].split()[:5] == ["machinedeployment/demo-pool", "2", "3", "1", "2"]
+    assert lines[3].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CLASS"]
+    rows = [line.split() for line in lines[4:6]]
+    assert [(r[0], r[1:4], r[5]) for r in rows] == [
+        ("machineset/demo-pool-aaaaa", ["2", "3", "2"], "local-small"),
+        ("machineset/demo-pool-bbbbb", ["1", "1", "0"], "local-large"),
+    ]
+    assert lines[-1] == "machines: 1 Creating, 1 Pending, 2 Running, 1 Terminating"
+    deployments, _, _ = _pool_objects()
+    assert pool_table(deployments, [], []) == [*lines[:2], "", "machines: none"]  # no MachineSet part
+
+
+def test_off_a_terminal_a_table_is_printed_again_only_when_more_than_ages_changed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    screen = Screen()
+    screen.tty = False
+    screen.show(["NAME  AGE", "pool  3s"])
+    screen.show(["NAME  AGE", "pool  4s"])  # an age at the end of a line
+    screen.show(["NAME  AGE  CLASS", "set  10s  small"])
+    screen.show(["NAME  AGE  CLASS", "set  11s  small"])  # inside a line
+    screen.show(["NAME  AGE  CLASS", "set  11s  large"])
+    assert capsys.readouterr().out.count("NAME") == 3

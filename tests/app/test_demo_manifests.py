@@ -1,5 +1,6 @@
 """The demo builds its objects from the packaged manifests, which examples/manifests/ mirrors for
-users byte for byte; ``--machines N`` picks or extends the Machines of the file."""
+users byte for byte; ``--machines N`` picks or extends the Machines of the file; the
+MachineDeployment is applied at its own step and rolls to the other class."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from pathlib import Path
 import yaml
 
 from mcm import packaged
-from mcm.app.demo import MANIFESTS, _apply_target_manifests, demo_objects, manifests
+from mcm.app.demo import (
+    CLASS_NAME,
+    MANIFESTS,
+    _apply_target_manifests,
+    demo_objects,
+    manifests,
+    pool_manifest,
+)
 from mcm.emulator import Emulator
 from mcm.runtime.client import load_config
 from mcm.runtime.client.resources import POD_DISRUPTION_BUDGETS, PODS
@@ -26,7 +34,7 @@ def test_the_demo_reads_the_files_users_apply() -> None:
     assert manifests("control") == _file_objects("control")
     assert manifests("target") == _file_objects("target")
     kinds = [o["kind"] for o in manifests("control")]
-    assert kinds == ["Secret", "MachineClass", *["Machine"] * 5]
+    assert kinds == ["Secret", "MachineClass", "MachineClass", *["Machine"] * 5, "MachineDeployment"]
     assert sorted(o["kind"] for o in manifests("target")) == ["Pod", "Pod", "PodDisruptionBudget"]
 
 
@@ -56,12 +64,33 @@ def test_machines_takes_the_first_n_of_the_file_and_names_more_like_the_first() 
     assert all(m["spec"] == from_file[0]["spec"] for m in seven[5:])
 
 
-def test_boot_delay_overrides_the_class_and_the_rest_stays_as_in_the_file() -> None:
-    objects = {o["kind"]: o for _, o in demo_objects(2, boot_delay=0.2)}
-    assert objects["MachineClass"]["providerSpec"]["bootDelaySeconds"] == 0.2
-    from_file = {o["kind"]: o for o in manifests("control")}
-    assert from_file["MachineClass"]["providerSpec"]["bootDelaySeconds"] == 2
-    assert objects["Secret"] == from_file["Secret"]
+def test_boot_delay_overrides_the_classes_and_the_rest_stays_as_in_the_file() -> None:
+    objects = [o for _, o in demo_objects(2, boot_delay=0.2)]
+    classes = [o for o in objects if o["kind"] == "MachineClass"]
+    assert [c["metadata"]["name"] for c in classes] == ["local-small", "local-large"]
+    assert all(c["providerSpec"]["bootDelaySeconds"] == 0.2 for c in classes)
+    from_file = [o for o in manifests("control") if o["kind"] in ("MachineClass", "Secret")]
+    assert [o.get("providerSpec", {}).get("bootDelaySeconds") for o in from_file] == [None, 2, 2]
+    assert objects[0] == from_file[0]  # the Secret
+
+
+def test_the_machine_deployment_waits_for_its_step_and_rolls_to_the_other_class() -> None:
+    """``demo_objects`` leaves the MachineDeployment out (the demo creates it once the machine
+    story is told); its selector picks its template's machines and none of the plain Machines."""
+    assert "MachineDeployment" not in {o["kind"] for _, o in demo_objects(7)}
+    deployment, other = pool_manifest()
+    spec = deployment["spec"]
+    assert (deployment["metadata"]["name"], spec["replicas"], other) == ("demo-pool", 2, "local-large")
+    assert spec["template"]["spec"]["class"] == {"kind": "MachineClass", "name": CLASS_NAME}
+    selector = spec["selector"]["matchLabels"]
+    assert selector.items() <= spec["template"]["metadata"]["labels"].items()
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    machines = [o for o in manifests("control") if o["kind"] == "Machine"]
+    assert all(m["spec"]["class"]["name"] == CLASS_NAME for m in machines)
+    assert not any(selector.items() <= (m["metadata"].get("labels") or {}).items() for m in machines)
 
 
 def test_with_one_machine_there_is_no_workload(emulator: Emulator, kubeconfig: str) -> None:

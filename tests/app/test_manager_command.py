@@ -153,7 +153,7 @@ def test_the_command_leads_reconciles_a_deployment_serves_its_endpoints_and_exit
         events = control.resource(EVENTS).list(namespace=NS)["items"]
         sources = {e["reason"]: (e.get("source") or {}).get("component") for e in events}
         assert sources.get("ScalingMachineSet") == "machine-controller-manager"
-        assert sources.get("SuccessfulCreate") == "machine-controller-manager"
+        assert sources.get("SuccessfulCreate") == "machineset-controller", "as upstream's"
         messages = [entry.get("msg") for entry in manager.log()]
         assert messages.count("start_up_heap_frozen") == 1
         assert messages.index("start_up_heap_frozen") < messages.index("starting_machine_controller_manager")

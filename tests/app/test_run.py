@@ -299,7 +299,7 @@ def test_the_target_cluster_check_retries_until_the_cluster_answers(
     helper.start()
     assert app_run.check_target_cluster(clients.target, threading.Event())
     helper.join()
-    assert refused() == 2
+    assert refused() >= 2  # the helper resumes after two; a loaded machine may fit in a third
     clients.close()
 
 

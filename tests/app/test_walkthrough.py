@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -68,7 +69,7 @@ def _run(script: str, tmp_path: Path) -> tuple[int, dict[str, str]]:
     stops the background jobs if a step fails."""
     marked = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
     for title, commands in steps(script):
-        marked += [f"echo '@@@ {title}'", commands]
+        marked += [f"echo {shlex.quote('@@@ ' + title)}", commands]
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {
@@ -76,6 +77,7 @@ def _run(script: str, tmp_path: Path) -> tuple[int, dict[str, str]]:
         "PATH": f"{Path(sys.executable).parent}:{Path(KUBECTL).parent}:{os.environ.get('PATH', '')}",
         "TMPDIR": str(tmp),
         "METRICS_PORT": str(_free_port()),
+        "MANAGER_METRICS_PORT": str(_free_port()),
         "PYTHONPATH": str(REPO),
     }
     env.pop("KUBECONFIG", None)
@@ -107,9 +109,29 @@ def _step(outputs: dict[str, str], number: int) -> str:
 
 def test_the_readme_block_is_numbered_steps() -> None:
     titles = [title for title, _ in steps(walkthrough())]
-    assert [t.split(".")[0] for t in titles] == ["1", "2", "3", "4", "5", "6"], titles
+    assert [t.split(".")[0] for t in titles] == ["1", "2", "3", "4", "5", "6", "7", "8"], titles
+    assert "machine-controller-manager --control-kubeconfig" in walkthrough()
     assert "kubectl apply -f examples/manifests/control/" in walkthrough()
     assert "apply -f examples/manifests/target/" in walkthrough()
+
+
+def _check_the_machine_deployment_steps(outputs: dict[str, str], transcript: str) -> None:
+    """Step 3 brought demo-pool up; step 6 scaled and rolled it (the old set at 0, the new one at
+    3, all Ready); step 7 replaced the machine whose Node was deleted and scaled it to 0."""
+    assert "machinedeployment.machine.sapcloud.io/demo-pool created" in _step(outputs, 3), transcript
+    rolled = _step(outputs, 6)
+    assert "machinedeployment.machine.sapcloud.io/demo-pool scaled" in rolled, transcript
+    assert "machinedeployment.machine.sapcloud.io/demo-pool patched" in rolled, transcript
+    # READY DESIRED UP-TO-DATE AVAILABLE, then each set's DESIRED CURRENT READY
+    assert re.search(r"^machinedeployment\S*/demo-pool\s+3\s+3\s+3\s+3\s", rolled, re.MULTILINE), transcript
+    sets = re.findall(r"^machineset\S*/demo-pool-\S+\s+(\d+)\s+(\d+)\s+(\d+)\s", rolled, re.MULTILINE)
+    assert sorted(sets) == [("0", "0", "0"), ("3", "3", "3")], transcript
+    healed = _step(outputs, 7)
+    lost = re.search(r'^node "(demo-pool-\S+)" deleted$', healed, re.MULTILINE)  # named as its machine
+    assert lost is not None, transcript
+    running = re.findall(r"^(demo-pool-\S+)\s+Running\s", healed, re.MULTILINE)
+    assert len(running) == 3 and lost.group(1) not in running, transcript
+    assert re.search(r"^machinedeployment\S*/demo-pool\s+0\s+0\s+0\s+0\s", healed, re.MULTILINE), transcript
 
 
 def test_the_walkthrough_runs_as_the_readme_says(tmp_path: Path) -> None:
@@ -133,6 +155,7 @@ def test_the_walkthrough_runs_as_the_readme_says(tmp_path: Path) -> None:
         assert "Warning" not in deletion, transcript  # no ClassNotReady or any other Warning
         assert "node/demo-machine-1" not in deletion and "pod/web-1" not in deletion, transcript
         assert re.search(r"^pod/web-2\s+1/1\s+Running\s", deletion, re.MULTILINE), transcript
+        _check_the_machine_deployment_steps(outputs, transcript)
     finally:
         deadline = time.monotonic() + 30
         while _mentioning(str(tmp_path)) and time.monotonic() < deadline:
@@ -140,4 +163,4 @@ def test_the_walkthrough_runs_as_the_readme_says(tmp_path: Path) -> None:
         left = {pid: _cmdline(pid) for pid in _mentioning(str(tmp_path))}
         for pid in left:
             os.kill(pid, signal.SIGKILL)
-    assert left == {}, "step 6 (kill, wait) left processes running"
+    assert left == {}, "step 8 (kill, wait) left processes running"

@@ -38,8 +38,14 @@ def test_the_sweep_runs_every_program_of_the_mix_once_but_failover(
     assert sorted(ran) == sorted(expected)
 
 
-def test_the_short_profile_is_the_sweep_then_failover_then_a_pause() -> None:
+def test_the_short_profile_is_the_sweep_then_failover_then_a_pause_then_the_manager() -> None:
     plan = scenarios.short_plan()
-    assert [s.name for s, _ in plan] == ["sweep", "leader-failover", "leader-pause"]
-    assert sum(seconds for _, seconds in plan) <= 25
+    assert [s.name for s, _ in plan] == ["sweep", "leader-failover", "leader-pause", "manager-mix"]
+    assert sum(seconds for _, seconds in plan) <= 30
     assert scenarios.by_name("sweep") is scenarios.SWEEP
+
+
+def test_the_manager_scenarios_are_in_the_long_profile_and_out_of_the_mix() -> None:
+    names = [s.name for s in scenarios.SCENARIOS]
+    assert {"manager-kill", "manager-api-faults", "manager-mix"} <= set(names)
+    assert not any(p.__module__.endswith(".pool") for p in scenarios.MIXABLE)  # each brings its own pool

@@ -1,6 +1,7 @@
-"""The chaos suite's short profile, run by CI (about a minute): every fault program once,
-overlapping, then leader failovers, against the real ``machine-controller``; every invariant
-must hold.
+"""The chaos suite's short profile, run by CI (about a minute and a half): every fault program
+once, overlapping, then leader failovers, against the real ``machine-controller``, then a
+MachineDeployment rolled out under ``machine-controller-manager``'s faults; every invariant must
+hold.
 
 The seed is new on every run and printed; replay a failure with ``MCM_CHAOS_SEED=<seed>``
 (here) or ``hack/chaos.sh --seed <seed>`` (the long profile). ``docs/reliability.md`` describes

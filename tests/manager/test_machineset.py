@@ -3,18 +3,19 @@ HEAD's additions that apply, and regression tests for the upstream defects mcm f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from mcm.apis.machine import constants as c
 from mcm.manager import constants as k
 from mcm.manager.replicas import deletion_order, machine_from_template, slow_start_batch
-from mcm.runtime.client.errors import Conflict, InternalError, NotFound, Timeout
+from mcm.runtime.client.errors import Conflict, ConnectionFailed, InternalError, NotFound, Timeout
+from mcm.runtime.record import EventRecorder
 from mcm.runtime.worker import Result
 
 from .builders import machine, machine_set
-from .fakes import NS, FakeMachineController, World
+from .fakes import NS, Events, FakeMachineController, World
 
 
 def _world_with_set(replicas: int = 3, **spec: Any) -> tuple[World, dict[str, Any]]:
@@ -519,6 +520,36 @@ def test_failed_creations_set_replica_failure_and_an_event() -> None:
     assert "machineSetCondition" not in world.machine_sets["set"]["status"]
 
 
+def test_a_connection_broken_during_a_create_is_a_failed_create_not_a_crash() -> None:
+    """Found by the chaos suite: the creations run in parallel pieces, which caught only answered
+    errors; a connection reset during the POST escaped the piece and ended the process."""
+    world, _ = _world_with_set(2)
+    world.machines.fail("create", ConnectionFailed("POST machines: connection reset"), times=1)
+    with pytest.raises(Exception, match="connection reset"):
+        world.reconcile_set("set")
+    condition = world.machine_sets["set"]["status"]["machineSetCondition"][0]
+    assert (condition["type"], condition["reason"]) == ("ReplicaFailure", "FailedCreate")
+    assert ("MachineSet", "set", "Warning", "FailedCreate") in [r[:4] for r in world.events.recorded]
+    world.reconcile_set("set")
+    assert len(world.machines.objects) == 2
+
+
+def test_a_connection_broken_during_a_delete_or_its_status_write_is_an_error_not_a_crash() -> None:
+    world, ms = _world_with_set(0)
+    body = machine("m0", owner=ms, phase=c.PHASE_RUNNING)
+    body["metadata"]["finalizers"] = [c.MCM_FINALIZER]  # the machine controller's: it stays a while
+    world.add(world.machines, body)
+    world.machines.fail("delete", ConnectionFailed("DELETE m0: connection reset"), times=1)
+    with pytest.raises(Exception, match=r"unable to delete machines: .*connection reset"):
+        world.reconcile_set("set")
+    assert _phases(world)["m0"] == c.PHASE_RUNNING
+    assert ("MachineSet", "set", "Warning", "FailedDelete") in [r[:4] for r in world.events.recorded]
+    world.machines.fail("update_status", ConnectionFailed("PUT m0/status: connection reset"), times=1)
+    world.reconcile_set("set")  # deleted; the Terminating mark is left to the machine controller
+    assert world.machines["m0"]["metadata"]["deletionTimestamp"]
+    assert _phases(world)["m0"] == c.PHASE_RUNNING
+
+
 def test_a_create_that_timed_out_counts_as_done() -> None:
     world, _ = _world_with_set(1)
     world.machines.fail("create", Timeout({"message": "timeout", "code": 504}), times=1)
@@ -659,3 +690,30 @@ def test_an_invalid_set_gets_a_condition_and_an_event_once() -> None:
     assert (condition["type"], condition["reason"]) == ("ReplicaFailure", "InvalidSpec")
     assert "spec.selector: selector is required" in condition["message"]
     assert [r[3] for r in world.events.recorded] == ["InvalidSpec"]
+
+
+def test_events_about_machines_come_from_the_machine_set_recorder() -> None:
+    """Upstream records a MachineSet's machine creations and deletions from the component
+    ``machineset-controller``, every other Event from ``machine-controller-manager``."""
+    world, ms = _world_with_set(2)
+    machine_set_events = Events()
+    world.deps.machine_set_recorder = cast(EventRecorder, machine_set_events)
+    world.machines.fail("create", InternalError({"message": "quota", "code": 500}), times=1)
+    with pytest.raises(Exception, match="quota"):
+        world.reconcile_set("set")
+    world.reconcile_set("set")
+    _machines(world, 1, ms, prefix="extra")
+    world.reconcile_set("set")
+    assert sorted({r[3] for r in machine_set_events.recorded}) == [
+        "FailedCreate",
+        "SuccessfulCreate",
+        "SuccessfulDelete",
+    ]
+    assert all(r[0] == "MachineSet" for r in machine_set_events.recorded)
+    assert world.events.recorded == []
+
+
+def test_without_a_machine_set_recorder_the_recorder_records_them() -> None:
+    world, _ = _world_with_set(1)
+    world.reconcile_set("set")
+    assert world.events.reasons() == ["SuccessfulCreate"]

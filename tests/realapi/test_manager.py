@@ -34,9 +34,11 @@ from tests.realapi.env import eventually, unique
 
 pytestmark = list(REALAPI_MARKS)
 
+# Short enough that a restarted manager takes over soon after a SIGKILL; a renew deadline of 4 s
+# so a manager on a loaded machine does not lose its Lease (and exit) in the middle of the module.
 ELECTION = (
-    "--leader-elect-lease-duration=3s",
-    "--leader-elect-renew-deadline=2s",
+    "--leader-elect-lease-duration=5s",
+    "--leader-elect-renew-deadline=4s",
     "--leader-elect-retry-period=500ms",
 )
 TIMEOUT = 90.0

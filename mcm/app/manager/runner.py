@@ -23,7 +23,9 @@ on the same shared steps as ``machine-controller``'s (:mod:`mcm.app.runner`).
 6. SIGTERM/SIGINT: workers stop within ``--shutdown-grace-period``, the Lease is released, exit 0.
    A lost Lease exits 1. ``REALLY_CRASH`` is on.
 
-Events go to the control cluster from component ``machine-controller-manager``.
+Events go to the control cluster from component ``machine-controller-manager``; those a
+MachineSet records about the machines it creates and deletes from ``machineset-controller``, as
+upstream's (v0.47.0 ``pkg/controller/controller.go``, ``NewController``).
 """
 
 from __future__ import annotations
@@ -45,13 +47,24 @@ from mcm.manager import Manager
 from mcm.runtime.leaderelection import LeaseLock
 from mcm.runtime.record import EventRecorder
 
-__all__ = ["COMPONENT", "LEASE_NAME", "RESOURCES", "main_with_options", "new_manager", "run", "start"]
+__all__ = [
+    "COMPONENT",
+    "LEASE_NAME",
+    "MACHINE_SET_COMPONENT",
+    "RESOURCES",
+    "main_with_options",
+    "new_manager",
+    "run",
+    "start",
+]
 
 log = structlog.get_logger(__name__)
 
 COMPONENT = "machine-controller-manager"
 """The user agent, the Events' component and the process's name (upstream's
 ``controllerManagerAgentName``)."""
+MACHINE_SET_COMPONENT = "machineset-controller"
+"""The Events' component for a MachineSet's machine creations and deletions."""
 LEASE_NAME = "machine-controller-manager"
 """The leader-election Lease (upstream's lock name; no flag changes it)."""
 RESOURCES = ("machines", "machinesets", "machinedeployments")
@@ -64,6 +77,7 @@ def new_manager(
     recorder: EventRecorder | None = None,
     metrics: CommandMetrics | None = None,
     *,
+    machine_set_recorder: EventRecorder | None = None,
     after_sync: Callable[[], None] | None = None,
 ) -> Manager:
     """Build the manager: the one place that knows its constructor. Its metrics and work-queue
@@ -75,6 +89,7 @@ def new_manager(
         clients.target,
         manager_options(options),
         recorder=recorder,
+        machine_set_recorder=machine_set_recorder,
         registry=metrics.registry,
         workqueue_metrics=metrics.workqueue,
         after_sync=after_sync,
@@ -98,6 +113,7 @@ class _Process(ControllerProcess):
         self.freeze_heap = freeze_heap
         self.metrics = CommandMetrics.new()
         broadcaster, self.recorder = event_recorder(clients.control, COMPONENT)
+        self.machine_set_recorder = broadcaster.new_recorder(MACHINE_SET_COMPONENT)
         super().__init__(
             options,
             stop,
@@ -113,6 +129,7 @@ class _Process(ControllerProcess):
             self.clients,
             self.recorder,
             self.metrics,
+            machine_set_recorder=self.machine_set_recorder,
             after_sync=freeze_start_up_heap if self.freeze_heap else None,
         )
 

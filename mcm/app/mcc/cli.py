@@ -1,4 +1,5 @@
-"""The ``machine-config-controller`` command (click), generated from :data:`~mcm.app.mcc.options.FLAGS`.
+"""The ``machine-config-controller`` command (click), its flags generated from
+:class:`~mcm.app.mcc.options.MccOptions` (:mod:`mcm.app.flags`).
 
 Flags parse as pflag does (``--leader-elect=false``, ``--render-delay=5s``, ``_`` = ``-``). A bad
 flag exits 2 with one line naming it; a start-up failure exits 1 with ``error: …``. ``demo`` is a
@@ -13,45 +14,30 @@ from typing import Any
 
 import click
 
-from mcm.app.cli import TYPES, run_command, shown_default
+from mcm.app import flags
+from mcm.app.cli import run_command
 from mcm.app.mcc.options import FLAGS, MccOptions
-from mcm.app.options import Flag
 
 __all__ = ["machine_config_controller", "main"]
 
-
-def _option(flag: Flag) -> click.Option:
-    extra: dict[str, Any] = {"is_flag": False, "flag_value": "true"} if flag.type == "bool" else {}
-    default_text = f"  [default: {shown_default(flag)}]" if flag.default != "" else ""
-    return click.Option(
-        [f"--{flag.name}", flag.field],
-        type=TYPES[flag.type],
-        default=flag.default,
-        show_default=False,
-        help=flag.help + default_text,
-        metavar=flag.type,
-        **extra,
-    )
+PROG = "machine-config-controller"
 
 
 class _Command(click.Group):
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        formatter.write_usage("machine-config-controller", "[FLAGS] | demo [OPTIONS]")
+        formatter.write_usage(PROG, "[FLAGS] | demo [OPTIONS]")
 
 
 @click.group(
     cls=_Command,
     invoke_without_command=True,
-    context_settings={
-        "token_normalize_func": lambda t: t.replace("_", "-"),
-        "help_option_names": ["-h", "--help"],
-    },
+    context_settings={"token_normalize_func": flags.NORMALIZE, "help_option_names": ["-h", "--help"]},
 )
 @click.pass_context
 def machine_config_controller(ctx: click.Context, /, **values: Any) -> int:
     """Roll MachineConfigs out to machine pools: the Template, Render, Update and KubeletConfig
     controllers, with leader election on Lease machine-config-controller."""
-    options = MccOptions(**values)
+    options = flags.options_from(MccOptions, values, FLAGS)
     problems = options.validate()
     if problems:
         raise click.UsageError("; ".join(problems))
@@ -63,8 +49,7 @@ def machine_config_controller(ctx: click.Context, /, **values: Any) -> int:
     return main_with_options(options)
 
 
-for _flag in reversed(FLAGS):
-    machine_config_controller.params.insert(0, _option(_flag))
+flags.add_flags(machine_config_controller, FLAGS)
 
 
 def _register_demo() -> None:
@@ -79,7 +64,8 @@ with contextlib.suppress(ImportError):
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code. Usage errors are one line, exit 2."""
-    return run_command(machine_config_controller, "machine-config-controller", argv)
+    args = flags.pflag_args(list(sys.argv[1:] if argv is None else argv), FLAGS)
+    return run_command(machine_config_controller, PROG, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

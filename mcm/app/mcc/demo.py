@@ -13,7 +13,6 @@ everything running and prints the kubeconfig path for ``kubectl get machinepools
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -25,16 +24,15 @@ from typing import Any
 import click
 
 from mcm import packaged
-from mcm.app.demo import (
+from mcm.app.demokit import (
     DemoFailed,
     Processes,
     Screen,
     _free_port,
     _start_emulator,
-    _stop_on_signals,
     _wait,
-    _workdir,
     keep_running,
+    run_demo_command,
 )
 from mcm.machineconfig import api
 from mcm.machineconfig.ignition import data_url
@@ -377,13 +375,4 @@ def _keep(kubeconfig: Path, workdir: Path, procs: Processes) -> None:
 )
 def demo(keep: bool, workdir: str | None, timeout: float, summary_json: str | None) -> int:
     """Show a MachineConfig rolled out over 6 simulated nodes in 2 pools, within maxUnavailable."""
-    _stop_on_signals()
-    with _workdir(workdir, keep) as path:
-        try:
-            summary = run_demo(keep, path, timeout)
-        except (DemoFailed, ApiError, ConnectionFailed) as exc:
-            click.echo(f"error: {exc} (logs in {path})", err=True)
-            raise SystemExit(1) from None
-    if summary_json:
-        Path(summary_json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return 0
+    return run_demo_command(lambda path: run_demo(keep, path, timeout), workdir, keep, summary_json)

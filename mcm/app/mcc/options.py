@@ -1,101 +1,69 @@
-"""The flags of ``machine-config-controller``: one table, one dataclass, one ``validate``.
+"""The options of ``machine-config-controller``: one table of flags, one dataclass, ``validate``.
 
-Values parse as pflag parses them (``--leader-elect=false``, durations such as ``15s``), like
-the ``machine-controller`` command's; durations are held in seconds.
+:class:`MccOptions` is the table: each field is a flag (:func:`mcm.app.flags.flag`), in the order
+``--help`` and ``docs/machineconfig-flags.md`` show them; both are generated from it
+(:mod:`mcm.app.mcc.flagsdoc`). The flags every mcm command takes (the server, the API client's
+rate, the workers, leader election, the shutdown grace period, ``--v`` and ``--log-format``) are
+:class:`mcm.app.common.CommonFlags`', declared here with :func:`~mcm.app.common.common`, with this
+command's defaults where they differ (port 10260, 5 workers) and its help where its use differs
+(one API server, the workers of each sub-controller's queue, a namespace that holds only the
+Lease); ``--v`` has no ``-v`` shorthand here. The controller's tunables default to
+:class:`mcm.machineconfig.context.Options`', so each default is written once. Values parse as
+pflag parses them (``--leader-elect=false``, durations such as ``15s``, held in seconds). The
+command has no flag accepted for compatibility only.
+
+:meth:`MccOptions.validate` gives one message per problem, each naming its flag.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
-from mcm.app.options import Flag, leader_election_duration_errors
-from mcm.runtime.leaderelection import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
+from mcm.app.common import TableOptions, common, leader_election_duration_errors, log_format_errors
+from mcm.app.flags import Flag, flag, flags_of
+from mcm.machineconfig.api import LEASE_NAME
+from mcm.machineconfig.context import Options
 
 __all__ = ["FLAGS", "MccOptions"]
 
-FLAGS: tuple[Flag, ...] = (
-    Flag("kubeconfig", "string", "", "Path to a kubeconfig; empty: the in-cluster configuration.", "Cluster"),
-    Flag(
-        "namespace",
-        "string",
-        "default",
-        "Namespace of the leader-election Lease machine-config-controller.",
-        "Cluster",
-    ),
-    Flag("kube-api-qps", "float32", 20.0, "QPS to use while talking with the API server.", "Cluster"),
-    Flag("kube-api-burst", "int32", 30, "Burst to use while talking with the API server.", "Cluster"),
-    Flag("port", "int32", 10260, "The port of /metrics, /healthz and /readyz.", "Server"),
-    Flag("address", "ip", "0.0.0.0", "The IP address to serve on (0.0.0.0 for all interfaces).", "Server"),
-    Flag("concurrent-syncs", "int32", 5, "Workers per sub-controller queue.", "Controller"),
-    Flag(
-        "render-delay",
-        "duration",
-        5.0,
-        "How long the RenderController waits after a MachineConfig change, so a burst renders once.",
-        "Controller",
-    ),
-    Flag("resync-period", "duration", 0.0, "Informer resync period (0: none).", "Controller"),
-    Flag(
-        "shutdown-grace-period",
-        "duration",
-        30.0,
-        "How long workers get to finish after SIGTERM before the process exits anyway.",
-        "Controller",
-    ),
-    Flag("leader-elect", "bool", True, "Elect a leader before running the controllers.", "Leader election"),
-    Flag(
-        "leader-elect-lease-duration",
-        "duration",
-        DEFAULT_LEASE_DURATION,
-        "How long non-leaders wait after the last observed renewal before taking the lease.",
-        "Leader election",
-    ),
-    Flag(
-        "leader-elect-renew-deadline",
-        "duration",
-        DEFAULT_RENEW_DEADLINE,
-        "How long the leader keeps retrying to renew before it gives up leading.",
-        "Leader election",
-    ),
-    Flag(
-        "leader-elect-retry-period",
-        "duration",
-        DEFAULT_RETRY_PERIOD,
-        "How long clients wait between tries of actions.",
-        "Leader election",
-    ),
-    Flag("v", "int32", 0, "Log verbosity: 0-3 info, 4 and above debug.", "Logging"),
-    Flag("log-format", "string", "json", "Log format: json (Kubernetes component style) or text.", "Logging"),
-)
-
-_DEFAULTS = {flag.field: flag.default for flag in FLAGS}
+_O = Options()
+"""The controller's defaults: the flags that set its options default to them."""
+_QPS = "QPS to use while talking with the API server."
+_BURST = "Burst to use while talking with the API server."
 
 
 @dataclass(frozen=True)
-class MccOptions:
-    """Parsed flags (field = flag name in snake_case; durations in seconds)."""
+class MccOptions(TableOptions):
+    """Parsed flag values (durations in seconds); each field is the flag of the same name."""
 
-    kubeconfig: str = _DEFAULTS["kubeconfig"]
-    namespace: str = _DEFAULTS["namespace"]
-    kube_api_qps: float = _DEFAULTS["kube_api_qps"]
-    kube_api_burst: int = _DEFAULTS["kube_api_burst"]
-    port: int = _DEFAULTS["port"]
-    address: str = _DEFAULTS["address"]
-    concurrent_syncs: int = _DEFAULTS["concurrent_syncs"]
-    render_delay: float = _DEFAULTS["render_delay"]
-    resync_period: float = _DEFAULTS["resync_period"]
-    shutdown_grace_period: float = _DEFAULTS["shutdown_grace_period"]
-    leader_elect: bool = _DEFAULTS["leader_elect"]
-    leader_elect_lease_duration: float = _DEFAULTS["leader_elect_lease_duration"]
-    leader_elect_renew_deadline: float = _DEFAULTS["leader_elect_renew_deadline"]
-    leader_elect_retry_period: float = _DEFAULTS["leader_elect_retry_period"]
-    v: int = _DEFAULTS["v"]
-    log_format: str = _DEFAULTS["log_format"]
-
-    def replace(self, **changes: Any) -> MccOptions:
-        return dataclasses.replace(self, **changes)
+    # --- cluster ---
+    kubeconfig: str = flag(
+        "", "string", "Path to a kubeconfig; empty: the in-cluster configuration.", group="Clusters"
+    )
+    namespace: str = common("namespace", help=f"Namespace of the leader-election Lease {LEASE_NAME}.")
+    kube_api_qps: float = common("kube_api_qps", help=_QPS)
+    kube_api_burst: int = common("kube_api_burst", help=_BURST)
+    # --- server ---
+    port: int = common("port", default=10260)
+    address: str = common("address")
+    # --- controller ---
+    concurrent_syncs: int = common("concurrent_syncs", default=5, help="Workers per sub-controller queue.")
+    render_delay: float = flag(
+        _O.render_delay,
+        "duration",
+        "How long the RenderController waits after a MachineConfig change, so a burst renders once.",
+    )
+    resync_period: float = flag(_O.resync, "duration", "Informer resync period (0: none).")
+    # --- process ---
+    shutdown_grace_period: float = common("shutdown_grace_period")
+    # --- leader election ---
+    leader_elect: bool = common("leader_elect")
+    leader_elect_lease_duration: float = common("leader_elect_lease_duration")
+    leader_elect_renew_deadline: float = common("leader_elect_renew_deadline")
+    leader_elect_retry_period: float = common("leader_elect_retry_period")
+    # --- logging ---
+    v: int = common("v", shorthand="")
+    log_format: str = common("log_format")
 
     def validate(self) -> list[str]:
         """One message per problem, each naming its flag."""
@@ -106,13 +74,15 @@ class MccOptions:
             errors.append(f"--port must be between 0 and 65535, got {self.port}")
         if self.render_delay < 0 or self.resync_period < 0:
             errors.append("--render-delay and --resync-period must not be negative")
-        if self.log_format not in ("json", "text"):
-            errors.append(f"--log-format must be json or text, got {self.log_format!r}")
+        errors += log_format_errors(self)
         if self.leader_elect:
-            errors.extend(self._leader_election_errors())
+            errors += leader_election_duration_errors(
+                self.leader_elect_lease_duration,
+                self.leader_elect_renew_deadline,
+                self.leader_elect_retry_period,
+            )
         return errors
 
-    def _leader_election_errors(self) -> list[str]:
-        return leader_election_duration_errors(
-            self.leader_elect_lease_duration, self.leader_elect_renew_deadline, self.leader_elect_retry_period
-        )
+
+FLAGS: tuple[Flag, ...] = flags_of(MccOptions)
+"""Every flag of the command, in :class:`MccOptions`' order (``--help`` and the docs)."""

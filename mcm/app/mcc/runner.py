@@ -1,6 +1,8 @@
-"""``machine-config-controller``'s run sequence, the same shape as ``machine-controller``'s:
+"""``machine-config-controller``'s run sequence, on the same shared steps as ``machine-controller``'s
+(:mod:`mcm.app.clients`, :mod:`mcm.app.process`, :mod:`mcm.app.logs`, :mod:`mcm.app.metrics`):
 
-1. Client from ``--kubeconfig`` (empty: in-cluster) with ``--kube-api-qps``/``--kube-api-burst``.
+1. Client from ``--kubeconfig`` (empty: in-cluster) with ``--kube-api-qps``/``--kube-api-burst``
+   (:func:`mcm.app.clients.load_client`).
 2. The HTTP server (``/metrics``, ``/healthz``, ``/readyz``) starts first, so a standby and a
    process still waiting for its API server serve it too. ``/metrics`` has the pool gauges,
    the rollout-duration histogram, the ``workqueue_*`` metrics of the four queues and
@@ -9,8 +11,11 @@
    resources, else one line ``error: …`` and exit 1. An API server that does not answer is
    waited for (1 s doubling to 30 s, each failure logged as ``cluster_not_reachable``) until it
    answers or a signal stops the process; ``/readyz`` says what it waits for.
-4. Leader election on Lease ``machine-config-controller`` in ``--namespace`` (identity:
-   ``<hostname>_<random>``); the controller runs only while leading.
+4. Leader election on Lease ``machine-config-controller`` in ``--namespace``; the controller runs
+   only while leading. The identity is ``<hostname>_<uuid>``, as OpenShift's machine-config
+   controller makes it (machine-config-operator ``pkg/controller/common``,
+   ``CreateResourceLock``), not the hostname of :func:`mcm.app.process.leader_identity`, which
+   follows upstream MCM.
 5. SIGTERM/SIGINT: the workers stop (within ``--shutdown-grace-period``), the Lease is released,
    exit 0. A lost Lease exits 1. ``REALLY_CRASH`` is on: a bug ends the process.
 """
@@ -19,82 +24,34 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
-import yaml
-from prometheus_client import CollectorRegistry
 
-from mcm.app.logs import configure_logging
+from mcm.app.clients import event_recorder, load_client
+from mcm.app.logs import LogOutput, start_logging_to
 from mcm.app.mcc.options import MccOptions
-from mcm.app.metrics import DefaultRegistry
-from mcm.app.process import ControllerProcess, StartupError, run_in_thread, signals_set
+from mcm.app.metrics import CommandMetrics
+from mcm.app.process import ControllerProcess, StartupError, run_command_process, serve
 from mcm.app.startup import describe, retry_until_stopped
 from mcm.machineconfig import api
 from mcm.machineconfig.context import Options
 from mcm.machineconfig.controller import MachineConfigController
 from mcm.machineconfig.metrics import PoolMetrics
-from mcm.runtime import errors as runtime_errors
-from mcm.runtime.client import IN_CLUSTER_CONFIG, ClusterClient, ConfigError, load_config
+from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.errors import ApiError, ConnectionFailed, NotFound
 from mcm.runtime.clock import REAL_CLOCK, Clock
-from mcm.runtime.leaderelection import (
-    LeaseLock,
-    PrometheusLeaderMetrics,
-)
-from mcm.runtime.record import EventBroadcaster
-from mcm.runtime.workqueue.metrics import PrometheusMetricsProvider
+from mcm.runtime.leaderelection import LeaseLock
 
-__all__ = ["StartupError", "run"]
+__all__ = ["COMPONENT", "StartupError", "check_cluster", "main_with_options", "run", "start"]
 
 log = structlog.get_logger("machine-config-controller")
 
 COMPONENT = "machine-config-controller"
-
-
-@dataclass(frozen=True)
-class MccMetrics:
-    """The metrics of one run, on a registry of its own (which also forwards the default
-    registry): the pool metrics, the work-queue metrics under the runtime's default names
-    (``workqueue_*``) and the leader-election gauge. Built per run, so a second run in the same
-    process starts clean."""
-
-    registry: CollectorRegistry
-    pools: PoolMetrics
-    queues: PrometheusMetricsProvider
-    leader: PrometheusLeaderMetrics
-
-    @classmethod
-    def new(cls) -> MccMetrics:
-        registry = CollectorRegistry()
-        registry.register(DefaultRegistry())
-        return cls(
-            registry=registry,
-            pools=PoolMetrics(registry),
-            queues=PrometheusMetricsProvider(registry),
-            leader=PrometheusLeaderMetrics(registry),
-        )
-
-
-def build_client(options: MccOptions) -> ClusterClient:
-    try:
-        return load_config(
-            options.kubeconfig or IN_CLUSTER_CONFIG,
-            qps=options.kube_api_qps,
-            burst=options.kube_api_burst,
-            user_agent_suffix=COMPONENT,
-        )
-    except ConfigError as exc:
-        raise StartupError(str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise StartupError(
-            f"kubeconfig {options.kubeconfig!r} is not valid YAML: {' '.join(str(exc).split())}"
-        ) from None
+"""The user agent, the Events' component and the process's name."""
 
 
 def check_cluster(client: ClusterClient, stop: threading.Event, *, clock: Clock = REAL_CLOCK) -> bool:
@@ -126,23 +83,25 @@ def check_cluster(client: ClusterClient, stop: threading.Event, *, clock: Clock 
 
 
 class _Process(ControllerProcess):
-    """The machine-config-controller's process: its controller, Lease and identity."""
+    """The machine-config-controller's process: its controller, Lease and identity. Its metrics
+    (:class:`~mcm.app.metrics.CommandMetrics` with the work queues under the Kubernetes
+    components' names, ``workqueue_*``, and the pool metrics) are built per run, so a second run
+    in the same process starts clean."""
 
     lease_name = api.LEASE_NAME
 
     def __init__(self, options: MccOptions, client: ClusterClient, stop: threading.Event) -> None:
         self.client = client
         self.mcc_options = options
-        self.process_metrics = MccMetrics.new()
-        broadcaster = EventBroadcaster()
-        broadcaster.start_recording_to_sink(client)
-        broadcaster.start_structured_logging()
+        self.metrics = CommandMetrics.new(namespace="", stability="ALPHA")
+        self.pool_metrics = PoolMetrics(self.metrics.registry)
+        broadcaster, self.recorder = event_recorder(client, COMPONENT)
         super().__init__(
             options,
             stop,
             broadcaster=broadcaster,
-            registry=self.process_metrics.registry,
-            leader_metrics=self.process_metrics.leader,
+            registry=self.metrics.registry,
+            leader_metrics=self.metrics.leader,
         )
 
     def new_controller(self) -> MachineConfigController:
@@ -154,18 +113,18 @@ class _Process(ControllerProcess):
         return MachineConfigController(
             self.client,
             settings,
-            metrics=self.process_metrics.pools,
-            queue_metrics=self.process_metrics.queues,
+            metrics=self.pool_metrics,
+            queue_metrics=self.metrics.workqueue,
             broadcaster=self.broadcaster,
         )
 
     def lease_lock(self, identity: str) -> LeaseLock:
         return LeaseLock(
-            self.client.with_user_agent("machine-config-controller-leader-election"),
+            self.client.with_user_agent(f"{COMPONENT}-leader-election"),
             self.options.namespace,
             api.LEASE_NAME,
             identity,
-            event_recorder=self.broadcaster.new_recorder(COMPONENT),
+            event_recorder=self.recorder,
         )
 
     def wait_for_clusters(self) -> bool:
@@ -181,28 +140,23 @@ class _Process(ControllerProcess):
         yield f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
+def start(options: MccOptions, stop: threading.Event) -> int:
+    """Steps 1-5 with an explicit ``stop`` event; raises :class:`StartupError`."""
+    client = load_client(options.kubeconfig, options, COMPONENT)
+    try:
+        return serve(lambda: _Process(options, client, stop), options, COMPONENT)
+    finally:
+        client.close()
+
+
 def run(options: MccOptions, *, stop: threading.Event | None = None, really_crash: bool = True) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); returns the exit code. Start-up failures print one
     line ``error: <reason>`` on stderr and return 1."""
-    runtime_errors.configure_crash(really_crash=really_crash)
-    stop = stop or threading.Event()
-    with signals_set(stop):
-        try:
-            client = build_client(options)
-            try:
-                try:
-                    process = _Process(options, client, stop)
-                except OSError as exc:
-                    raise StartupError(f"cannot serve on {options.address}:{options.port}: {exc}") from None
-                return run_in_thread(process, name=COMPONENT)
-            finally:
-                client.close()
-        except StartupError as exc:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-            return 1
+    return run_command_process(lambda event: start(options, event), stop, really_crash=really_crash)
 
 
 def main_with_options(options: MccOptions, **kwargs: Any) -> int:
-    """What the console script runs after parsing: logging, then :func:`run`."""
-    configure_logging(options.v, options.log_format)
+    """What the console script runs after parsing: logging (to stderr), then :func:`run`."""
+    if not start_logging_to(LogOutput(), options, log):
+        return 1
     return run(options, **kwargs)

@@ -1,7 +1,9 @@
-"""The ``machine-config-daemon`` command (click), generated from :data:`~mcm.app.mcd.options.FLAGS`.
+"""The ``machine-config-daemon`` command (click), its flags generated from
+:class:`~mcm.app.mcd.options.McdOptions` (:mod:`mcm.app.flags`).
 
-A bad flag exits 2 with one line naming it; a start-up failure (bad kubeconfig, root missing)
-exits 1 with ``error: …``; SIGTERM stops the daemon and exits 0.
+Flags parse as pflag does (``--drain-timeout=1h``, ``_`` = ``-``). A bad flag exits 2 with one
+line naming it; a start-up failure (bad kubeconfig, root missing) exits 1 with ``error: …``;
+SIGTERM stops the daemon and exits 0.
 """
 
 from __future__ import annotations
@@ -11,35 +13,22 @@ from typing import Any
 
 import click
 
-from mcm.app.cli import TYPES, run_command, shown_default
+from mcm.app import flags
+from mcm.app.cli import run_command
 from mcm.app.mcd.options import FLAGS, McdOptions
-from mcm.app.options import Flag
 
 __all__ = ["machine_config_daemon", "main"]
 
-
-def _option(flag: Flag) -> click.Option:
-    default_text = f"  [default: {shown_default(flag)}]" if flag.default != "" else ""
-    return click.Option(
-        [f"--{flag.name}", flag.field],
-        type=TYPES[flag.type],
-        default=flag.default,
-        show_default=False,
-        help=flag.help + default_text,
-        metavar=flag.type,
-    )
+PROG = "machine-config-daemon"
 
 
 @click.command(
-    context_settings={
-        "token_normalize_func": lambda t: t.replace("_", "-"),
-        "help_option_names": ["-h", "--help"],
-    }
+    context_settings={"token_normalize_func": flags.NORMALIZE, "help_option_names": ["-h", "--help"]}
 )
 def machine_config_daemon(**values: Any) -> int:
     """Apply this node's rendered MachineConfig (files and systemd units): drain, write, restart
     or reboot, and report through the Node's machine-config-daemon annotations."""
-    options = McdOptions(**values)
+    options = flags.options_from(McdOptions, values, FLAGS)
     problems = options.validate()
     if problems:
         raise click.UsageError("; ".join(problems))
@@ -48,13 +37,13 @@ def machine_config_daemon(**values: Any) -> int:
     return main_with_options(options)
 
 
-for _flag in reversed(FLAGS):
-    machine_config_daemon.params.insert(0, _option(_flag))
+flags.add_flags(machine_config_daemon, FLAGS)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code. Usage errors are one line, exit 2."""
-    return run_command(machine_config_daemon, "machine-config-daemon", argv)
+    args = flags.pflag_args(list(sys.argv[1:] if argv is None else argv), FLAGS)
+    return run_command(machine_config_daemon, PROG, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import threading
 from typing import Any
 
 import structlog
-import yaml
 
-from mcm.app.logs import configure_logging
-from mcm.app.mcd.options import McdOptions
-from mcm.app.process import StartupError, signals_set
+from mcm.app.clients import load_client
+from mcm.app.logs import LogOutput, start_logging_to
+from mcm.app.mcd.options import DRAIN_TIMEOUT, McdOptions
+from mcm.app.process import StartupError, run_command_process
 from mcm.drain import EVICTION_RETRY_INTERVAL, DrainListers, DrainOptions, DrainResult, run_drain
 from mcm.driver import (
     CallContext,
@@ -38,11 +37,10 @@ from mcm.driver import (
 )
 from mcm.machineconfig.daemon import Commands, DaemonOptions, MachineConfigDaemon
 from mcm.machineconfig.daemon.agent import COMPONENT
-from mcm.runtime import errors as runtime_errors
-from mcm.runtime.client import IN_CLUSTER_CONFIG, ClusterClient, ConfigError, load_config
+from mcm.runtime.client import ClusterClient
 from mcm.runtime.clock import REAL_CLOCK, Clock
 
-__all__ = ["NoVolumes", "build_daemon", "main_with_options", "run"]
+__all__ = ["NoVolumes", "build_daemon", "main_with_options", "run", "start"]
 
 log = structlog.get_logger(COMPONENT)
 
@@ -87,7 +85,7 @@ def build_daemon(
     *,
     root: str = "/",
     commands: Commands | None = None,
-    drain_timeout: float = 3600.0,
+    drain_timeout: float = DRAIN_TIMEOUT,
     clock: Clock = REAL_CLOCK,
 ) -> MachineConfigDaemon:
     """The daemon of ``node`` with its drain wired (not started)."""
@@ -100,49 +98,35 @@ def build_daemon(
     return MachineConfigDaemon(client, settings, drain, clock=clock)
 
 
-def _client(options: McdOptions) -> ClusterClient:
+def start(options: McdOptions, stop: threading.Event) -> int:
+    """Check ``--root``, build the client and run the daemon until ``stop``; raises
+    :class:`StartupError` before the daemon starts."""
+    if not os.path.isdir(options.root):
+        raise StartupError(f"--root {options.root} is not a directory")
+    client = load_client(options.kubeconfig, options, COMPONENT)
+    commands = Commands(systemctl=options.systemctl, reboot=options.reboot_command)
+    daemon = build_daemon(
+        client, options.node, root=options.root, commands=commands, drain_timeout=options.drain_timeout
+    )
+    log.info("machine_config_daemon_starting", node=options.node, root=options.root)
     try:
-        return load_config(
-            options.kubeconfig or IN_CLUSTER_CONFIG,
-            qps=options.kube_api_qps,
-            burst=options.kube_api_burst,
-            user_agent_suffix=COMPONENT,
-        )
-    except ConfigError as exc:
-        raise StartupError(str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise StartupError(f"kubeconfig {options.kubeconfig!r} is not valid YAML: {exc}") from None
+        daemon.start()
+        stop.wait()
+    finally:
+        daemon.stop()
+        client.close()
+        log.info("machine_config_daemon_stopped", node=options.node)
+    return 0
 
 
 def run(options: McdOptions, *, stop: threading.Event | None = None, really_crash: bool = True) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); start-up failures print ``error: …`` and return 1.
     ``REALLY_CRASH`` is on (a bug ends the process) unless ``really_crash`` is false."""
-    runtime_errors.configure_crash(really_crash=really_crash)
-    stop = stop or threading.Event()
-    with signals_set(stop):
-        try:
-            if not os.path.isdir(options.root):
-                raise StartupError(f"--root {options.root} is not a directory")
-            client = _client(options)
-        except StartupError as exc:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
-            return 1
-        commands = Commands(systemctl=options.systemctl, reboot=options.reboot_command)
-        daemon = build_daemon(
-            client, options.node, root=options.root, commands=commands, drain_timeout=options.drain_timeout
-        )
-        log.info("machine_config_daemon_starting", node=options.node, root=options.root)
-        try:
-            daemon.start()
-            stop.wait()
-        finally:
-            daemon.stop()
-            client.close()
-            log.info("machine_config_daemon_stopped", node=options.node)
-    return 0
+    return run_command_process(lambda event: start(options, event), stop, really_crash=really_crash)
 
 
 def main_with_options(options: McdOptions, **kwargs: Any) -> int:
-    """What the console script runs after parsing: logging, then :func:`run`."""
-    configure_logging(options.v, options.log_format)
+    """What the console script runs after parsing: logging (to stderr), then :func:`run`."""
+    if not start_logging_to(LogOutput(), options, log):
+        return 1
     return run(options, **kwargs)

@@ -59,6 +59,10 @@ INVARIANTS: tuple[tuple[str, str], ...] = (
     ("bystander", "nothing the bystander wrote is lost"),
     ("alive", "the processes are alive (the harness's own kills aside)"),
     ("baseline", "queue depth and thread count return to baseline"),
+    # the manager scenarios' (mcm.testing.chaos.rollout)
+    ("md-surge", "never more machines than replicas + maxSurge (+ the overshoot allowance)"),
+    ("md-available", "never fewer Running than replicas - maxUnavailable during a roll-out"),
+    ("md-converges", "the pool settles at replicas Running machines on its template"),
 )
 """Every invariant: name and what it promises."""
 

@@ -1,4 +1,5 @@
-"""The chaos scenarios: one fault each, and the mix of all of them.
+"""The chaos scenarios: one fault each, the mix of all of them, and the manager's
+(:mod:`~mcm.testing.chaos.pool`).
 
 A :class:`Scenario` names a fault program (a function that keeps injecting its fault for the
 scenario's fault phase, drawing every choice from the seeded generator it is given), the
@@ -22,6 +23,7 @@ from mcm.apis.machine import constants as c
 from mcm.testing.chaos.cloud import DriverFaults
 from mcm.testing.chaos.harness import Harness, Settings
 from mcm.testing.chaos.invariants import RESUMED_PAST_DEADLINE
+from mcm.testing.chaos.pool import manager_api_faults, manager_kills, manager_mix
 from mcm.testing.chaos.processes import EXIT_WINDOW, Managed
 from mcm.testing.chaos.tracker import Event
 
@@ -458,8 +460,26 @@ SCENARIOS: tuple[Scenario, ...] = (
         churn=0.3,
     ),
     Scenario(
+        "manager-kill",
+        "a MachineDeployment rolled out again and again, the manager SIGKILLed or SIGSTOPped mid-roll-out",
+        manager_kills,
+        churn=0.3,
+    ),
+    Scenario(
+        "manager-api-faults",
+        "roll-outs while the manager's connections break and 10% of its writes fail",
+        manager_api_faults,
+        churn=0.3,
+    ),
+    Scenario(
+        "manager-mix",
+        "roll-outs under both: manager kills and stops, its transport faults and API errors",
+        manager_mix,
+        churn=0.3,
+    ),
+    Scenario(
         "mixed",
-        "random overlapping faults from all of the above",
+        "random overlapping faults from all of the above (the manager scenarios aside)",
         mixed,
         settings=replace(BASE, replicas=2, sidecar=True, health_timeout=8.0),
         bound=120.0,
@@ -492,14 +512,19 @@ FAILOVER_PHASE = 4.0
 """Seconds of leader failovers in the short profile."""
 PAUSE_PHASE = 1.0
 """Seconds in which the short profile starts leader pauses (one: a pause itself takes 6-16 s)."""
+MANAGER_PHASE = 6.0
+"""Seconds of roll-outs under the manager's faults in the short profile (its pool comes up
+before and goes away after them: some 30 s in all)."""
 
 
 def short_plan() -> list[tuple[Scenario, float]]:
-    """The CI profile, about a minute and a half: :data:`SWEEP` (every fault but failover,
-    overlapping, with two replicas and gRPC sidecars), then ``leader-failover`` and one
-    ``leader-pause`` with their short Lease."""
+    """The CI profile, about two minutes: :data:`SWEEP` (every fault but failover, overlapping,
+    with two replicas and gRPC sidecars), then ``leader-failover`` and one ``leader-pause`` with
+    their short Lease, then ``manager-mix`` (a MachineDeployment rolled out under the manager's
+    faults)."""
     return [
         (SWEEP, SWEEP_PHASE),
         (by_name("leader-failover"), FAILOVER_PHASE),
         (by_name("leader-pause"), PAUSE_PHASE),
+        (by_name("manager-mix"), MANAGER_PHASE),
     ]

@@ -12,8 +12,9 @@
   cloud's store) and the node lifecycle controller's part (:meth:`World.stop_heartbeats` marks
   the Node ``Ready=Unknown`` as kube-controller-manager would);
 - the bystander and the owner (:class:`Owner`), which plays the MachineSet: it keeps
-  ``replicas`` Machines, replaces Failed ones, and deletes some at random while a scenario's
-  faults run ("churn").
+  ``replicas`` Machines of its own (label :data:`OWNER_LABEL`), replaces Failed ones, and
+  deletes some at random while a scenario's faults run ("churn"). It leaves other Machines
+  alone (those of a MachineDeployment the manager scenarios run).
 
 The owner and the bystander write straight to the emulators' stores: they are not under test
 and no fault touches them.
@@ -40,9 +41,11 @@ from mcm.testing.chaos.tracker import Tracker
 from mcm.testing.faultproxy import FaultProxy
 from mcm.testing.nodesim import NodeSimulator, SimulatedVM
 
-__all__ = ["CLASS_NAME", "NAMESPACE", "SECRET_NAME", "Owner", "Replica", "World"]
+__all__ = ["CLASS_NAME", "NAMESPACE", "OWNER_LABEL", "SECRET_NAME", "Owner", "Replica", "World"]
 
 NAMESPACE = "chaos"
+OWNER_LABEL = "chaos.mcm.dev/owner"
+"""The label (value ``owner``) of the Machines the :class:`Owner` keeps."""
 CLASS_NAME = "chaos-class"
 SECRET_NAME = "chaos-secret"
 MACHINES = "machines.machine.sapcloud.io"
@@ -195,6 +198,11 @@ def phase_of(machine: Obj) -> str:
     return str(((machine.get("status") or {}).get("currentStatus") or {}).get("phase") or "")
 
 
+def owned(machine: Obj) -> bool:
+    """Whether ``machine`` is one of the :class:`Owner`'s."""
+    return ((machine.get("metadata") or {}).get("labels") or {}).get(OWNER_LABEL) == "owner"
+
+
 def _ready(node: Obj | None) -> bool:
     if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
         return False
@@ -241,9 +249,11 @@ class Owner:
                 self.world.tracker.record("owner", "error", error=f"{type(exc).__name__}: {exc}")
 
     def step(self) -> None:
-        """Delete Failed Machines, churn, and create Machines up to ``replicas``."""
+        """Delete its Failed Machines, churn, and create Machines up to ``replicas``."""
         with self._lock:
-            live = [m for m in self.world.machines() if not m["metadata"].get("deletionTimestamp")]
+            live = [
+                m for m in self.world.machines() if owned(m) and not m["metadata"].get("deletionTimestamp")
+            ]
             for machine in live:
                 if phase_of(machine) == c.PHASE_FAILED:
                     self.delete(machine["metadata"]["name"], "failed")
@@ -260,7 +270,7 @@ class Owner:
         body = {
             "apiVersion": "machine.sapcloud.io/v1alpha1",
             "kind": "Machine",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"chaos.mcm.dev/owner": "owner"}},
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {OWNER_LABEL: "owner"}},
             "spec": {"class": {"kind": "MachineClass", "name": CLASS_NAME}},
         }
         self.world.control.seed([body])
@@ -276,15 +286,17 @@ class Owner:
 
     def pending(self) -> list[tuple[str, str]]:
         """Why the world has not converged: ``(machine, VM or node name, what is wrong)`` per
-        problem; empty when every live Machine is Running on a Ready Node with exactly one VM,
-        no deletion is in progress and nothing is left over."""
+        problem; empty when the owner has ``replicas`` live Machines, every live Machine (its
+        own or not) is Running on a Ready Node with exactly one VM, no deletion is in progress
+        and nothing is left over."""
         problems: list[tuple[str, str]] = []
         machines = self.world.machines()
         nodes = self.world.nodes()
         vms = {v.node_name for v in self.world.vms()}
         live = [m for m in machines if not m["metadata"].get("deletionTimestamp")]
-        if len(live) != self.replicas:
-            problems.append(("owner", f"{len(live)} live machines, want {self.replicas}"))
+        mine = sum(1 for m in live if owned(m))
+        if mine != self.replicas:
+            problems.append(("owner", f"{mine} live machines, want {self.replicas}"))
         for machine in machines:
             name = machine["metadata"]["name"]
             if machine["metadata"].get("deletionTimestamp"):

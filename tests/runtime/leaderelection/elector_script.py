@@ -2,7 +2,8 @@
 
 Usage: ``python elector_script.py KUBECONFIG IDENTITY``. Prints ``READY``, then ``STARTED <id>
 <wall time>`` when it starts leading and ``LOST <id> <wall time>`` when its leading stop event is
-set; SIGTERM stops it. Durations: lease 1 s, renew deadline 0.5 s, retry 0.1 s.
+set; SIGTERM stops it. Durations: lease 3 s, renew deadline 2 s, retry 0.2 s (a leader on a loaded
+machine still renews in time).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from mcm.runtime.leaderelection import (
     run_or_die,
 )
 
-LEASE, RENEW, RETRY = 1.0, 0.5, 0.1
+LEASE, RENEW, RETRY = 3.0, 2.0, 0.2
 
 
 _out = threading.Lock()

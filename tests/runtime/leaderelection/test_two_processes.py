@@ -16,8 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = Path(__file__).with_name("elector_script.py")
-LEASE, RETRY = 1.0, 0.1
-SLACK = 1.0
+LEASE, RETRY = 3.0, 0.2  # as elector_script.py
+SLACK = 3.0  # liveness only: a loaded machine delays the takeover, never makes it early
 WAIT = 30.0
 
 
