@@ -20,26 +20,30 @@ repository (``git ls-files``), imported from there (``PYTHONPATH``) and tested w
 test files (``[targets]`` in ``hack/mutants.toml``), stopping at the first failure.
 
 What counts as a kill: a test fails in its body (pytest's ``call`` phase, not a fixture's
-set-up or tear-down) for a reason other than pytest-timeout, AND that test passes on the
-unmutated copy when run again alone. Everything else has its own category, none of them killed:
+set-up or tear-down) for a reason other than pytest-timeout, fails again when run alone on the
+mutant, AND passes when run alone on the unmutated copy. The report names that test, the line
+of the test where it failed and the message. Everything else has its own category, none of
+them killed:
 
 - ``timeout``: the run passed ``--timeout`` (a hang), or a test passed ``--test-timeout``
   (pytest-timeout); that test is left out and the run tried again, so another test may still
   kill the mutant;
 - ``error``: an import or collection error, a fixture that failed, no test run at all;
-- a test that fails again on the unmutated copy is flaky: it is left out from then on (listed
-  in the report) and the mutant is tried again without it.
+- ``flaky``: every failure seen was unconfirmed. A test that also fails alone on the unmutated
+  copy is a flaky test: left out from then on (listed in the report). A test that passes alone
+  on the mutant is left out for that mutant. Either way the set runs again without it.
+- ``survived``: every test that ran passed.
 
 Before the mutants, every test set is run once on the unmutated copy (the baseline); a test that
 fails there is left out of its set and listed. Equivalent mutants (a change with no observable
 effect) are listed with the reason in ``hack/mutants.toml``: they are reported with that
-reason, not run and not counted. The score is killed / (mutants - equivalent): a timeout, an
-error and a survivor all count against it.
+reason, not run and not counted. The score is killed / (mutants - equivalent): a survivor, a
+timeout, an error and a flaky mutant all count against it.
 
 Usage: ``hack/mutants.sh [--sample N] [--seed S] [--jobs J] [--only PATH] [--list] [--rerun REPORT]``.
 The report (``--report``, default ``mutants-report.txt``, not committed) gives the score, every
 kill with the test that failed and the line of the test where it failed, and the survivors,
-timeouts and errors with their file, line and change.
+timeouts, errors and flaky mutants with their file, line and change.
 """
 
 from __future__ import annotations
@@ -407,7 +411,7 @@ class Run:
 @dataclass
 class Outcome:
     category: str
-    """``killed``, ``survived``, ``timeout``, ``error`` or ``equivalent``."""
+    """``killed``, ``survived``, ``timeout``, ``error``, ``flaky`` or ``equivalent``."""
     detail: str = ""
 
 
@@ -433,7 +437,24 @@ def make_copy() -> Path:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest)
     (target / f"{PLUGIN_MODULE}.py").write_text(PLUGIN)
+    _check_imports_from(target)
     return target
+
+
+def _check_imports_from(copy: Path) -> None:
+    """Stop unless ``mcm`` imports from ``copy`` there (not from an installed or editable copy:
+    then no mutant would be tested)."""
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    found = subprocess.run(
+        [sys.executable, "-c", "import mcm; print(mcm.__file__)"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if not Path(found).resolve().is_relative_to(copy.resolve()):
+        raise SystemExit(f"mcm imports from {found or 'nowhere'}, not from the copy {copy}")
 
 
 def run_pytest(
@@ -494,59 +515,78 @@ def baseline(copy: Path, tests: tuple[str, ...], settings: Settings) -> tuple[fl
 
 
 def _judge(run: Run) -> tuple[str, Failure | None]:
-    """What a run on a mutant says before the flakiness check: ``candidate`` (a test body
-    failed), ``survived``, ``timeout``, ``test_timeout`` or ``error``."""
+    """What a run on a mutant says before the failure is confirmed: ``candidate`` (a test body
+    failed), ``survived``, ``timeout`` (the whole run), ``test_timeout`` (pytest-timeout stopped
+    a test, in whatever phase) or ``error`` (anything else: collection, a fixture, no report)."""
     if run.code is None:
         return "timeout", None
     if run.code == 0:
         return "survived", None
+    if run.failures and run.failures[0].timed_out:
+        return "test_timeout", run.failures[0]
     in_body = [f for f in run.failures if f.when == "call"]
     if not in_body:
         return "error", run.failures[0] if run.failures else None
     return ("test_timeout" if in_body[0].timed_out else "candidate"), in_body[0]
 
 
+ATTEMPTS = 6
+"""Runs of one mutant's test set at most (each left-out test costs one)."""
+
+
 def check(mutant: Mutant, copy: Path, settings: Settings) -> Outcome:
-    """Run the mutant's tests; confirm a failure on the unmutated copy; leave out a flaky or
-    timed-out test and try again (four runs at most). A mutant on which a test timed out is a
-    timeout unless another test kills it."""
+    """Run the mutant's tests and confirm the first test that fails in its body: it must fail
+    again when run alone on the mutant and pass alone on the unmutated copy (then the mutant is
+    killed, by that test). A test that fails alone on the unmutated copy too is flaky: left out
+    from then on, everywhere. A test that passes alone on the mutant (a failure that does not
+    repeat) and a test that passed ``--test-timeout`` are left out for this mutant. After each
+    left-out test the set runs again: a mutant whose only failures were not confirmed is
+    ``flaky``, one on which a test timed out (and none killed) is a ``timeout``."""
     target = copy / mutant.path
     original = target.read_text()
     mutated = mutated_source(mutant, original)
     tests = tuple(tests_for(mutant.path))
     timed_out: list[str] = []
-    flaky: list[str] = []
-    for _ in range(4):
-        with settings.lock:
-            deselect = settings.left_out.get(tests, set()) | settings.flaky | set(timed_out)
+    unconfirmed: list[str] = []
+
+    def run_mutated(selected: Iterable[str], deselect: Iterable[str] = ()) -> Run:
         target.write_text(mutated)
         try:
-            run = run_pytest(copy, tests, settings, deselect=deselect)
+            return run_pytest(copy, selected, settings, deselect=deselect)
         finally:
             target.write_text(original)
+
+    for _ in range(ATTEMPTS):
+        with settings.lock:
+            deselect = settings.left_out.get(tests, set()) | settings.flaky
+        run = run_mutated(tests, deselect | set(timed_out) | set(unconfirmed))
         verdict, failure = _judge(run)
         if verdict == "timeout":
             return Outcome("timeout", f"no result within {settings.timeout:.0f}s")
         if verdict == "error":
-            return Outcome(
-                "error", f"{failure.test} ({failure.when}): {failure.message}" if failure else run.last_line
-            )
+            where = f"{failure.test} ({failure.when}): {failure.message}" if failure else run.last_line
+            return Outcome("error", where)
         if verdict == "survived":
             break
         assert failure is not None
         if verdict == "test_timeout":
             timed_out.append(failure.test)
             continue
+        if _judge(run_mutated([failure.test]))[0] != "candidate":
+            unconfirmed.append(failure.test)  # does not fail again on the mutant alone
+            continue
         if run_pytest(copy, [failure.test], settings).code == 0:
             return Outcome("killed", f"{failure.test} at {failure.at or '?'}: {failure.message}")
-        flaky.append(failure.test)
+        unconfirmed.append(failure.test)  # fails on the unmutated copy too
         with settings.lock:
             settings.flaky.add(failure.test)
     else:
         if not timed_out:
-            return Outcome("error", f"only flaky tests failed: {', '.join(flaky)}")
+            return Outcome("flaky", f"no confirmed failure after {ATTEMPTS} runs: {', '.join(unconfirmed)}")
     if timed_out:
         return Outcome("timeout", f"{', '.join(timed_out)} passed --test-timeout")
+    if unconfirmed:
+        return Outcome("flaky", f"the rest passed without the unconfirmed {', '.join(unconfirmed)}")
     return Outcome("survived")
 
 
@@ -646,7 +686,7 @@ def select_mutants(args: argparse.Namespace) -> list[Mutant]:
     return mutants
 
 
-RERUN_SECTIONS = ("survivors:", "timeouts:", "errors:")
+RERUN_SECTIONS = ("survivors:", "timeouts:", "errors:", "flaky mutants:")
 
 
 def not_killed(report: Path) -> set[str]:
@@ -680,19 +720,24 @@ def report_lines(
         f"score: {count['killed']}/{counted} killed ({100.0 * count['killed'] / max(1, counted):.1f}%); "
         f"equivalent, not counted: {count['equivalent']}",
         f"survived: {count['survived']}; timeouts (not killed): {count['timeout']}; "
-        f"errors (not killed): {count['error']}",
+        f"errors (not killed): {count['error']}; flaky (not killed): {count['flaky']}",
         "baseline (each test set on the unmutated code; tests failing there are left out):",
         *(
             f"  {took_s:.0f}s {' '.join(tests)}"
             + (f"; left out: {', '.join(f.test for f in failing)}" if failing else "")
             for tests, (took_s, failing) in sorted(baselines.items())
         ),
-        "flaky (failed on a mutant and again on the unmutated code; left out afterwards):",
+        "flaky tests (failed on a mutant and again alone on the unmutated code; left out afterwards):",
         *(f"  {test}" for test in sorted(settings.flaky)),
         "killed (the test that failed, where in the test, and how):",
         *(f"- {m.name}: {o.detail}" for m, o in by_category.get("killed", [])),
     ]
-    for category, header in (("equivalent", "equivalent:"), ("timeout", "timeouts:"), ("error", "errors:")):
+    for category, header in (
+        ("equivalent", "equivalent:"),
+        ("timeout", "timeouts:"),
+        ("error", "errors:"),
+        ("flaky", "flaky mutants:"),
+    ):
         lines += [header, *(f"  {m.name}  -> {o.detail}" for m, o in by_category.get(category, []))]
     lines += ["survivors:", *(f"  {m.name}" for m, _ in by_category.get("survived", []))]
     return lines
