@@ -209,3 +209,16 @@ def _pdb_status(**status: Any) -> Obj:
 def test_misconfigured_pdb_with_omitted_zero_fields(status: Obj, misconfigured: bool) -> None:
     """The API server omits zero counts from a PDB's status; omitted means zero."""
     assert is_misconfigured(_pdb_status(**status)) is misconfigured
+
+
+@pytest.mark.parametrize(
+    "pdb",
+    [
+        {"metadata": {"name": "new", "namespace": "default", "generation": 1}},
+        {"metadata": {"name": "new", "namespace": "default", "generation": 1}, "status": None},
+    ],
+)
+def test_a_pdb_its_controller_has_not_observed_yet_is_not_misconfigured(pdb: Obj) -> None:
+    """A PDB created a moment ago has no status yet: it is not misconfigured (the drain keeps
+    retrying its evictions) and reading it does not fail."""
+    assert is_misconfigured(pdb) is False
