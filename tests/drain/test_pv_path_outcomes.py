@@ -197,3 +197,19 @@ def test_cordon_retries_conflicts_as_client_go_default_retry(conflicts: int, cor
     assert nodes.updates == min(conflicts + 1, 5)
     assert len(clock.slept) == min(conflicts, 4)
     assert all(0.010 <= slept < 0.011 for slept in clock.slept)
+
+
+def test_a_node_that_reports_no_status_has_no_volumes_attached() -> None:
+    """A Node whose status is empty (omitted) while a pod's volumes detach is read as having no
+    volume attached: the pod counts as drained, the drain does not fail on it."""
+    s = build(FakeCluster(), FakeClock(), expv=1)
+
+    def pod_goes_and_status_is_emptied(victim: Obj) -> None:
+        s.delete_pod(victim)
+        with s.cluster.lock:
+            s.cluster.nodes[NODE].pop("status", None)
+
+    s.cluster.handlers.append(pod_goes_and_status_is_emptied)
+    result, _ = run(s, options(pv_detach_timeout=600, timeout=3600))
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)
