@@ -119,7 +119,8 @@ class Mutant:
     function: str
     """The dotted name of the enclosing function (and classes), "" at module level."""
     occurrence: int
-    """1 for the first mutant with this line and change, 2 for the next ... (names are unique)."""
+    """1 for the first mutant with this function, source text and change (in source order), 2 for
+    the next ...: the equivalence key names one mutant, and names are unique."""
 
     @property
     def name(self) -> str:
@@ -251,18 +252,28 @@ def find_mutants(path: str) -> list[Mutant]:
         for sub in ast.walk(statement)
     }
     lines = source.splitlines()
-    seen: Counter[tuple[int, str]] = Counter()
-    mutants = []
+    found = []
     for index, node in enumerate(ast.walk(tree)):
         if id(node) in docstrings or id(node) in constants or _skipped(node, parents):
             continue
         line = getattr(node, "lineno", 0)
         for kind, detail, change in _sites(node, parents):
-            seen[line, change] += 1
             text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
             where = _enclosing_function(node, parents)
-            mutants.append(Mutant(path, index, kind, detail, line, change, text, where, seen[line, change]))
-    return mutants
+            found.append((index, kind, detail, line, getattr(node, "col_offset", 0), change, text, where))
+    # occurrence: the same change of the same source text in the same function, in source order
+    # (so that file, function, text, change and occurrence name one mutant)
+    occurrence: dict[tuple[int, int], int] = {}
+    seen: Counter[tuple[str, str, str]] = Counter()
+    for index, _, detail, _line, _column, change, text, where in sorted(
+        found, key=lambda f: (f[3], f[4], f[0], f[2])
+    ):
+        seen[where, text, change] += 1
+        occurrence[index, detail] = seen[where, text, change]
+    return [
+        Mutant(path, index, kind, detail, line, change, text, where, occurrence[index, detail])
+        for index, kind, detail, line, _, change, text, where in found
+    ]
 
 
 def _enclosing_function(node: ast.AST, parents: dict[int, ast.AST]) -> str:

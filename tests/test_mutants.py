@@ -270,3 +270,15 @@ def test_the_runner_refuses_a_copy_that_does_not_import_its_own_mcm(tmp_path: Pa
     (tmp_path / "mcm").mkdir()
     (tmp_path / "mcm" / "__init__.py").write_text("")
     mutants._check_imports_from(tmp_path)
+
+
+def test_each_equivalent_mutant_listed_names_exactly_one_mutant_of_the_code() -> None:
+    """hack/mutants.toml names an equivalent mutant by file, function, source text, change and
+    occurrence: that key must be unique in the scope (else one entry would hide another mutant)
+    and every entry must still name a mutant (else the code moved under it)."""
+    everything = [m for path in mutants.target_files() for m in mutants.find_mutants(path)]
+    keys = [mutants.equivalence_key(m) for m in everything]
+    assert len(set(keys)) == len(keys)
+    assert len({m.name for m in everything}) == len(everything)
+    stale = sorted(set(mutants.load_equivalent()) - set(keys))
+    assert stale == []
