@@ -360,9 +360,15 @@ def mutated_source(mutant: Mutant, source: str | None = None) -> str:
 
 # --- running ---------------------------------------------------------------------------------------
 
-PLUGIN = '''"""Written by hack/mutants.py into its repository copies: one JSON line per failed report."""
+PLUGIN = '''"""Written by hack/mutants.py into its repository copies: one JSON line per failed report;
+the process ends as soon as pytest is done (a thread a mutant left running cannot hold it)."""
 import json
 import os
+import sys
+
+import pytest
+
+_EXIT = {}
 
 
 def _write(entry):
@@ -392,6 +398,18 @@ def pytest_collectreport(report):
     if report.failed:
         _write({"test": report.nodeid, "when": "collect", "at": "",
                 "message": str(report.longrepr).strip().splitlines()[-1][:160]})
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _EXIT["code"] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if "code" in _EXIT:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT["code"])
 '''
 PLUGIN_MODULE = "mcm_mutants_plugin"
 PYTEST_OPTIONS = ("-q", "--tb=short", "-p", "no:cacheprovider", "-p", PLUGIN_MODULE)
@@ -527,9 +545,10 @@ def baseline(copy: Path, tests: tuple[str, ...], settings: Settings) -> tuple[fl
 
 def _judge(run: Run) -> tuple[str, Failure | None]:
     """What a run on a mutant says before the failure is confirmed: ``candidate`` (a test body
-    failed), ``survived``, ``timeout`` (the whole run), ``test_timeout`` (pytest-timeout stopped
-    a test, in whatever phase) or ``error`` (anything else: collection, a fixture, no report)."""
-    if run.code is None:
+    failed, even if the run then hung), ``survived``, ``timeout`` (the whole run, no test body
+    failed), ``test_timeout`` (pytest-timeout stopped a test, in whatever phase) or ``error``
+    (anything else: collection, a fixture, no report)."""
+    if run.code is None and not any(f.when == "call" and not f.timed_out for f in run.failures):
         return "timeout", None
     if run.code == 0:
         return "survived", None

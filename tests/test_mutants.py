@@ -282,3 +282,32 @@ def test_each_equivalent_mutant_listed_names_exactly_one_mutant_of_the_code() ->
     assert len({m.name for m in everything}) == len(everything)
     stale = sorted(set(mutants.load_equivalent()) - set(keys))
     assert stale == []
+
+
+def test_a_thread_left_running_does_not_hold_the_run(tmp_path: Path) -> None:
+    """A mutant that leaves a non-daemon thread spinning: pytest's results stand and the process
+    ends when pytest is done, instead of waiting for the thread until the run's timeout."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_t.py").write_text(
+        textwrap.dedent(
+            """\
+            import threading
+
+            def test_leaves_a_thread():
+                threading.Thread(target=threading.Event().wait).start()
+                assert False, "the drain never parked"
+            """
+        )
+    )
+    (tmp_path / f"{mutants.PLUGIN_MODULE}.py").write_text(mutants.PLUGIN)
+    result = mutants.run_pytest(tmp_path, ["tests/test_t.py"], mutants.Settings(timeout=60, test_timeout=30))
+    assert result.code == 1 and result.took < 30
+    assert [(f.when, f.at) for f in result.failures] == [("call", "tests/test_t.py:5")]
+
+
+def test_a_test_body_that_failed_before_the_run_hung_is_a_candidate_kill() -> None:
+    hung_after_failure = run(None, failed("tests/test_a.py::t"))
+    assert mutants._judge(hung_after_failure)[0] == "candidate"
+    hung = run(None, failed("tests/test_a.py::t", message="Failed: Timeout (>60.0s) from pytest-timeout."))
+    assert mutants._judge(hung)[0] == "timeout"
+    assert mutants._judge(run(None))[0] == "timeout"
