@@ -53,10 +53,11 @@ def test_uses_pvc(spec: Obj, expected: bool) -> None:
         (("", "vol-2"), [TrackedVolume("data", "vol-2")]),  # an empty ID is no ID
         ((), []),  # not a volume of this provider
         (("",), []),
+        ((None, 7, b"vol-3", "vol-4"), [TrackedVolume("data", "vol-4")]),  # a buggy driver: not IDs
     ],
 )
 def test_pod_volumes_takes_the_first_non_empty_volume_id(
-    ids: tuple[str, ...], expected: list[TrackedVolume]
+    ids: tuple[Any, ...], expected: list[TrackedVolume]
 ) -> None:
     driver = FakeDriver()
     driver.always("get_volume_ids", lambda _ctx, _request: GetVolumeIDsResponse(volume_ids=ids))
