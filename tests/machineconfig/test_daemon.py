@@ -17,6 +17,7 @@ import pytest
 from mcm.machineconfig import api
 from mcm.machineconfig.daemon import ApplyError, ConfigWriter
 from mcm.machineconfig.daemon.agent import ON_DISK_CONFIG
+from mcm.machineconfig.daemon.systemd import Commands
 from mcm.machineconfig.ignition import data_url
 from mcm.runtime.client.resources import NODES, PODS
 
@@ -291,3 +292,26 @@ def test_bad_flags_exit_2_and_start_up_failures_exit_1(args: list[str], code: in
     )
     assert result.returncode == code, result.stderr
     assert message in result.stderr
+
+
+def test_the_commands_enable_disable_and_restart_units_with_systemctl(
+    fake_systemctl: Path,
+) -> None:
+    """What the daemon asks of systemd: each verb with its units, in order, and nothing for an
+    empty list of units."""
+    root = fake_systemctl / "node"
+    root.mkdir()
+    commands = Commands(systemctl=f"systemctl --root={root}")
+    commands.enable(["a.service", "b.service"])
+    commands.disable(["c.service"])
+    commands.disable([])
+    commands.enable([])
+    commands.reload_and_restart(["a.service"])
+    commands.reload_and_restart([])
+    assert (root / "systemctl.log").read_text().splitlines() == [
+        "enable a.service b.service",
+        "disable c.service",
+        "daemon-reload",
+        "restart a.service",
+        "daemon-reload",
+    ]
