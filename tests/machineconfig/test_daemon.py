@@ -119,6 +119,27 @@ def test_a_failed_write_puts_everything_back(tmp_path: Path) -> None:
         writer.apply(None, spec({"/etc/../../escape": {"contents": {"source": "data:,x"}}}))
 
 
+def test_a_failed_write_puts_back_a_symlink_it_replaced(tmp_path: Path) -> None:
+    """A config file whose path was a symlink (an admin's link to a shared file): when the write
+    fails, the link is there again, pointing where it pointed."""
+    writer = ConfigWriter(tmp_path)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "shared.conf").write_text("shared")
+    (tmp_path / "etc/linked.conf").symlink_to("../shared.conf")
+    (tmp_path / "etc/blocker").write_text("a file, not a directory")
+    failing = spec(
+        {
+            "/etc/linked.conf": {"contents": {"source": "data:,mine"}},
+            "/etc/blocker/app.conf": {"contents": {"source": "data:,x"}},
+        }
+    )
+    with pytest.raises(ApplyError, match="blocker"):
+        writer.apply(None, failing)
+    link = tmp_path / "etc/linked.conf"
+    assert link.is_symlink() and os.readlink(link) == "../shared.conf"
+    assert (tmp_path / "shared.conf").read_text() == "shared"
+
+
 # --- the daemon next to the controller ------------------------------------------------------------
 
 
