@@ -40,7 +40,10 @@ effect) are listed with the reason in ``hack/mutants.toml``: they are reported w
 reason, not run and not counted. The score is killed / (mutants - equivalent): a survivor, a
 timeout, an error and a flaky mutant all count against it.
 
-Usage: ``hack/mutants.sh [--sample N] [--seed S] [--jobs J] [--only PATH] [--list] [--rerun REPORT]``.
+Usage: ``hack/mutants.sh [--sample N] [--seed S] [--jobs J] [--only PATH] [--list] [--rerun REPORT]
+[--stop-after SECONDS]``. The sample is tested in a seeded random order, so that with
+``--stop-after`` (no mutant starts after that time; those left are reported as not run and not
+counted) the mutants tested are a random part of the sample.
 The report (``--report``, default ``mutants-report.txt``, not committed) gives the score, every
 kill with the test that failed and the line of the test where it failed, and the survivors,
 timeouts, errors and flaky mutants with their file, line and change.
@@ -440,7 +443,7 @@ class Run:
 @dataclass
 class Outcome:
     category: str
-    """``killed``, ``survived``, ``timeout``, ``error``, ``flaky`` or ``equivalent``."""
+    """``killed``, ``survived``, ``timeout``, ``error``, ``flaky``, ``equivalent`` or ``not run``."""
     detail: str = ""
 
 
@@ -656,6 +659,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     equivalent = {m: load_equivalent().get(equivalence_key(m)) for m in mutants}
     to_test = [m for m in mutants if equivalent[m] is None]
+    # tested in a seeded random order: the first results of a run cut short are a random part
+    # of the sample, not the first files in it (the report is sorted again)
+    random.Random(f"order-{args.seed}").shuffle(to_test)
     for mutant in to_test:
         mutated_source(mutant)  # every mutant applies and unparses before any test runs
     settings = Settings(args.timeout, args.test_timeout)
@@ -669,9 +675,14 @@ def main(argv: list[str] | None = None) -> int:
         for tests, (took, failing) in baselines.items():
             print(f"baseline {took:4.0f}s, {len(failing)} failing: {' '.join(tests)}", flush=True)
         results: list[tuple[Mutant, Outcome]] = []
-        for mutant, outcome in zip(
-            to_test, copies.map(lambda copy, m: check(m, copy, settings), to_test), strict=True
-        ):
+        stop_at = started + args.stop_after if args.stop_after else float("inf")
+
+        def check_in_time(copy: Path, mutant: Mutant) -> Outcome:
+            if time.monotonic() > stop_at:
+                return Outcome("not run", f"--stop-after {args.stop_after:.0f}s had passed")
+            return check(mutant, copy, settings)
+
+        for mutant, outcome in zip(to_test, copies.map(check_in_time, to_test), strict=True):
             results.append((mutant, outcome))
             detail = f"  {outcome.detail}" if outcome.detail else ""
             print(f"[{len(results)}/{len(to_test)}] {outcome.category:9} {mutant.name}{detail}", flush=True)
@@ -682,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = report_lines(results, args, time.monotonic() - started, baselines, settings)
     Path(args.report).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    counted = [o for _, o in results if o.category != "equivalent"]
+    counted = [o for _, o in results if o.category not in ("equivalent", "not run")]
     return 0 if sum(o.category == "killed" for o in counted) >= 0.9 * len(counted) else 1
 
 
@@ -699,6 +710,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--rerun", metavar="REPORT", help="test again what a report did not count as killed")
     parser.add_argument("--report", default="mutants-report.txt")
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        default=0.0,
+        help="seconds after which no further mutant starts (0: no limit); those left are 'not run'",
+    )
     return parser.parse_args(argv)
 
 
@@ -716,7 +733,7 @@ def select_mutants(args: argparse.Namespace) -> list[Mutant]:
     return mutants
 
 
-RERUN_SECTIONS = ("survivors:", "timeouts:", "errors:", "flaky mutants:")
+RERUN_SECTIONS = ("survivors:", "timeouts:", "errors:", "flaky mutants:", "not run:")
 
 
 def not_killed(report: Path) -> set[str]:
@@ -742,13 +759,14 @@ def report_lines(
     for mutant, outcome in results:
         by_category.setdefault(outcome.category, []).append((mutant, outcome))
     count = Counter({category: len(items) for category, items in by_category.items()})
-    counted = len(results) - count["equivalent"]
+    counted = len(results) - count["equivalent"] - count["not run"]
     head, dirty = _git("rev-parse", "--short", "HEAD"), _git("status", "--porcelain", "--untracked-files=no")
     lines = [
         f"mutants: {len(results)} (seed {args.seed}, sample {args.sample or 'all'}, code at "
         f"{head}{' with uncommitted changes' if dirty else ''}), took {took:.0f}s",
         f"score: {count['killed']}/{counted} killed ({100.0 * count['killed'] / max(1, counted):.1f}%); "
-        f"equivalent, not counted: {count['equivalent']}",
+        f"equivalent, not counted: {count['equivalent']}"
+        + (f"; not run (--stop-after), not counted: {count['not run']}" if count["not run"] else ""),
         f"survived: {count['survived']}; timeouts (not killed): {count['timeout']}; "
         f"errors (not killed): {count['error']}; flaky (not killed): {count['flaky']}",
         "baseline (each test set on the unmutated code; tests failing there are left out):",
@@ -767,6 +785,7 @@ def report_lines(
         ("timeout", "timeouts:"),
         ("error", "errors:"),
         ("flaky", "flaky mutants:"),
+        ("not run", "not run:"),
     ):
         lines += [header, *(f"  {m.name}  -> {o.detail}" for m, o in by_category.get(category, []))]
     lines += ["survivors:", *(f"  {m.name}" for m, _ in by_category.get("survived", []))]

@@ -7,6 +7,7 @@
 #   hack/mutants.sh --sample 150 --seed S     # a seeded sample
 #   hack/mutants.sh --list                    # what would be mutated
 #   hack/mutants.sh --rerun mutants-report.txt  # again, what a report did not count as killed
+#   hack/mutants.sh ... --stop-after 3600      # no mutant starts after an hour (a random part is tested)
 # Exits non-zero when fewer than 90 % of the counted mutants are killed.
 set -euo pipefail
 cd "$(dirname "$0")/.."

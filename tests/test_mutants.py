@@ -177,7 +177,15 @@ def test_a_passing_run_survives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_the_score_counts_everything_but_equivalent_mutants_against_the_killed(tmp_path: Path) -> None:
-    outcomes = ["killed"] * 6 + ["survived", "timeout", "error", "flaky", "equivalent", "equivalent"]
+    outcomes = ["killed"] * 6 + [
+        "survived",
+        "timeout",
+        "error",
+        "flaky",
+        "not run",
+        "equivalent",
+        "equivalent",
+    ]
     base = mutants.Mutant("m.py", 0, "compare", 0, 2, "Gt -> LtE", "return x > 1", "bigger", 1)
     results = [
         (dataclasses.replace(base, occurrence=i + 1), mutants.Outcome(c, "why"))
@@ -185,12 +193,14 @@ def test_the_score_counts_everything_but_equivalent_mutants_against_the_killed(t
     ]
     args = argparse.Namespace(seed=7, sample=12)
     lines = mutants.report_lines(results, args, 1.0, {}, mutants.Settings(timeout=1, test_timeout=1))
-    assert lines[1].startswith("score: 6/10 killed (60.0%); equivalent, not counted: 2")
+    assert lines[1] == (
+        "score: 6/10 killed (60.0%); equivalent, not counted: 2; not run (--stop-after), not counted: 1"
+    )
     assert lines[2] == "survived: 1; timeouts (not killed): 1; errors (not killed): 1; flaky (not killed): 1"
     report = tmp_path / "report.txt"
     report.write_text("\n".join(lines) + "\n")
     again = mutants.not_killed(report)
-    assert again == {results[i][0].name for i in range(6, 10)}, "a rerun takes all that were not killed"
+    assert again == {results[i][0].name for i in range(6, 11)}, "a rerun takes all that were not killed"
 
 
 def test_the_plugin_records_the_phase_the_line_and_a_pytest_timeout(tmp_path: Path) -> None:
