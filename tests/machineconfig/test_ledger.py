@@ -186,7 +186,7 @@ def test_only_a_degraded_node_is_degraded_and_a_deleted_one_no_longer() -> None:
     nodes.put("n2", ["worker"], "a", "a", api.STATE_DONE, True)
     ledger.refresh(index)
     ledger.retarget("worker", "a")
-    assert (ledger.is_degraded("n1"), ledger.is_degraded("n2"), ledger.is_degraded("n3")) == (True, False, False)
+    assert [ledger.is_degraded(n) for n in ("n1", "n2", "n3")] == [True, False, False]
     del nodes.items["n1"]
     ledger.touch("n1")
     ledger.refresh(index)
