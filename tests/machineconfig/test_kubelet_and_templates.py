@@ -107,6 +107,14 @@ def test_an_invalid_kubelet_config_adds_nothing_next_to_a_valid_one(cluster: Clu
     managed = eventually(lambda: managed_kubelet(cluster), what="99-worker-kubelet-managed")
     assert managed["podPidsLimit"] == 4096
     assert (managed["clusterDNS"], managed["maxPods"], "maxPodz" in managed) == (["10.96.0.10"], 250, False)
+    for name in ("bad", "good"):  # each status says which generation of its spec it describes
+        eventually(
+            lambda n=name: (
+                api.status_of(kubelet_configs.get(n)).get("observedGeneration")
+                == api.meta(kubelet_configs.get(n))["generation"]
+            ),
+            what=f"observedGeneration of {name}",
+        )
 
 
 def test_a_kubelet_config_that_selects_no_pool_says_so(cluster: Cluster) -> None:
