@@ -98,7 +98,11 @@ def test_duplicate_file_path_degrades_the_render_and_keeps_the_old_config(cluste
     [
         ({"matchLabels": {"not a valid key!": "x"}}, api.Reason.INVALID_SELECTOR, "invalid label key"),
         ({}, api.Reason.SELECTING_ALL, "non-empty selector"),
-        ({"matchLabels": {"nothing": "matches"}}, api.Reason.NO_MACHINE_CONFIGS, "no MachineConfigs found"),
+        (
+            {"matchLabels": {"nothing": "matches"}},
+            api.Reason.NO_MACHINE_CONFIGS,
+            "no MachineConfigs found matching selector nothing=matches",  # the selector named
+        ),
     ],
     ids=["bad-key", "empty", "matches-nothing"],
 )
