@@ -207,3 +207,29 @@ def test_client_delay_falls_back_to_retry_after_seconds_in_details() -> None:
     assert errors.suggests_client_delay(err) == 1.0
     assert errors.suggests_client_delay(ValueError("x")) is None
     assert errors.suggests_client_delay(errors.NotFound()) is None
+
+
+@pytest.mark.parametrize(
+    ("cls", "code", "reason"),
+    [
+        (errors.BadRequest, 400, "BadRequest"),
+        (errors.Unauthorized, 401, "Unauthorized"),
+        (errors.Forbidden, 403, "Forbidden"),
+        (errors.NotFound, 404, "NotFound"),
+        (errors.Conflict, 409, "Conflict"),
+        (errors.Gone, 410, "Gone"),
+        (errors.Invalid, 422, "Invalid"),
+        (errors.TooManyRequests, 429, "TooManyRequests"),
+        (errors.InternalError, 500, "InternalError"),
+        (errors.ServiceUnavailable, 503, "ServiceUnavailable"),
+        (errors.Timeout, 504, "Timeout"),
+    ],
+)
+def test_a_typed_error_without_a_code_in_its_status_has_its_types_code(
+    cls: type[errors.ApiError], code: int, reason: str
+) -> None:
+    """A Status without ``code`` (a watch's ERROR event from an old server, an error built in
+    code): the type's HTTP code and reason, as client-go's ``NewGone`` & co. set them."""
+    err = cls({})
+    assert (err.code, err.reason, str(err)) == (code, reason, f"{reason} ({code})")
+    assert type(errors.error_from_status(None, code)) is cls
