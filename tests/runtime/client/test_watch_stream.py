@@ -258,3 +258,31 @@ def test_the_default_line_limit_is_client_gos() -> None:
     from mcm.runtime.client.watch import MAX_LINE_BYTES
 
     assert MAX_LINE_BYTES == 16 * 1024 * 1024
+
+
+def test_a_watch_used_as_a_context_manager_is_stopped_at_the_end_of_the_block(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    reply = _serve(stub, _event("ADDED", "5"), None)
+    try:
+        with stub_client.resource(PODS).watch() as stream:
+            assert not stream.stopped
+        assert stream.stopped
+        with pytest.raises(RuntimeError):
+            iter(stream)
+    finally:
+        reply.hold.set()
+
+
+def test_a_watch_stream_can_be_iterated_only_once(stub: StubServer, stub_client: ClusterClient) -> None:
+    """Two readers of one response would split its events between them."""
+    reply = _serve(stub, _event("ADDED", "5"), None)
+    stream = stub_client.resource(PODS).watch()
+    try:
+        events = iter(stream)
+        with pytest.raises(RuntimeError, match="only once"):
+            iter(stream)
+        assert next(events).object["metadata"]["resourceVersion"] == "5"
+    finally:
+        stream.stop()
+        reply.hold.set()
