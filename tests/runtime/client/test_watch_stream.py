@@ -286,3 +286,19 @@ def test_a_watch_stream_can_be_iterated_only_once(stub: StubServer, stub_client:
     finally:
         stream.stop()
         reply.hold.set()
+
+
+def test_a_line_one_byte_over_the_limit_across_two_chunks_ends_the_watch_at_once(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    """The limit counts what is buffered plus the chunk that just came: the byte that takes a
+    line over it ends the watch, without waiting for more of the line."""
+    limit = 64 * 1024
+    reply = _serve(stub, b"x" * limit, b"y", None)
+    try:
+        response = stub_client.transport.stream("/api/v1/pods", query={"watch": "true"}, read_timeout=5)
+        events = list(HTTPWatchStream(response, max_line_bytes=limit))
+        assert [(e.type, e.object["code"]) for e in events] == [("ERROR", 500)]
+        assert "longer than maximum allowed size" in events[0].object["message"]
+    finally:
+        reply.hold.set()
