@@ -410,3 +410,16 @@ def test_without_fast_path_every_renewal_reads_first(clock: FakeClock, store: Lo
         advance(clock, 2.0, 2)
     assert store.requests - before == 6
     cand.shutdown()
+
+
+def test_a_leader_that_created_the_lock_renews_from_its_own_record(
+    clock: FakeClock, store: LockStore
+) -> None:
+    """The record it created is the one it holds: with the fast path its first renewal is one
+    update, without reading the lock back (a missing lock read, created, then renewed)."""
+    cand = Candidate(store, "a", clock, fast_path=True).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    assert store.requests == 3  # get (not found), create, renewing update
+    assert cand.elector.is_leader() and cand.elector.get_leader() == "a"
+    cand.shutdown()
