@@ -666,6 +666,7 @@ def main(argv: list[str] | None = None) -> int:
         mutated_source(mutant)  # every mutant applies and unparses before any test runs
     settings = Settings(args.timeout, args.test_timeout)
     started = time.monotonic()
+    code_at = _code_at()  # what the copies hold, taken before they are made
     copies = Copies(max(1, min(args.jobs, 2)))
     try:
         sets = sorted({tuple(tests_for(m.path)) for m in to_test})
@@ -690,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
         copies.remove()
     results += [(m, Outcome("equivalent", why)) for m, why in equivalent.items() if why is not None]
     results.sort(key=lambda item: (item[0].path, item[0].index, item[0].detail))
-    lines = report_lines(results, args, time.monotonic() - started, baselines, settings)
+    lines = report_lines(results, args, time.monotonic() - started, baselines, settings, code_at=code_at)
     Path(args.report).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     counted = [o for _, o in results if o.category not in ("equivalent", "not run")]
@@ -754,16 +755,17 @@ def report_lines(
     took: float,
     baselines: dict[tuple[str, ...], tuple[float, list[Failure]]],
     settings: Settings,
+    *,
+    code_at: str = "",
 ) -> list[str]:
     by_category: dict[str, list[tuple[Mutant, Outcome]]] = {}
     for mutant, outcome in results:
         by_category.setdefault(outcome.category, []).append((mutant, outcome))
     count = Counter({category: len(items) for category, items in by_category.items()})
     counted = len(results) - count["equivalent"] - count["not run"]
-    head, dirty = _git("rev-parse", "--short", "HEAD"), _git("status", "--porcelain", "--untracked-files=no")
     lines = [
         f"mutants: {len(results)} (seed {args.seed}, sample {args.sample or 'all'}, code at "
-        f"{head}{' with uncommitted changes' if dirty else ''}), took {took:.0f}s",
+        f"{code_at or _code_at()}), took {took:.0f}s",
         f"score: {count['killed']}/{counted} killed ({100.0 * count['killed'] / max(1, counted):.1f}%); "
         f"equivalent, not counted: {count['equivalent']}"
         + (f"; not run (--stop-after), not counted: {count['not run']}" if count["not run"] else ""),
@@ -790,6 +792,12 @@ def report_lines(
         lines += [header, *(f"  {m.name}  -> {o.detail}" for m, o in by_category.get(category, []))]
     lines += ["survivors:", *(f"  {m.name}" for m, _ in by_category.get("survived", []))]
     return lines
+
+
+def _code_at() -> str:
+    """HEAD's short hash, and whether the tracked files differ from it."""
+    head, dirty = _git("rev-parse", "--short", "HEAD"), _git("status", "--porcelain", "--untracked-files=no")
+    return f"{head}{' with uncommitted changes' if dirty else ''}"
 
 
 def _git(*args: str) -> str:

@@ -423,3 +423,23 @@ def test_a_leader_that_created_the_lock_renews_from_its_own_record(
     assert store.requests == 3  # get (not found), create, renewing update
     assert cand.elector.is_leader() and cand.elector.get_leader() == "a"
     cand.shutdown()
+
+
+def test_an_attempt_that_raises_is_a_failed_attempt_not_leadership(
+    clock: FakeClock, store: LockStore
+) -> None:
+    """A lock implementation with a bug (here its identity raises) does not end the campaign,
+    and never makes the candidate a leader: each attempt fails and is retried."""
+    cand = Candidate(store, "a", clock)
+
+    def broken() -> str:
+        raise RuntimeError("lock bug")
+
+    cand.lock.identity = broken  # type: ignore[method-assign]
+    cand.start()
+    for _ in range(3):
+        clock.block_until_waiters(1, timeout=WAIT)
+        advance(clock, 2.0, 1)
+    assert not cand.started.is_set()
+    assert store.record is None
+    cand.shutdown()
