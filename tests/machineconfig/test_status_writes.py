@@ -101,3 +101,24 @@ def test_a_pool_without_a_rendered_config_says_paused_when_it_is(paused: bool, r
     status = pool_status(pool, counts, "", None, FakeClock())
     updating = next(c for c in status["conditions"] if c["type"] == api.POOL_UPDATING)
     assert (updating["status"], updating["reason"]) == ("False", reason)
+
+
+def test_a_changed_machine_selector_enqueues_every_pool_another_change_only_its_own() -> None:
+    """A pool's new ``machineSelector`` can move nodes to any other pool, so every pool is looked
+    at again; pausing it concerns only itself."""
+    pools: list[Obj] = [
+        {"metadata": {"name": n, "generation": 1}, "spec": {"machineSelector": {"matchLabels": {n: ""}}}}
+        for n in "ab"
+    ]
+    controller = UpdateController.__new__(UpdateController)  # only the pool handler is exercised
+    controller.pools = SimpleNamespace(list=lambda: pools)  # type: ignore[assignment]
+    enqueued: list[str] = []
+    controller.enqueue = lambda key, delay=0.0: enqueued.append(key)  # type: ignore[method-assign]
+    old = pools[0]
+    newer = {"name": "a", "generation": 2}  # the API server counts spec changes
+    moved = {"metadata": newer, "spec": {"machineSelector": {"matchLabels": {"other": ""}}}}
+    controller._pool_updated(old, moved)
+    assert sorted(enqueued) == ["a", "b"]
+    enqueued.clear()
+    controller._pool_updated(old, {"metadata": newer, "spec": {**old["spec"], "paused": True}})
+    assert enqueued == ["a"]
