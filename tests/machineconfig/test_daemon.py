@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mcm.app.mcd.runner import build_daemon
 from mcm.machineconfig import api
 from mcm.machineconfig.daemon import ApplyError, ConfigWriter
 from mcm.machineconfig.daemon.agent import ON_DISK_CONFIG
@@ -168,6 +169,22 @@ def _pod_on(node: str) -> dict[str, Any]:
         "metadata": {"name": f"job-on-{node}", "namespace": "default"},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
     }
+
+
+def test_a_daemon_used_as_a_context_manager_runs_in_the_block_and_stops_after_it(
+    cluster: Cluster, fake_systemctl: Path
+) -> None:
+    root = fake_systemctl / "worker-0"
+    root.mkdir()
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
+    cluster.start_controller()
+    commands = Commands(systemctl=f"systemctl --root={root}")
+    with build_daemon(
+        cluster.client, "worker-0", root=str(root), commands=commands, drain_timeout=60
+    ) as daemon:
+        cluster.wait_updated("worker", cluster.wait_for_target("worker"), 1)
+    assert daemon.stop_event.is_set()
+    assert (root / ON_DISK_CONFIG.lstrip("/")).exists()
 
 
 def test_a_rollout_of_three_nodes_writes_the_files_and_holds_the_bound(
