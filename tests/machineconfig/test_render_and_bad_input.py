@@ -274,4 +274,6 @@ def test_a_stopped_controller_leaves_no_event_thread_behind(cluster: Cluster) ->
     started = [t for t in threading.enumerate() if t not in before and t.name.startswith("event-")]
     assert started
     cluster.stop_controller()
+    for thread in started:  # each ends once the broadcaster's shutdown has closed its queue
+        thread.join(10)
     assert [t.name for t in started if t.is_alive()] == []
