@@ -25,9 +25,10 @@ mutant, AND passes when run alone on the unmutated copy. The report names that t
 of the test where it failed and the message. Everything else has its own category, none of
 them killed:
 
-- ``timeout``: the run passed ``--timeout`` (a hang), or a test passed ``--test-timeout``
-  (pytest-timeout); that test is left out and the run tried again, so another test may still
-  kill the mutant;
+- ``timeout``: the run passed ``--timeout`` before any test body failed (a hang), or a test
+  passed ``--test-timeout`` (pytest-timeout); that test is left out and the run tried again, so
+  another test may still kill the mutant. (pytest's process ends as soon as its tests are done:
+  a thread the mutant left running does not hold the run.)
 - ``error``: an import or collection error, a fixture that failed, no test run at all;
 - ``flaky``: every failure seen was unconfirmed. A test that also fails alone on the unmutated
   copy is a flaky test: left out from then on (listed in the report). A test that passes alone
