@@ -187,6 +187,34 @@ def test_a_daemon_used_as_a_context_manager_runs_in_the_block_and_stops_after_it
     assert (root / ON_DISK_CONFIG.lstrip("/")).exists()
 
 
+def test_a_daemon_starting_on_an_up_to_date_node_leaves_the_node_alone(
+    cluster: Cluster, fake_systemctl: Path
+) -> None:
+    """The node already runs its desired config (written before a restart of the daemon): the
+    daemon's pass finds nothing to do and writes nothing. An admin's cordon stays."""
+    root = fake_systemctl / "worker-0"
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
+    cluster.start_controller()
+    cluster.start_machine_daemon(root, "worker-0")
+    cluster.wait_updated("worker", cluster.wait_for_target("worker"), 1)
+    cluster.stop_machine_daemon("worker-0")
+    cluster.cordon("worker-0")
+    commands = Commands(systemctl=f"systemctl --root={root}")
+    again = build_daemon(cluster.client, "worker-0", root=str(root), commands=commands, drain_timeout=60)
+    try:
+        for factory in again.factories:  # its caches, without its worker: the pass runs here
+            factory.start(again.stop_event)
+        for factory in again.factories:
+            factory.wait_for_cache_sync(again.stop_event)
+        version = cluster.client.resource(NODES).get("worker-0")["metadata"]["resourceVersion"]
+        again._sync("worker-0")
+        node = cluster.client.resource(NODES).get("worker-0")
+        assert node["spec"].get("unschedulable") is True
+        assert node["metadata"]["resourceVersion"] == version
+    finally:
+        again.stop()
+
+
 def test_a_rollout_of_three_nodes_writes_the_files_and_holds_the_bound(
     cluster: Cluster, fake_systemctl: Path
 ) -> None:
