@@ -233,3 +233,11 @@ def test_a_typed_error_without_a_code_in_its_status_has_its_types_code(
     err = cls({})
     assert (err.code, err.reason, str(err)) == (code, reason, f"{reason} ({code})")
     assert type(errors.error_from_status(None, code)) is cls
+
+
+@pytest.mark.parametrize("message", ["", 5, None, ["not", "text"]])
+def test_a_status_without_a_usable_message_reads_as_its_reason_and_code(message: object) -> None:
+    """An empty or non-text ``message`` in a Status body: the error's text is its reason and
+    code, never an empty or odd string."""
+    err = errors.error_from_status({"kind": "Status", "message": message, "reason": "NotFound"}, 404)
+    assert (type(err), str(err), err.message) == (errors.NotFound, "NotFound (404)", "NotFound (404)")
