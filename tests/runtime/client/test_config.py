@@ -236,6 +236,11 @@ _USER = "users: [{name: u, user: {token: s3cret-token}}]\n"
             r"contexts\[0\] has no name",
         ),
         ("current-context: c\ncontexts: {c: 1}\n", "contexts must be a list"),
+        (
+            "current-context: c\ncontexts: [{name: c, context: {cluster: [k], user: u}}]\n"
+            f"{_CLUSTER}{_USER}",
+            "context 'c' has no cluster",
+        ),
     ],
     ids=[
         "bad-yaml",
@@ -248,6 +253,7 @@ _USER = "users: [{name: u, user: {token: s3cret-token}}]\n"
         "no-server",
         "unnamed-entry",
         "section-not-a-list",
+        "cluster-not-a-name",
     ],
 )
 def test_a_malformed_kubeconfig_is_a_config_error_naming_the_file_and_the_problem(
