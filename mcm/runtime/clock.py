@@ -263,6 +263,10 @@ class FakeClock:
         self._mono = 1000.0
         self._heap: list[tuple[float, int, _Entry]] = []
         self._seq = itertools.count()
+        self._parked: set[_Entry] = set()
+        """Entries of threads blocked in :meth:`wait`, :meth:`sleep` or :meth:`wait_condition`."""
+        self._woken: set[_Entry] = set()
+        """Those of them a step has fired whose threads have not resumed yet."""
 
     # -- reading -------------------------------------------------------------------------------
     def now(self) -> _dt.datetime:
@@ -297,6 +301,7 @@ class FakeClock:
         with self._lock:
             while self._heap and self._heap[0][0] <= self._mono:
                 due.append(heapq.heappop(self._heap)[2])
+            self._woken.update(e for e in due if e in self._parked)
             self._changed.notify_all()
         for entry in due:  # outside our lock: callbacks take other locks
             entry.fire()
@@ -323,7 +328,7 @@ class FakeClock:
         """Block until another thread steps the clock past ``now + seconds``."""
         if seconds <= 0:
             return
-        self.after(seconds).wait()
+        self.wait(threading.Event(), seconds)
 
     def wait(self, event: threading.Event, seconds: float | None) -> bool:
         """Block until ``event`` is set or the fake time reaches ``now + seconds``.
@@ -341,13 +346,20 @@ class FakeClock:
         with self._lock:
             deadline = self._mono + seconds
             heapq.heappush(self._heap, (deadline, next(self._seq), entry))
+            self._parked.add(entry)
             self._changed.notify_all()
             try:
                 while not event.is_set() and self._mono < deadline:
                     self._changed.wait()
             finally:
                 entry.cancel()
+                self._unpark(entry)
             return event.is_set()
+
+    def _unpark(self, entry: _Entry) -> None:
+        """The thread of ``entry`` runs again (call with the lock held)."""
+        self._parked.discard(entry)
+        self._woken.discard(entry)
 
     def _event_set(self) -> None:
         """Wake the waiters parked in :meth:`wait` so they re-check their events."""
@@ -366,17 +378,28 @@ class FakeClock:
                 cond.notify_all()
 
         entry = _Entry(wake)
+        with self._lock:
+            self._parked.add(entry)
         self._arm(seconds, entry)
         try:
             cond.wait()
         finally:
             entry.cancel()
+            with self._lock:
+                self._unpark(entry)
 
     # -- test helpers --------------------------------------------------------------------------
     def waiter_count(self) -> int:
         """Number of armed timers and waiters parked on this clock."""
         with self._lock:
             return sum(1 for _, _, e in self._heap if e._state == "armed")
+
+    def resuming_waiters(self) -> int:
+        """Number of threads a step has woken from :meth:`wait`, :meth:`sleep` or
+        :meth:`wait_condition` that have not run again yet: while it is above 0, the code under
+        test has not reacted to the last step (a loaded machine can delay that for long)."""
+        with self._lock:
+            return len(self._woken)
 
     def has_waiters(self) -> bool:
         return self.waiter_count() > 0

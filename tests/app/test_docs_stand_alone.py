@@ -8,8 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 NOT_SHIPPED = re.compile(
     r"shared/|decisions\.md|\bseeds? 0\d\d|\bthe seeds\b|§|app-and-controller|machine-reconcile"
@@ -19,11 +17,6 @@ NOT_SHIPPED = re.compile(
 )
 THIS_FILE = Path(__file__).resolve().relative_to(REPO).as_posix()
 SKIPPED_DIRS = {".git", ".venv", "__pycache__", "build", "dist"}
-
-OWNED_ELSEWHERE: dict[str, tuple[str, ...]] = {}
-"""Files another branch is rewriting: their citations are fixed there. Each branch's entry is an
-expected failure until it lands; then the test passes, strict xfail fails the run, and the entry
-is deleted here (so in the end every file is checked)."""
 
 
 def repository_files() -> list[str]:
@@ -41,10 +34,6 @@ def repository_files() -> list[str]:
             and not SKIPPED_DIRS & set(path.relative_to(REPO).parts)
             and not path.name.endswith(".egg-info")
         )
-
-
-def owner_of(name: str) -> str | None:
-    return next((branch for branch, paths in OWNED_ELSEWHERE.items() if name.startswith(paths)), None)
 
 
 def citations_of(names: list[str]) -> list[str]:
@@ -66,20 +55,8 @@ def citations_of(names: list[str]) -> list[str]:
 
 
 def test_no_file_cites_what_a_reader_does_not_have() -> None:
-    names = [name for name in repository_files() if owner_of(name) is None]
+    names = repository_files()
     assert len(names) > 100  # the listing worked
-    assert citations_of(names) == []
-
-
-@pytest.mark.parametrize(
-    "branch",
-    [
-        pytest.param(branch, marks=pytest.mark.xfail(strict=True, raises=AssertionError))
-        for branch in OWNED_ELSEWHERE
-    ],
-)
-def test_files_owned_by_another_branch_until_it_lands(branch: str) -> None:
-    names = [name for name in repository_files() if owner_of(name) == branch]
     assert citations_of(names) == []
 
 

@@ -3,6 +3,7 @@ where mcm follows HEAD (said in the entry). Plus: chaining and restart resumptio
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -864,3 +865,51 @@ def test_a_deletion_pass_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     result = deletion.run_deletion_steps(world.deps, machine, inputs())
     assert result == Result.after(c.SHORT_RETRY)
     assert op(world.machines.objects["machine-0"])[0] == c.DESC_DRAIN_SUCCESSFUL
+
+
+def test_a_marker_inside_a_longer_description_resumes_that_step() -> None:
+    """A description another controller wrote may carry text after the marker: the flow resumes
+    at the marker's step (upstream's substring test), not from the start."""
+    described = f"{c.MARKER_INITIATE_VM_DELETION} (left by an older controller)"
+    world, _, machine = world_for(lambda w: terminating(w, described))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_VM_DELETED, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert world.driver.vms == {}
+
+
+def test_the_drain_step_without_a_target_cluster_goes_on_to_the_vm_deletion() -> None:
+    """A machine that reached the drain step before the target cluster went away (a restart
+    without --target-kubeconfig) skips the drain and goes on."""
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=None)
+    world.deps.writers = dataclasses.replace(world.deps.writers, nodes=None)
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_NO_TARGET_SKIP_DRAIN, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert (drainer.cordoned, drainer.drained) == ([], [])
+
+
+class _NodeGetFails:
+    """The Node REST client whose GET answers 500 (the Node is not in the cache)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def get(self, name: str, **_: Any) -> dict[str, Any]:
+        raise _DOWN
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_failed_node_read_stops_the_node_deletion_step() -> None:
+    """A Node missing from the cache is read from the API server; when that read fails (not a
+    404) the step fails and retries, and deletes nothing."""
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED))
+    world.deps.writers = dataclasses.replace(world.deps.writers, nodes=_NodeGetFails(world.nodes))
+    result, stored = step(world, machine)
+    description = c.DESC_NODE_GET_FAILED.format(node="fakeNode-0", err="etcd down")
+    assert op(stored) == (description, c.STATE_FAILED, c.OPERATION_DELETE)
+    assert result == Result.after(c.SHORT_RETRY)
+    assert [v for v, _ in world.nodes.writes if v in ("patch", "delete")] == []

@@ -454,3 +454,48 @@ def test_the_creation_timeout_is_checked_again_when_it_runs_out(
     result, phase = run(world, machine)
     assert phase == c.PHASE_PENDING
     assert result is not None and result.requeue_after == pytest.approx(recheck + 0.001)
+
+
+@pytest.mark.parametrize(
+    ("old_reason", "new_reason", "copied"),
+    [("ReadyForUpdate", "UpdateSuccessful", True), ("ReadyForUpdate", "ReadyForUpdate", False)],
+)
+def test_a_changed_in_place_update_reason_is_copied_to_the_machine(
+    old_reason: str, new_reason: str, copied: bool
+) -> None:
+    """The InPlaceUpdate condition's reason drives in-place updates (HEAD): a new reason with the
+    same status is copied to the Machine; the same reason is no change."""
+
+    def in_place(reason: str) -> list[dict[str, Any]]:
+        return [*HEALTHY, {"type": c.NODE_IN_PLACE_UPDATE_CONDITION, "status": "True", "reason": reason}]
+
+    world = make_world()
+    world.nodes.put(mk_node("node-0", in_place(new_reason)))
+    machine = mk_machine(
+        world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=in_place(old_reason)
+    )
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    stored = world.machines.get(machine["metadata"]["name"])
+    reasons = [
+        k.get("reason")
+        for k in stored["status"]["conditions"]
+        if k["type"] == c.NODE_IN_PLACE_UPDATE_CONDITION
+    ]
+    assert reasons == [new_reason if copied else old_reason]
+    assert health.conditions_changed(in_place(old_reason), in_place(new_reason)) is copied
+
+
+def test_a_status_change_with_the_same_condition_types_is_seen() -> None:
+    """The Node reports the same condition types as before and only Ready turned False: the
+    Machine takes the new conditions and goes Unknown."""
+    world = make_world()
+    unhealthy = [{**k, "status": "False"} if k["type"] == "Ready" else k for k in HEALTHY]
+    world.nodes.put(mk_node("node-0", unhealthy))
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=HEALTHY)
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_UNKNOWN
+    stored = world.machines.get(machine["metadata"]["name"])
+    assert [(k["type"], k["status"]) for k in stored["status"]["conditions"]] == [
+        (k["type"], k["status"]) for k in unhealthy
+    ]

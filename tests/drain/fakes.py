@@ -269,6 +269,9 @@ class ClockDriver:
         quiet = 0
         while not self._stop.is_set():
             time.sleep(self.CHECK_EVERY)
+            if self.clock.resuming_waiters():
+                quiet = 0  # a woken thread has not reacted to the last step yet
+                continue
             snapshot = self._snapshot()
             quiet = quiet + 1 if snapshot == last else 0
             last = snapshot

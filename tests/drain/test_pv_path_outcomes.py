@@ -20,7 +20,7 @@ from mcm.runtime.client.errors import Conflict
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.objects import Obj
 from tests.clocks import SelfSteppingClock
-from tests.drain.fakes import ClockDriver, FakeCluster, listers, too_many_requests
+from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
 from tests.drain.scenario import NODE, Scenario, build, pod
 from tests.drain.test_regressions import drain_in_thread, misconfigured_pdb, options, run
 
@@ -197,3 +197,36 @@ def test_cordon_retries_conflicts_as_client_go_default_retry(conflicts: int, cor
     assert nodes.updates == min(conflicts + 1, 5)
     assert len(clock.slept) == min(conflicts, 4)
     assert all(0.010 <= slept < 0.011 for slept in clock.slept)
+
+
+def test_a_node_that_reports_no_status_has_no_volumes_attached() -> None:
+    """A Node whose status is empty (omitted) while a pod's volumes detach is read as having no
+    volume attached: the pod counts as drained, the drain does not fail on it."""
+    s = build(FakeCluster(), FakeClock(), expv=1)
+
+    def pod_goes_and_status_is_emptied(victim: Obj) -> None:
+        s.delete_pod(victim)
+        with s.cluster.lock:
+            s.cluster.nodes[NODE].pop("status", None)
+
+    s.cluster.handlers.append(pod_goes_and_status_is_emptied)
+    result, _ = run(s, options(pv_detach_timeout=600, timeout=3600))
+    assert result.ok, result
+    assert result.evicted == ("default/expv-0",)
+
+
+def test_a_failing_node_read_during_the_termination_wait_does_not_end_the_drain() -> None:
+    """While evicted pods terminate, the drain asks whether the Node is gone; an API error on
+    that read is not "gone": the drain keeps waiting and the pod counts as drained."""
+    s = build(FakeCluster(), FakeClock(), nopv=1)
+    s.cluster.handlers.append(s.sleep_then(12, "delete"))
+
+    def node_reads_fail(_name: str) -> None:
+        raise server_error("etcd down")
+
+    s.cluster.node_get_reactor = node_reads_fail
+    result, elapsed = run(s, options(timeout=600))
+    assert result.ok, result
+    assert not result.node_gone
+    assert result.evicted == ("default/nopv-0",)
+    assert 12 <= elapsed < 20

@@ -427,6 +427,7 @@ def _drain_of_bare_pods_gone_after_2s(*, informer: bool) -> DrainResult:
         clock.step(3)
     drain.join(10)
     assert not drain.is_alive()
+    assert deletions.watch_count == 0  # the drain leaves no watch behind
     return results[0]
 
 

@@ -12,6 +12,7 @@ from mcm.drain import (
     REASON_DRAIN_STARTED,
     REASON_DRAIN_SUCCEEDED,
     DrainOptions,
+    DrainResult,
     run_drain,
 )
 from mcm.drain.pods import blocking_pdb, select_pods
@@ -242,3 +243,12 @@ def test_a_single_refused_eviction_records_one_blocked_event() -> None:
         REASON_DRAIN_BLOCKED,
         REASON_DRAIN_SUCCEEDED,
     ]
+
+
+def test_a_drain_result_given_only_its_node_and_duration_describes_a_clean_drain() -> None:
+    """Drainers other than mcm's (a provider's, a test stub) build results with only what went
+    wrong: whatever they leave out did not happen (no timeout, Node still there, not forced)."""
+    result = DrainResult(node=NODE, duration=1.0)
+    assert result.ok and result.pending_pods == ""
+    assert (result.timed_out, result.node_gone, result.forced) == (False, False, False)
+    assert (result.evicted, result.deleted, result.gone, result.left_behind, result.skipped) == ((),) * 5

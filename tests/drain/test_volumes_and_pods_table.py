@@ -53,10 +53,11 @@ def test_uses_pvc(spec: Obj, expected: bool) -> None:
         (("", "vol-2"), [TrackedVolume("data", "vol-2")]),  # an empty ID is no ID
         ((), []),  # not a volume of this provider
         (("",), []),
+        ((None, 7, b"vol-3", "vol-4"), [TrackedVolume("data", "vol-4")]),  # a buggy driver: not IDs
     ],
 )
 def test_pod_volumes_takes_the_first_non_empty_volume_id(
-    ids: tuple[str, ...], expected: list[TrackedVolume]
+    ids: tuple[Any, ...], expected: list[TrackedVolume]
 ) -> None:
     driver = FakeDriver()
     driver.always("get_volume_ids", lambda _ctx, _request: GetVolumeIDsResponse(volume_ids=ids))
@@ -209,3 +210,16 @@ def _pdb_status(**status: Any) -> Obj:
 def test_misconfigured_pdb_with_omitted_zero_fields(status: Obj, misconfigured: bool) -> None:
     """The API server omits zero counts from a PDB's status; omitted means zero."""
     assert is_misconfigured(_pdb_status(**status)) is misconfigured
+
+
+@pytest.mark.parametrize(
+    "pdb",
+    [
+        {"metadata": {"name": "new", "namespace": "default", "generation": 1}},
+        {"metadata": {"name": "new", "namespace": "default", "generation": 1}, "status": None},
+    ],
+)
+def test_a_pdb_its_controller_has_not_observed_yet_is_not_misconfigured(pdb: Obj) -> None:
+    """A PDB created a moment ago has no status yet: it is not misconfigured (the drain keeps
+    retrying its evictions) and reading it does not fail."""
+    assert is_misconfigured(pdb) is False

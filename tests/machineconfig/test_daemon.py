@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from mcm.app.mcd.runner import build_daemon
 from mcm.machineconfig import api
 from mcm.machineconfig.daemon import ApplyError, ConfigWriter
 from mcm.machineconfig.daemon.agent import ON_DISK_CONFIG
+from mcm.machineconfig.daemon.systemd import Commands
 from mcm.machineconfig.ignition import data_url
 from mcm.runtime.client.resources import NODES, PODS
 
@@ -118,6 +120,27 @@ def test_a_failed_write_puts_everything_back(tmp_path: Path) -> None:
         writer.apply(None, spec({"/etc/../../escape": {"contents": {"source": "data:,x"}}}))
 
 
+def test_a_failed_write_puts_back_a_symlink_it_replaced(tmp_path: Path) -> None:
+    """A config file whose path was a symlink (an admin's link to a shared file): when the write
+    fails, the link is there again, pointing where it pointed."""
+    writer = ConfigWriter(tmp_path)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "shared.conf").write_text("shared")
+    (tmp_path / "etc/linked.conf").symlink_to("../shared.conf")
+    (tmp_path / "etc/blocker").write_text("a file, not a directory")
+    failing = spec(
+        {
+            "/etc/linked.conf": {"contents": {"source": "data:,mine"}},
+            "/etc/blocker/app.conf": {"contents": {"source": "data:,x"}},
+        }
+    )
+    with pytest.raises(ApplyError, match="blocker"):
+        writer.apply(None, failing)
+    link = tmp_path / "etc/linked.conf"
+    assert link.is_symlink() and os.readlink(link) == "../shared.conf"
+    assert (tmp_path / "shared.conf").read_text() == "shared"
+
+
 # --- the daemon next to the controller ------------------------------------------------------------
 
 
@@ -146,6 +169,50 @@ def _pod_on(node: str) -> dict[str, Any]:
         "metadata": {"name": f"job-on-{node}", "namespace": "default"},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
     }
+
+
+def test_a_daemon_used_as_a_context_manager_runs_in_the_block_and_stops_after_it(
+    cluster: Cluster, fake_systemctl: Path
+) -> None:
+    root = fake_systemctl / "worker-0"
+    root.mkdir()
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
+    cluster.start_controller()
+    commands = Commands(systemctl=f"systemctl --root={root}")
+    with build_daemon(
+        cluster.client, "worker-0", root=str(root), commands=commands, drain_timeout=60
+    ) as daemon:
+        cluster.wait_updated("worker", cluster.wait_for_target("worker"), 1)
+    assert daemon.stop_event.is_set()
+    assert (root / ON_DISK_CONFIG.lstrip("/")).exists()
+
+
+def test_a_daemon_starting_on_an_up_to_date_node_leaves_the_node_alone(
+    cluster: Cluster, fake_systemctl: Path
+) -> None:
+    """The node already runs its desired config (written before a restart of the daemon): the
+    daemon's pass finds nothing to do and writes nothing. An admin's cordon stays."""
+    root = fake_systemctl / "worker-0"
+    cluster.setup(pools=[("worker", 1)], nodes={"worker": 1})
+    cluster.start_controller()
+    cluster.start_machine_daemon(root, "worker-0")
+    cluster.wait_updated("worker", cluster.wait_for_target("worker"), 1)
+    cluster.stop_machine_daemon("worker-0")
+    cluster.cordon("worker-0")
+    commands = Commands(systemctl=f"systemctl --root={root}")
+    again = build_daemon(cluster.client, "worker-0", root=str(root), commands=commands, drain_timeout=60)
+    try:
+        for factory in again.factories:  # its caches, without its worker: the pass runs here
+            factory.start(again.stop_event)
+        for factory in again.factories:
+            factory.wait_for_cache_sync(again.stop_event)
+        version = cluster.client.resource(NODES).get("worker-0")["metadata"]["resourceVersion"]
+        again._sync("worker-0")
+        node = cluster.client.resource(NODES).get("worker-0")
+        assert node["spec"].get("unschedulable") is True
+        assert node["metadata"]["resourceVersion"] == version
+    finally:
+        again.stop()
 
 
 def test_a_rollout_of_three_nodes_writes_the_files_and_holds_the_bound(
@@ -291,3 +358,26 @@ def test_bad_flags_exit_2_and_start_up_failures_exit_1(args: list[str], code: in
     )
     assert result.returncode == code, result.stderr
     assert message in result.stderr
+
+
+def test_the_commands_enable_disable_and_restart_units_with_systemctl(
+    fake_systemctl: Path,
+) -> None:
+    """What the daemon asks of systemd: each verb with its units, in order, and nothing for an
+    empty list of units."""
+    root = fake_systemctl / "node"
+    root.mkdir()
+    commands = Commands(systemctl=f"systemctl --root={root}")
+    commands.enable(["a.service", "b.service"])
+    commands.disable(["c.service"])
+    commands.disable([])
+    commands.enable([])
+    commands.reload_and_restart(["a.service"])
+    commands.reload_and_restart([])
+    assert (root / "systemctl.log").read_text().splitlines() == [
+        "enable a.service b.service",
+        "disable c.service",
+        "daemon-reload",
+        "restart a.service",
+        "daemon-reload",
+    ]

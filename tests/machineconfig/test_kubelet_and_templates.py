@@ -94,6 +94,29 @@ def test_refused_field_gives_a_failure_condition_and_writes_nothing(cluster: Clu
     assert cluster.get_config(api.kubelet_managed_name("worker")) is None
 
 
+def test_an_invalid_kubelet_config_adds_nothing_next_to_a_valid_one(cluster: Cluster) -> None:
+    """Two KubeletConfigs select the pool; the refused one contributes none of its fields to
+    the managed config, the valid one does."""
+    cluster.setup(pools=[("worker", 1)])
+    cluster.start_controller()
+    cluster.wait_for_target("worker")
+    kubelet_configs = cluster.client.resource(api.KUBELET_CONFIGS)
+    kubelet_configs.create(kubelet_config("bad", {"clusterDNS": ["1.2.3.4"], "maxPodz": 3, "maxPods": 7}))
+    eventually(lambda: kc_condition(cluster, "bad", api.KUBELET_FAILURE).get("status") == "True")
+    kubelet_configs.create(kubelet_config("good", {"podPidsLimit": 4096}))
+    managed = eventually(lambda: managed_kubelet(cluster), what="99-worker-kubelet-managed")
+    assert managed["podPidsLimit"] == 4096
+    assert (managed["clusterDNS"], managed["maxPods"], "maxPodz" in managed) == (["10.96.0.10"], 250, False)
+    for name in ("bad", "good"):  # each status says which generation of its spec it describes
+        eventually(
+            lambda n=name: (
+                api.status_of(kubelet_configs.get(n)).get("observedGeneration")
+                == api.meta(kubelet_configs.get(n))["generation"]
+            ),
+            what=f"observedGeneration of {name}",
+        )
+
+
 def test_a_kubelet_config_that_selects_no_pool_says_so(cluster: Cluster) -> None:
     cluster.setup(pools=[("worker", 1)])
     cluster.start_controller()

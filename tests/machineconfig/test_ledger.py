@@ -176,3 +176,33 @@ def test_a_new_index_re_reads_every_node_and_a_forgotten_pool_has_no_nodes() -> 
     assert (ledger.size("worker"), ledger.size("infra")) == (0, 1)
     ledger.forget_pool("infra")
     assert ledger.size("infra") == 0
+
+
+def test_only_a_degraded_node_is_degraded_and_a_deleted_one_no_longer() -> None:
+    nodes = Nodes()
+    ledger = NodeLedger(nodes.items.get, lambda: list(nodes.items))
+    index = PoolIndex([pool("worker")])
+    nodes.put("n1", ["worker"], "a", "b", api.STATE_DEGRADED, True)
+    nodes.put("n2", ["worker"], "a", "a", api.STATE_DONE, True)
+    ledger.refresh(index)
+    ledger.retarget("worker", "a")
+    assert [ledger.is_degraded(n) for n in ("n1", "n2", "n3")] == [True, False, False]
+    del nodes.items["n1"]
+    ledger.touch("n1")
+    ledger.refresh(index)
+    assert not ledger.is_degraded("n1")
+    assert [api.name_of(n) for n in ledger.degraded("worker")] == []
+
+
+def test_a_pool_forgotten_and_back_under_its_name_finds_its_nodes_again() -> None:
+    """A pool deleted and created again before the pool index changes: its nodes are counted
+    again at the next refresh, without waiting for each node to change."""
+    nodes = Nodes()
+    ledger = NodeLedger(nodes.items.get, lambda: list(nodes.items))
+    index = PoolIndex([pool("worker")])
+    nodes.put("n1", ["worker"], "a", "a", api.STATE_DONE, True)
+    ledger.refresh(index)
+    ledger.forget_pool("worker")
+    assert ledger.size("worker") == 0
+    ledger.refresh(index)
+    assert ledger.size("worker") == 1

@@ -209,6 +209,15 @@ def test_inputs_are_never_changed() -> None:
             },
             "duplicate user a",
         ),
+        (
+            {
+                "config": {
+                    "ignition": {"version": "3.2.0"},
+                    "storage": {"files": [{"path": "/a", "append": {"source": "data:,x"}}]},
+                }
+            },
+            "append must be a list",
+        ),
     ],
 )
 def test_validation_refuses_what_mco_and_ignition_refuse(spec: dict[str, Any], problem: str) -> None:
@@ -223,6 +232,7 @@ def test_validation_refuses_what_mco_and_ignition_refuse(spec: dict[str, Any], p
         {"kernelArguments": ["a"]},
         {"kernelType": "64k-pages"},
         mc("x", {"storage": {"files": [{"path": "/a", "mode": 0o755}]}})["spec"],
+        mc("x", {"storage": {"files": [{"path": "/a", "append": [{"source": "data:,x"}]}]}})["spec"],
     ],
 )
 def test_validation_accepts_empty_and_kernel_only_configs(spec: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ condition and an Event, never a crash (the autouse fixture fails the test on any
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -97,7 +98,11 @@ def test_duplicate_file_path_degrades_the_render_and_keeps_the_old_config(cluste
     [
         ({"matchLabels": {"not a valid key!": "x"}}, api.Reason.INVALID_SELECTOR, "invalid label key"),
         ({}, api.Reason.SELECTING_ALL, "non-empty selector"),
-        ({"matchLabels": {"nothing": "matches"}}, api.Reason.NO_MACHINE_CONFIGS, "no MachineConfigs found"),
+        (
+            {"matchLabels": {"nothing": "matches"}},
+            api.Reason.NO_MACHINE_CONFIGS,
+            "no MachineConfigs found matching selector nothing=matches",  # the selector named
+        ),
     ],
     ids=["bad-key", "empty", "matches-nothing"],
 )
@@ -259,3 +264,16 @@ def test_kubectl_get_machinepools_shows_counts_and_conditions(cluster: Cluster, 
     assert row["Config"] == target and row["Updated"] == "True" and row["Degraded"] == "False"
     assert (row["MachineCount"], row["ReadyMachineCount"], row["UpdatedMachineCount"]) == (2, 2, 2)
     assert row["UnavailableMachineCount"] == 0
+
+
+def test_a_stopped_controller_leaves_no_event_thread_behind(cluster: Cluster) -> None:
+    """A controller embedded in a longer-lived process ends the Event threads it started (and
+    flushes its Events) when it stops."""
+    before = set(threading.enumerate())
+    cluster.start_controller()
+    started = [t for t in threading.enumerate() if t not in before and t.name.startswith("event-")]
+    assert started
+    cluster.stop_controller()
+    for thread in started:  # each ends once the broadcaster's shutdown has closed its queue
+        thread.join(10)
+    assert [t.name for t in started if t.is_alive()] == []

@@ -79,3 +79,46 @@ def test_counts_wait_for_the_interval_conditions_do_not_and_a_failed_write_is_re
     clock.step(STATUS_INTERVAL)
     assert write(_counts(1, degraded=1)) is None and len(client.writes) == 3  # the interval passed
     assert api.status_of(client.writes[-1])["updatingMachines"] == 1
+
+
+@pytest.mark.parametrize(("paused", "reason"), [(True, api.Reason.PAUSED), (False, "NoRenderedConfig")])
+def test_a_pool_without_a_rendered_config_says_paused_when_it_is(paused: bool, reason: str) -> None:
+    """A paused pool renders nothing: without a rendered config yet (its nodes run an older
+    one), its Updating condition says it is paused (the user's action to take), not that it
+    waits for the RenderController."""
+    from mcm.machineconfig.status import count_nodes, pool_status
+    from mcm.testing.machineconfig import node_manifest
+
+    node = node_manifest("n1", {"role/worker": ""}, ready=True)
+    node["metadata"]["annotations"] = {
+        api.CURRENT_CONFIG_ANNOTATION: "older",
+        api.DESIRED_CONFIG_ANNOTATION: "older",
+        api.STATE_ANNOTATION: api.STATE_DONE,
+    }
+    pool = {"metadata": {"name": "worker", "generation": 1}, "spec": {"paused": paused}}
+    counts = count_nodes([node], "")
+    assert not counts.all_updated
+    status = pool_status(pool, counts, "", None, FakeClock())
+    updating = next(c for c in status["conditions"] if c["type"] == api.POOL_UPDATING)
+    assert (updating["status"], updating["reason"]) == ("False", reason)
+
+
+def test_a_changed_machine_selector_enqueues_every_pool_another_change_only_its_own() -> None:
+    """A pool's new ``machineSelector`` can move nodes to any other pool, so every pool is looked
+    at again; pausing it concerns only itself."""
+    pools: list[Obj] = [
+        {"metadata": {"name": n, "generation": 1}, "spec": {"machineSelector": {"matchLabels": {n: ""}}}}
+        for n in "ab"
+    ]
+    controller = UpdateController.__new__(UpdateController)  # only the pool handler is exercised
+    controller.pools = SimpleNamespace(list=lambda: pools)  # type: ignore[assignment]
+    enqueued: list[str] = []
+    controller.enqueue = lambda key, delay=0.0: enqueued.append(key)  # type: ignore[method-assign]
+    old = pools[0]
+    newer = {"name": "a", "generation": 2}  # the API server counts spec changes
+    moved = {"metadata": newer, "spec": {"machineSelector": {"matchLabels": {"other": ""}}}}
+    controller._pool_updated(old, moved)
+    assert sorted(enqueued) == ["a", "b"]
+    enqueued.clear()
+    controller._pool_updated(old, {"metadata": newer, "spec": {**old["spec"], "paused": True}})
+    assert enqueued == ["a"]

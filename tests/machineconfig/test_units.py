@@ -294,3 +294,16 @@ def test_bad_template_variables_are_refused_before_anything_is_written(
 ) -> None:
     with pytest.raises(TemplateError, match=message.replace(".", r"\.")):
         generate(controller_config(**spec), load_templates())
+
+
+def test_the_controller_does_not_resync_its_informers_unless_asked() -> None:
+    """``--resync-period`` defaults to 0: no periodic relist of every node and config (a
+    resync is the user's choice, ``--resync-period=10m``)."""
+    from mcm.app.mcc.cli import machine_config_controller
+    from mcm.app.mcc.options import MccOptions
+
+    with machine_config_controller.make_context("machine-config-controller", []) as ctx:
+        default = MccOptions(**ctx.params)
+    with machine_config_controller.make_context("machine-config-controller", ["--resync-period=10m"]) as ctx:
+        asked = MccOptions(**ctx.params)
+    assert (default.resync_period, asked.resync_period) == (0.0, 600.0)

@@ -282,3 +282,70 @@ def test_a_resync_loop_gets_exactly_one_tick_per_period() -> None:
     stop.set()
     t.join(5)
     assert ticks == [start + 30 * (i + 1) for i in range(200)]
+
+
+class _GatedLock:
+    """A lock that one chosen thread can acquire only once the gate opens: that thread, woken by
+    a step, stands for one a loaded machine has not scheduled yet."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.gate = threading.Event()
+        self.gated: threading.Thread | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if blocking and threading.current_thread() is self.gated:
+            self.gate.wait()
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+
+def test_a_woken_waiter_counts_as_resuming_until_its_thread_runs_again() -> None:
+    clock = FakeClock()
+    lock = _GatedLock()
+    cond = threading.Condition(lock)  # type: ignore[arg-type]
+
+    def waiter() -> None:
+        with cond:
+            lock.gated = threading.current_thread()
+            clock.wait_condition(cond, 1)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    clock.block_until_waiters(1)
+    assert clock.resuming_waiters() == 0
+
+    clock.step(1)
+    assert clock.resuming_waiters() == 1  # woken, and held back from running again
+
+    lock.gate.set()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert clock.resuming_waiters() == 0
+
+
+def test_a_sleeper_counts_as_resuming_after_its_step_until_it_returns() -> None:
+    clock = FakeClock()
+    returned = threading.Event()
+
+    def sleeper() -> None:
+        clock.sleep(2)
+        returned.set()
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    clock.block_until_waiters(1)
+    clock.step(1)
+    assert clock.resuming_waiters() == 0  # not due yet: still parked, not woken
+    clock.step(1)
+    assert returned.wait(10)
+    thread.join(timeout=10)
+    assert clock.resuming_waiters() == 0

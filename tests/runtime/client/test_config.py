@@ -236,6 +236,11 @@ _USER = "users: [{name: u, user: {token: s3cret-token}}]\n"
             r"contexts\[0\] has no name",
         ),
         ("current-context: c\ncontexts: {c: 1}\n", "contexts must be a list"),
+        (
+            "current-context: c\ncontexts: [{name: c, context: {cluster: [k], user: u}}]\n"
+            f"{_CLUSTER}{_USER}",
+            "context 'c' has no cluster",
+        ),
     ],
     ids=[
         "bad-yaml",
@@ -248,6 +253,7 @@ _USER = "users: [{name: u, user: {token: s3cret-token}}]\n"
         "no-server",
         "unnamed-entry",
         "section-not-a-list",
+        "cluster-not-a-name",
     ],
 )
 def test_a_malformed_kubeconfig_is_a_config_error_naming_the_file_and_the_problem(
@@ -331,3 +337,22 @@ def test_tls_material_from_paths_and_data(tmp_path: Path, pki: TlsMaterial) -> N
         {"server": "https://x"}, {"username": "a", "password": "b"}, cluster_dir="/", user_dir="/"
     )
     assert basic.auth_headers() == {"Authorization": "Basic YTpi"}
+
+
+def test_the_package_configuration_in_a_pod_names_the_pods_namespace(service_account: Path) -> None:
+    """``new_configuration`` (a ``kubernetes`` package Configuration) in a pod: the service
+    account's server and namespace, as ``load_config`` reads them."""
+    configuration, namespace = client_config.new_configuration(IN_CLUSTER_CONFIG)
+    assert (configuration.host, namespace) == ("https://10.0.0.1:443", "machine-ns")
+
+
+def test_the_package_configuration_keeps_idle_connections_probed(stub: StubServer, tmp_path: Path) -> None:
+    """Connections of the package path use TCP keep-alive, as client-go's dialer does (30 s): an
+    API server that vanished without a FIN is noticed instead of hanging a request."""
+    import socket
+
+    from kubernetes.client import ApiClient
+
+    configuration, _ = client_config.new_configuration(stub.write_kubeconfig(tmp_path / "kc"))
+    options = ApiClient(configuration=configuration).rest_client.pool_manager.connection_pool_kw
+    assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in options["socket_options"]

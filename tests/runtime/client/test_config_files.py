@@ -5,6 +5,7 @@ start-up the same way), never a request failure retried for ever."""
 from __future__ import annotations
 
 import base64
+import copy
 import shutil
 import subprocess
 from pathlib import Path
@@ -153,3 +154,20 @@ def test_good_files_load(files: Path) -> None:
     load_config(_kubeconfig(files, {"certificate-authority": "ca.crt"}, CLIENT)).close()
     (files / "token").write_text("t\n")
     load_config(_kubeconfig(files, {"certificate-authority": "ca.crt"}, {"tokenFile": "token"})).close()
+
+
+def test_taking_the_tls_material_of_a_context_that_is_not_there_takes_nothing() -> None:
+    """``take_tls_material`` on a config without the context asked for: empty material, and the
+    config is left as it was (the loader then reports the missing context)."""
+    from mcm.runtime.client.identity import TlsMaterial, take_tls_material
+
+    config = {
+        "current-context": "gone",
+        "contexts": [{"name": "other", "context": {"cluster": "c", "user": "u"}}],
+        "clusters": [{"name": "c", "cluster": {"certificate-authority-data": "Q0E="}}],
+        "users": [{"name": "u", "user": {"client-key-data": "S0VZ"}}],
+    }
+    before = copy.deepcopy(config)
+    assert take_tls_material(config, None) == TlsMaterial()
+    assert take_tls_material(config, "missing") == TlsMaterial()
+    assert config == before

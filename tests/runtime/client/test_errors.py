@@ -207,3 +207,37 @@ def test_client_delay_falls_back_to_retry_after_seconds_in_details() -> None:
     assert errors.suggests_client_delay(err) == 1.0
     assert errors.suggests_client_delay(ValueError("x")) is None
     assert errors.suggests_client_delay(errors.NotFound()) is None
+
+
+@pytest.mark.parametrize(
+    ("cls", "code", "reason"),
+    [
+        (errors.BadRequest, 400, "BadRequest"),
+        (errors.Unauthorized, 401, "Unauthorized"),
+        (errors.Forbidden, 403, "Forbidden"),
+        (errors.NotFound, 404, "NotFound"),
+        (errors.Conflict, 409, "Conflict"),
+        (errors.Gone, 410, "Gone"),
+        (errors.Invalid, 422, "Invalid"),
+        (errors.TooManyRequests, 429, "TooManyRequests"),
+        (errors.InternalError, 500, "InternalError"),
+        (errors.ServiceUnavailable, 503, "ServiceUnavailable"),
+        (errors.Timeout, 504, "Timeout"),
+    ],
+)
+def test_a_typed_error_without_a_code_in_its_status_has_its_types_code(
+    cls: type[errors.ApiError], code: int, reason: str
+) -> None:
+    """A Status without ``code`` (a watch's ERROR event from an old server, an error built in
+    code): the type's HTTP code and reason, as client-go's ``NewGone`` & co. set them."""
+    err = cls({})
+    assert (err.code, err.reason, str(err)) == (code, reason, f"{reason} ({code})")
+    assert type(errors.error_from_status(None, code)) is cls
+
+
+@pytest.mark.parametrize("message", ["", 5, None, ["not", "text"]])
+def test_a_status_without_a_usable_message_reads_as_its_reason_and_code(message: object) -> None:
+    """An empty or non-text ``message`` in a Status body: the error's text is its reason and
+    code, never an empty or odd string."""
+    err = errors.error_from_status({"kind": "Status", "message": message, "reason": "NotFound"}, 404)
+    assert (type(err), str(err), err.message) == (errors.NotFound, "NotFound (404)", "NotFound (404)")

@@ -218,3 +218,14 @@ def test_tls_verifies_the_server_certificate_unless_told_not_to(
     )
     with pytest.raises(ssl.SSLError):
         broken.request("GET", "/", {}, timeout=5)
+
+
+def test_answer_headers_are_looked_up_in_any_case_and_only_by_name() -> None:
+    """Like urllib3's ``HTTPHeaderDict``: any case finds a header, and asking for something that
+    is not a name (``None``, a number) is simply not found."""
+    from mcm.runtime.client.http11 import Headers
+
+    headers = Headers({"content-type": "application/json"})
+    assert "Content-Type" in headers and "CONTENT-TYPE" in headers and "etag" not in headers
+    assert None not in headers and 5 not in headers
+    assert headers["Content-Type"] == headers.get("content-TYPE") == "application/json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,3 +158,43 @@ def test_a_certificate_without_its_key_is_a_config_error(pki: Pki, tmp_path: Pat
 
 def test_the_identity_never_prints_its_key() -> None:
     assert "KEY" not in repr(ClientIdentity(b"-----BEGIN CERTIFICATE-----", b"-----BEGIN KEY-----"))
+
+
+def _open_identity_files() -> list[str]:
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+    return [n for n in names if "mcm-client-identity" in n or "mcm-identity-" in n]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_loading_a_client_key_leaves_no_file_of_it_open(pki: Pki) -> None:
+    """The in-memory file the key is handed to OpenSSL through is closed once loaded: a client
+    made again and again (each rotation of a kubeconfig) holds no copies of the key."""
+    from mcm.runtime.client.identity import _load_cert_chain
+
+    for _ in range(3):
+        _load_cert_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), ClientIdentity(pki.cert, pki.key))
+    assert _open_identity_files() == []
+
+
+def test_without_an_in_memory_file_the_key_file_is_its_owners_only(
+    pki: Pki, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where memfd_create is missing the key goes through a file: mode 0600 while OpenSSL reads
+    it, removed afterwards."""
+    from mcm.runtime.client.identity import _load_cert_chain
+
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    seen: list[int] = []
+
+    class Recording:
+        def load_cert_chain(self, path: str, password: Any = None) -> None:
+            seen.append(stat.S_IMODE(os.stat(path).st_mode))
+
+    _load_cert_chain(Recording(), ClientIdentity(pki.cert, pki.key))  # type: ignore[arg-type]
+    assert seen == [0o600]
+    assert list(scratch.iterdir()) == []

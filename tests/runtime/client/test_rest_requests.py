@@ -183,3 +183,16 @@ def test_create_posts_to_the_named_subresource(stub_client: ClusterClient, seen:
         ("POST", "/api/v1/namespaces/ns/serviceaccounts/mc/token"),
         ("POST", "/api/v1/namespaces/ns/serviceaccounts"),
     ]
+
+
+@pytest.mark.parametrize("name", ["", None, 7])
+def test_a_write_of_an_object_without_a_usable_name_is_refused_before_any_request(
+    stub_client: ClusterClient, seen: list[Request], name: object
+) -> None:
+    """PUT to ``…/pods/`` would address the collection, not the object: refused locally."""
+    pods = stub_client.resource(PODS)
+    body = {**_pod(), "metadata": {"namespace": "ns", "name": name}}
+    for write in (pods.update, pods.update_status):
+        with pytest.raises(ValueError, match=r"no metadata\.name"):
+            write(body)
+    assert seen == []

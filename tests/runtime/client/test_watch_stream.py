@@ -258,3 +258,47 @@ def test_the_default_line_limit_is_client_gos() -> None:
     from mcm.runtime.client.watch import MAX_LINE_BYTES
 
     assert MAX_LINE_BYTES == 16 * 1024 * 1024
+
+
+def test_a_watch_used_as_a_context_manager_is_stopped_at_the_end_of_the_block(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    reply = _serve(stub, _event("ADDED", "5"), None)
+    try:
+        with stub_client.resource(PODS).watch() as stream:
+            assert not stream.stopped
+        assert stream.stopped
+        with pytest.raises(RuntimeError):
+            iter(stream)
+    finally:
+        reply.hold.set()
+
+
+def test_a_watch_stream_can_be_iterated_only_once(stub: StubServer, stub_client: ClusterClient) -> None:
+    """Two readers of one response would split its events between them."""
+    reply = _serve(stub, _event("ADDED", "5"), None)
+    stream = stub_client.resource(PODS).watch()
+    try:
+        events = iter(stream)
+        with pytest.raises(RuntimeError, match="only once"):
+            iter(stream)
+        assert next(events).object["metadata"]["resourceVersion"] == "5"
+    finally:
+        stream.stop()
+        reply.hold.set()
+
+
+def test_a_line_one_byte_over_the_limit_across_two_chunks_ends_the_watch_at_once(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    """The limit counts what is buffered plus the chunk that just came: the byte that takes a
+    line over it ends the watch, without waiting for more of the line."""
+    limit = 64 * 1024
+    reply = _serve(stub, b"x" * limit, b"y", None)
+    try:
+        response = stub_client.transport.stream("/api/v1/pods", query={"watch": "true"}, read_timeout=5)
+        events = list(HTTPWatchStream(response, max_line_bytes=limit))
+        assert [(e.type, e.object["code"]) for e in events] == [("ERROR", 500)]
+        assert "longer than maximum allowed size" in events[0].object["message"]
+    finally:
+        reply.hold.set()

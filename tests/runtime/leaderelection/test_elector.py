@@ -410,3 +410,36 @@ def test_without_fast_path_every_renewal_reads_first(clock: FakeClock, store: Lo
         advance(clock, 2.0, 2)
     assert store.requests - before == 6
     cand.shutdown()
+
+
+def test_a_leader_that_created_the_lock_renews_from_its_own_record(
+    clock: FakeClock, store: LockStore
+) -> None:
+    """The record it created is the one it holds: with the fast path its first renewal is one
+    update, without reading the lock back (a missing lock read, created, then renewed)."""
+    cand = Candidate(store, "a", clock, fast_path=True).start()
+    assert cand.started.wait(WAIT)
+    clock.block_until_waiters(2, timeout=WAIT)
+    assert store.requests == 3  # get (not found), create, renewing update
+    assert cand.elector.is_leader() and cand.elector.get_leader() == "a"
+    cand.shutdown()
+
+
+def test_an_attempt_that_raises_is_a_failed_attempt_not_leadership(
+    clock: FakeClock, store: LockStore
+) -> None:
+    """A lock implementation with a bug (here its identity raises) does not end the campaign,
+    and never makes the candidate a leader: each attempt fails and is retried."""
+    cand = Candidate(store, "a", clock)
+
+    def broken() -> str:
+        raise RuntimeError("lock bug")
+
+    cand.lock.identity = broken  # type: ignore[method-assign]
+    cand.start()
+    for _ in range(3):
+        clock.block_until_waiters(1, timeout=WAIT)
+        advance(clock, 2.0, 1)
+    assert not cand.started.is_set()
+    assert store.record is None
+    cand.shutdown()
