@@ -44,7 +44,7 @@ from mcm.apis.machine import constants as c  # noqa: E402
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINES  # noqa: E402
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory  # noqa: E402
 from mcm.runtime.client import ClusterClient, load_config  # noqa: E402
-from mcm.runtime.client.errors import AlreadyExists, ApiError  # noqa: E402
+from mcm.runtime.client.errors import AlreadyExists, ApiError, ConnectionFailed, NotFound  # noqa: E402
 from mcm.runtime.client.resources import NODES, SECRETS  # noqa: E402
 
 NS = "default"
@@ -204,8 +204,23 @@ def node_simulator(control_kubeconfig: str, target_kubeconfig: str, stop: Any) -
     pool.shutdown(wait=False)
 
 
-def start_node_simulator(control_kubeconfig: str | Path, target_kubeconfig: str | Path) -> Callable[[], None]:
-    """Start :func:`node_simulator` in a spawned process; returns its stop function."""
+class NodeSimulator:
+    """The running :func:`node_simulator` process: call it to stop it; ``pid`` for its CPU."""
+
+    def __init__(self, process: Any, stop: Any) -> None:
+        self._process = process
+        self._stop = stop
+        self.pid: int = process.pid
+
+    def __call__(self) -> None:
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+def start_node_simulator(control_kubeconfig: str | Path, target_kubeconfig: str | Path) -> NodeSimulator:
+    """Start :func:`node_simulator` in a spawned process."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
@@ -214,14 +229,7 @@ def start_node_simulator(control_kubeconfig: str | Path, target_kubeconfig: str 
         target=node_simulator, args=(str(control_kubeconfig), str(target_kubeconfig), stop), daemon=True
     )
     sim.start()
-
-    def halt() -> None:
-        stop.set()
-        sim.join(10)
-        if sim.is_alive():
-            sim.kill()
-
-    return halt
+    return NodeSimulator(sim, stop)
 
 
 # --- the observer -----------------------------------------------------------------------------
@@ -343,7 +351,7 @@ def create_machines(
 
     def create(name: str) -> None:
         observer.created(name, time.monotonic())
-        machines.create(machine(name), namespace=NS)
+        _once_more_if_cut(lambda: machines.create(machine(name), namespace=NS), AlreadyExists)
 
     with ThreadPoolExecutor(16) as pool:
         if rate is None:
@@ -362,8 +370,25 @@ def create_machines(
 
 def delete_machines(client: ClusterClient, names: Sequence[str]) -> None:
     machines = client.resource(MACHINES)
+
+    def delete(name: str) -> None:
+        _once_more_if_cut(lambda: machines.delete(name, namespace=NS), NotFound)
+
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda name: machines.delete(name, namespace=NS), names))
+        list(pool.map(delete, names))
+
+
+def _once_more_if_cut(request: Callable[[], object], done_already: type[ApiError]) -> None:
+    """Send ``request``; once more if the connection broke before its answer (an emulator under
+    a 20,000-machine burst may close a kept-alive connection), where ``done_already`` from the
+    second means the first went through."""
+    try:
+        request()
+    except ConnectionFailed:
+        try:
+            request()
+        except done_already:
+            pass
 
 
 # --- the controller process -------------------------------------------------------------------
@@ -439,9 +464,17 @@ class ControllerProcess:
 
 
 def mcm_command(
-    control: Path, target: Path, *, qps: float, burst: int, port: int, extra: Sequence[str] = ()
+    control: Path,
+    target: Path,
+    *,
+    qps: float,
+    burst: int,
+    port: int,
+    extra: Sequence[str] = (),
+    driver: Sequence[str] = ("--driver=fake",),
 ) -> list[str]:
-    """``machine-controller`` of this repository with the fake driver."""
+    """``machine-controller`` of this repository; ``driver``: its driver flags (default the
+    in-memory driver, ``--driver=fake``; :func:`sidecar_command` serves the same one over gRPC)."""
     return [
         sys.executable,
         "-c",
@@ -449,13 +482,79 @@ def mcm_command(
         f"--control-kubeconfig={control}",
         f"--target-kubeconfig={target}",
         f"--namespace={NS}",
-        "--driver=fake",
+        *driver,
         "--leader-elect=false",
         f"--kube-api-qps={qps:g}",
         f"--kube-api-burst={burst}",
         f"--port={port}",
         *extra,
     ]
+
+
+SIDECAR_WORKERS = 128
+"""``--max-workers`` and ``--max-queued`` of the benchmark's sidecar: more than the controller's
+machine and termination workers together (50 each), so no call is refused with
+``RESOURCE_EXHAUSTED`` (the default of 16 + 16 is sized for a cloud API, not for 100 workers)."""
+
+
+def sidecar_command(socket: Path) -> list[str]:
+    """The gRPC driver sidecar serving the in-memory driver of ``--driver=fake`` (no call log) on
+    the unix socket ``socket``: ``--driver-endpoint=unix://<socket>`` for the controller."""
+    return [
+        sys.executable,
+        "-m",
+        "mcm.driver.grpc",
+        "--driver=mcm.driver.fake:unrecorded",
+        f"--endpoint=unix://{socket}",
+        f"--max-workers={SIDECAR_WORKERS}",
+        f"--max-queued={SIDECAR_WORKERS}",
+    ]
+
+
+def wait_for_line(path: Path, text: str, timeout: float, alive: Callable[[], bool]) -> bool:
+    """Wait until the log file ``path`` holds ``text`` (False: timeout or the process ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive():
+        if path.exists() and text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``nan`` once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU seconds of this (the benchmark's) process so far: the observer and the loaders."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuMeter:
+    """CPU seconds of the scenario's processes between :meth:`start` and :meth:`read`, by role."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self._pids = pids
+        self._start: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        now = {role: process_cpu(pid) for role, pid in self._pids.items()}
+        now["benchmark (observer, loader)"] = own_cpu()
+        return now
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def read(self) -> dict[str, float]:
+        return {role: seconds - self._start.get(role, 0.0) for role, seconds in self._now().items()}
 
 
 def go_command(binary: Path, control: Path, target: Path, *, qps: float, burst: int, port: int) -> list[str]:
@@ -507,8 +606,13 @@ class Requests:
         for e in self.controller(since):
             if e["verb"] == "nonresource":
                 continue
-            counts[f"{e['verb']} {_resource(e['path'])}{_subresource(e['path'])} {e['code']}"] += 1
+            counts[request_label(e)] += 1
         return counts
+
+
+def request_label(entry: Obj) -> str:
+    """``verb resource[/subresource] code`` of a request log entry."""
+    return f"{entry['verb']} {_resource(entry['path'])}{_subresource(entry['path'])} {entry['code']}"
 
 
 def _is_bench(agent: str) -> bool:

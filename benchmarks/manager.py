@@ -13,9 +13,9 @@ The scenario, for each size N (default 100 and 1,000): a MachineDeployment of N 
 all N are Running (``create``); a rolling update of all of them to another class with maxSurge
 10% and maxUnavailable 0, until N are Running on the new class and the old ones are gone
 (``roll-out``); scale to 0 until no machine is left (``scale to 0``). Figures: seconds per phase;
-writes per machine in each phase (each phase moves N machines) to the control cluster by the
-manager and by the machine controller (told apart by their user agents; Events and Leases aside)
-and to the target; CPU seconds and peak RSS of each process over the whole run. The two sides
+writes per machine in each phase (each phase moves N machines) to the control cluster and to the
+target, by the manager and by the machine controller (told apart by their user agents; Events and
+Leases aside); CPU seconds and peak RSS of each process over the whole run. The two sides
 alternate which runs first (Go first for the first size, mcm first for the next, ...). Absolute
 times depend on the machine; the ratios within one run are the result.
 
@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,11 @@ from _scenario import (
     mcm_command,
     quiet,
     read_requests,
+    request_label,
     start_node_simulator,
     tear_down,
 )
-from vs_upstream import BUILD_SCRIPT, Table, _met, _num, _ratio, _x, upstream_binary
+from vs_upstream import BUILD_SCRIPT, _met, _num, _ratio, _x, upstream_binary
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.resources import MACHINE_CLASSES, MACHINE_DEPLOYMENTS, MACHINES
@@ -74,9 +76,12 @@ class Phase:
     seconds: float = math.nan
     manager_writes: float = math.nan
     controller_writes: float = math.nan
-    target_writes: float = math.nan
+    manager_target_writes: float = math.nan
+    controller_target_writes: float = math.nan
     manager_conflicts: int = 0
     controller_conflicts: int = 0
+    writes: Counter[str] = field(default_factory=Counter)
+    """``process cluster verb resource code`` → count, for ``--verbose``."""
 
 
 @dataclass
@@ -91,6 +96,44 @@ class Run:
     complete: bool = False
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Phase → (start, end), wall-clock seconds (the request logs' clock)."""
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    figure: str
+    go: str
+    mcm: str
+    ratio: str
+    target: str = ""
+    met: bool | None = None
+
+
+class Table:
+    """Rows of figures beside each other; ``print`` returns how many judged targets were missed."""
+
+    def __init__(self, judged: bool) -> None:
+        self.rows: list[Row] = []
+        self.judged = judged
+
+    def add(
+        self, figure: str, go: str, mcm: str, ratio: str, target: str = "", met: bool | None = None
+    ) -> None:
+        self.rows.append(Row(figure, go, mcm, ratio, target, met if self.judged else None))
+
+    def print(self) -> int:
+        print("| figure | Go | mcm | mcm / Go | target | met |")
+        print("|---|---|---|---|---|---|")
+        for row in self.rows:
+            met = (
+                "-"
+                if not row.target
+                else ("not judged" if row.met is None else ("yes" if row.met else "**no**"))
+            )
+            print(f"| {row.figure} | {row.go} | {row.mcm} | {row.ratio} | {row.target or '-'} | {met} |")
+        return sum(1 for row in self.rows if row.target and row.met is False)
 
 
 # --- the objects ----------------------------------------------------------------------------------
@@ -328,9 +371,26 @@ def count_writes(result: Run, directory: Path) -> None:
         phase, n = result.phases[name], max(result.n, 1)
         phase.manager_writes = sum(1 for e in writes if _is_manager(e)) / n
         phase.controller_writes = sum(1 for e in writes if not _is_manager(e)) / n
-        phase.target_writes = len([e for e in target.writes(start) if e["time"] <= end]) / n
+        target_writes = [e for e in target.writes(start) if e["time"] <= end]
+        phase.manager_target_writes = sum(1 for e in target_writes if _is_manager(e)) / n
+        phase.controller_target_writes = sum(1 for e in target_writes if not _is_manager(e)) / n
         phase.manager_conflicts = sum(1 for e in writes if e["code"] == 409 and _is_manager(e))
         phase.controller_conflicts = sum(1 for e in writes if e["code"] == 409 and not _is_manager(e))
+        for cluster, entries in (("control", writes), ("target", target.writes(start))):
+            for e in entries:
+                if e["time"] <= end:
+                    process = "manager" if _is_manager(e) else "controller"
+                    phase.writes[f"{process} {cluster}: {request_label(e)}"] += 1
+
+
+def print_writes(pairs: list[tuple[Run, Run]]) -> None:
+    """Every phase's writes by process, cluster, verb, resource and answer (Go, mcm)."""
+    for go, mcm in pairs:
+        for name in PHASES:
+            g, m = go.phases[name].writes, mcm.phases[name].writes
+            print(f"\nwrites, N={go.n}, {name} (Go, mcm)\n")
+            for key in sorted(set(g) | set(m)):
+                print(f"  {key}: {g.get(key, 0)}, {m.get(key, 0)}")
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -348,7 +408,8 @@ def add_rows(table: Table, go: Run, mcm: Run) -> None:
     for attr, what, judged in (
         ("manager_writes", "manager's control writes per machine", True),
         ("controller_writes", "controller's control writes per machine", True),
-        ("target_writes", "target writes per machine", False),
+        ("manager_target_writes", "manager's target writes per machine", False),
+        ("controller_target_writes", "controller's target writes per machine", False),
     ):
         add_per_phase_row(table, f"{label}: {what}", attr, go, mcm, judged)
     for process in ("manager", "controller"):
@@ -414,6 +475,7 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="N=10 only; never builds")
     parser.add_argument("--no-build", action="store_true", help="never build; skip without cached binaries")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
+    parser.add_argument("--verbose", action="store_true", help="also print every phase's writes by kind")
     args = parser.parse_args()
     quiet()
     found = binaries(build=not (args.no_build or args.smoke))
@@ -441,6 +503,8 @@ def main() -> int:
     for go, mcm in pairs:
         add_rows(table, go, mcm)
     unmet = table.print()
+    if args.verbose:
+        print_writes(pairs)
     if not all(r.complete for pair in pairs for r in pair):
         print("\nsome phase did not finish in time")
         return 1

@@ -91,9 +91,9 @@ def load_driver(options: Options, clients: Clients | None = None) -> Driver:
         return _grpc_driver(options)
     spec: str = options.driver
     if spec == "fake":
-        from mcm.driver.fake import FakeDriver
+        from mcm.driver.fake import unrecorded
 
-        return FakeDriver(record_calls=False)
+        return unrecorded()
     if spec == "local":
         if clients is None:
             raise StartupError("--driver=local needs the cluster clients")

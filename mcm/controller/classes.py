@@ -27,7 +27,7 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.controller.context import Deps
-from mcm.controller.indexes import machines_of_class
+from mcm.controller.indexes import count_of_class, machines_of_class
 from mcm.runtime import objects as o
 from mcm.runtime.cache import object_key
 from mcm.runtime.cache.keys import split_meta_namespace_key
@@ -118,12 +118,12 @@ class ClassInUse(TransientError):
 def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> None:
     """Upstream's decision table; raises :class:`ClassInUse` or :class:`FinalizerUpdateError` to retry."""
     name = o.name_of(machine_class)
-    machines = machines_of_class(deps, name)
+    count = count_of_class(deps, name)  # the list only when its machines are enqueued
     has_finalizer = c.MCM_FINALIZER in o.finalizers(machine_class)
-    if machines and o.deletion_timestamp(machine_class):
-        log.info("machine_class_still_referenced", machine_class=name, machines=len(machines))
+    if count and o.deletion_timestamp(machine_class):
+        log.info("machine_class_still_referenced", machine_class=name, machines=count)
         raise ClassInUse(c.ERR_CLASS_IN_USE)
-    if machines:
+    if count:
         if not has_finalizer:
             update_finalizers(
                 deps.writers.classes, deps.namespace, name, add=c.MCM_FINALIZER, clock=deps.clock
@@ -131,7 +131,7 @@ def reconcile_machine_class(deps: Deps, machine_class: Mapping[str, Any]) -> Non
         version = str(o.meta(machine_class).get("resourceVersion") or "")
         if not has_finalizer or deps.seen_class_versions.get(name) != version:
             deps.seen_class_versions[name] = version
-            _enqueue_machines(deps, machines)
+            _enqueue_machines(deps, machines_of_class(deps, name))
         return
     if has_finalizer:
         update_finalizers(

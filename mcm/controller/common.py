@@ -15,6 +15,7 @@ import structlog
 
 from mcm.apis.machine import constants as c
 from mcm.apis.machine.v1alpha1 import API_VERSION, MachineClass
+from mcm.controller.classmemo import class_dict
 from mcm.controller.context import Deps
 from mcm.controller.status import Write, write_status
 from mcm.runtime import objects as o
@@ -86,7 +87,7 @@ class FlowInputs:
 
     @classmethod
     def of(cls, machine_class: MachineClass, secret_data: Mapping[str, bytes]) -> FlowInputs:
-        return cls(machine_class, secret_data, machine_class.to_dict())
+        return cls(machine_class, secret_data, class_dict(machine_class))
 
 
 def write_status_or_retry(deps: Deps, machine: Mapping[str, Any], status: Mapping[str, Any]) -> Obj | Result:

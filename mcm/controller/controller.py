@@ -15,6 +15,10 @@ registry.
 - Machines are read through a :class:`~mcm.runtime.cache.mutation_cache.MutationCache`: a
   reconcile that runs before the informer has delivered the controller's own last write sees
   the object that write returned, so its next write does not fail with a self-inflicted 409.
+  The Machine handlers let the cache drop a write's answer as soon as the informer has
+  delivered it (or the Machine's deletion), so it holds only the writes the informer lags behind.
+  Nodes likewise: a machine's reconcile right after its own node-template write (the Node's
+  arrival enqueues the machine twice) no longer writes the template again on the stale copy.
 - Seven named rate-limited queues (client-go's default controller rate limiter):
   ``secret``, ``machineclass``, ``node``, ``machine``, ``machinetermination``,
   ``machinesafetyorphanvms``, ``machinesafetyapiserver``. The safety reconcilers default to
@@ -55,7 +59,12 @@ from mcm.controller.safety import OrphanCollector
 from mcm.drain import Drainer, DrainListers, DrainMetrics, PodDeletions, VolumeAttachmentHub
 from mcm.driver import Driver, SafeDriver
 from mcm.runtime.cache import ResourceEventHandlerFuncs, SharedInformerFactory
-from mcm.runtime.cache.mutation_cache import MutationCache, MutationLister, RecordingRESTClient
+from mcm.runtime.cache.mutation_cache import (
+    MutationCache,
+    MutationClusterLister,
+    MutationLister,
+    RecordingRESTClient,
+)
 from mcm.runtime.cache.transforms import strip_managed_fields, strip_node_images
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import (
@@ -96,13 +105,22 @@ JOIN_TIMEOUT = 60.0
 """How long :meth:`Controller.run` waits for each worker after the queues were drained."""
 
 
-def _build_writers(control: ClusterClient, target: ClusterClient | None, mutations: MutationCache) -> Writers:
-    """API writers; a Machine write's answer goes into the mutation cache."""
+def _build_writers(
+    control: ClusterClient,
+    target: ClusterClient | None,
+    mutations: MutationCache,
+    node_mutations: MutationCache | None,
+) -> Writers:
+    """API writers; a Machine's or Node's write answer goes into its mutation cache."""
+    nodes = None
+    if target is not None:
+        nodes = target.resource(NODES)
+        nodes = RecordingRESTClient(nodes, node_mutations) if node_mutations is not None else nodes
     return Writers(
         machines=RecordingRESTClient(control.resource(MACHINES), mutations),
         classes=control.resource(MACHINE_CLASSES),
         secrets=control.resource(SECRETS),
-        nodes=target.resource(NODES) if target else None,
+        nodes=nodes,
         target_secrets=target.resource(SECRETS) if target else None,
         volume_attachments=target.resource(VOLUME_ATTACHMENTS) if target else None,
     )
@@ -159,7 +177,7 @@ class Controller:
         self.orphans = OrphanCollector(self.deps, self.control_factory.informer_for(MACHINES).has_synced)
         self.apiserver_safety = APIServerSafety(self.deps, self._set_frozen)
         self.reconcilers = self._build_reconcilers(safety_reconcilers)
-        self.handlers = EventHandlers(self.deps, self.enqueue)
+        self.handlers = EventHandlers(self.deps, self.enqueue, self.mutations, self.node_mutations)
         self._register_handlers()
         for name in ("machinesafetyorphanvms", "machinesafetyapiserver"):
             self.queues[name].add("")
@@ -246,17 +264,21 @@ class Controller:
     ) -> Deps:
         ns = self.options.namespace
         machine_informer = self.control_factory.informer_for(MACHINES)
-        mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
+        mutations = self.mutations = MutationCache(machine_informer.get_indexer(), clock=self.clock)
+        node_mutations = self.node_mutations = (
+            MutationCache(self.target_factory.informer_for(NODES).get_indexer(), clock=self.clock)
+            if self.target_factory is not None
+            else None
+        )
         return Deps(
             namespace=ns,
-            listers=self._build_listers(mutations),
-            writers=_build_writers(control, target, mutations),
+            listers=self._build_listers(mutations, node_mutations),
+            writers=_build_writers(control, target, mutations, node_mutations),
             driver=driver,
             calls=DriverCaller(
                 self.clock,
                 self.metrics,
                 self.options.driver_call_timeout,
-                prompt=driver.returns_promptly,
                 holds_lease=self._holds_lease,
             ),
             options=self.options,
@@ -271,8 +293,9 @@ class Controller:
             frozen=lambda: self.frozen,
         )
 
-    def _build_listers(self, mutations: MutationCache) -> Listers:
-        """Cache readers; Machines are read through the mutation cache (our own last writes)."""
+    def _build_listers(self, mutations: MutationCache, node_mutations: MutationCache | None) -> Listers:
+        """Cache readers; Machines and Nodes are read through their mutation caches (our own
+        last writes)."""
         ns = self.options.namespace
         target_factory = self.target_factory
         machine_informer = self.control_factory.informer_for(MACHINES)
@@ -280,32 +303,41 @@ class Controller:
             machines=MutationLister(self.control_factory.lister(MACHINES), ns, mutations),
             classes=self.control_factory.lister(MACHINE_CLASSES).namespaced(ns),
             secrets=self.control_factory.lister(SECRETS).namespaced(ns),
-            nodes=target_factory.lister(NODES) if target_factory else None,
+            nodes=(
+                MutationClusterLister(target_factory.lister(NODES), node_mutations)
+                if target_factory is not None and node_mutations is not None
+                else None
+            ),
             volume_attachments=target_factory.lister(VOLUME_ATTACHMENTS) if target_factory else None,
             machine_indexer=machine_informer.get_indexer(),
         )
 
     def _register_handlers(self) -> None:
+        """The handlers only read caches and enqueue, so they run inline on each informer's own
+        thread (no listener thread and no hand-off per event)."""
         h = self.handlers
         control = self.control_factory
         control.informer_for(SECRETS).add_event_handler(
-            ResourceEventHandlerFuncs(on_add=h.secret_event, on_delete=h.secret_event)
+            ResourceEventHandlerFuncs(on_add=h.secret_event, on_delete=h.secret_event), inline=True
         )
         control.informer_for(MACHINE_CLASSES).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=h.class_added_or_deleted, on_update=h.class_updated, on_delete=h.class_added_or_deleted
-            )
+            ),
+            inline=True,
         )
         control.informer_for(MACHINES).add_event_handler(
             ResourceEventHandlerFuncs(
                 on_add=h.machine_added, on_update=h.machine_updated, on_delete=h.machine_deleted
-            )
+            ),
+            inline=True,
         )
         if self.target_factory is not None:
             self.target_factory.informer_for(NODES).add_event_handler(
                 ResourceEventHandlerFuncs(
                     on_add=h.node_added, on_update=h.node_updated, on_delete=h.node_deleted
-                )
+                ),
+                inline=True,
             )
 
     def _set_frozen(self, frozen: bool) -> None:

@@ -227,7 +227,7 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs
         )
     except MachineError as err:
         if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized) and not provider_id:
-            return create_vm(deps, machine, inputs)
+            return create_vm(deps, machine, inputs, typed)
         if err.code in (Code.NotFound, Code.Unimplemented, Code.Uninitialized):
             node = o.label(machine, c.LABEL_NODE) or ""
             return VM(provider_id, node, uninitialized=err.code == Code.Uninitialized)
@@ -236,9 +236,13 @@ def find_or_create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs
     return VM(response.provider_id, response.node_name, addresses=addresses)
 
 
-def create_vm(deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs) -> VM | Result:
-    """``CreateMachine``; then the stale-node check."""
-    request = CreateMachineRequest(Machine.from_dict(machine), inputs.machine_class, inputs.secret_data)
+def create_vm(
+    deps: Deps, machine: Mapping[str, Any], inputs: FlowInputs, typed: Machine | None = None
+) -> VM | Result:
+    """``CreateMachine`` (``typed``: ``machine`` already decoded, as for the status call before);
+    then the stale-node check."""
+    typed = typed if typed is not None else Machine.from_dict(machine)
+    request = CreateMachineRequest(typed, inputs.machine_class, inputs.secret_data)
     started = deps.clock.monotonic()
     log.info("creating_vm", machine=object_key(machine), timeout=creation_timeout(deps, machine))
     key = object_key(machine)

@@ -23,10 +23,17 @@ import structlog
 from mcm.apis.machine import constants as c
 from mcm.controller.context import Deps
 from mcm.controller.health import conditions_changed
-from mcm.controller.node import MultipleMachines, deleted_node_key, is_not_managed, machine_for_node
+from mcm.controller.node import (
+    NODE_FINALIZER_GRACE,
+    MultipleMachines,
+    deleted_node_key,
+    is_not_managed,
+    machine_for_node,
+)
 from mcm.driver import Code
 from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
+from mcm.runtime.cache.mutation_cache import MutationCache
 
 __all__ = ["ORPHAN_SCAN_COALESCE_PERIOD", "Enqueue", "EventHandlers"]
 
@@ -56,18 +63,30 @@ def _key(obj: Mapping[str, Any]) -> str:
 class EventHandlers:
     """Handlers bound to one controller's queues (``enqueue``) and :class:`Deps`.
 
-    Threads: each method runs on the listener thread the informer starts for the handler it was
-    registered in (``mcm.runtime.cache.processor_listener``): one thread per registration, events
-    in order, never on a worker. What every handler must not do: call an API server or a driver,
-    sleep or wait on a lock another thread holds across a call (it would stall every later event
-    of that informer for this handler), mutate the object it is given (it is the cache's), or
-    write to :class:`Deps` state; it reads the caches and enqueues keys. An exception is reported
-    by the informer and the next event is still delivered.
+    Threads: the controller registers them inline (``mcm.runtime.cache.processor_listener``), so
+    each method runs on the thread of the informer it was registered with, right after that
+    informer updated its cache: events in order, never on a worker. What every handler must not
+    do: call an API server or a driver, sleep or wait on a lock another thread holds across a call
+    (it would stall every later event of that informer, for every handler), add or remove an
+    informer's handlers, mutate the object it is given (it is the cache's), or write to
+    :class:`Deps` state; it reads the caches and enqueues keys. An exception is reported by the
+    informer and the next event is still delivered.
     """
 
-    def __init__(self, deps: Deps, enqueue: Enqueue) -> None:
+    def __init__(
+        self,
+        deps: Deps,
+        enqueue: Enqueue,
+        mutations: MutationCache | None = None,
+        node_mutations: MutationCache | None = None,
+    ) -> None:
         self.deps = deps
         self.enqueue = enqueue
+        self.mutations = mutations
+        """The cache of the controller's Machine writes: told what the informer delivered, so it
+        drops the writes the informer has caught up with (its one exception to "only enqueue")."""
+        self.node_mutations = node_mutations
+        """The same for the controller's Node writes."""
 
     def _class_key(self, name: str) -> str:
         return f"{self.deps.namespace}/{name}"
@@ -75,7 +94,7 @@ class EventHandlers:
     # --- Secrets and MachineClasses -----------------------------------------------------------
 
     def secret_event(self, obj: Any) -> None:
-        """Secret added or deleted: enqueue it. Secret informer's listener thread; only enqueues."""
+        """Secret added or deleted: enqueue it. Secret informer's thread; only enqueues."""
         secret = _unwrap(obj)
         if secret is not None:
             self.enqueue("secret", _key(secret), 0.0)
@@ -90,7 +109,7 @@ class EventHandlers:
 
     def class_added_or_deleted(self, obj: Any) -> None:
         """MachineClass added or deleted: enqueue it and its Secrets. MachineClass informer's
-        listener thread; only reads the object and enqueues."""
+        thread; only reads the object and enqueues."""
         machine_class = _unwrap(obj)
         if machine_class is None:
             return
@@ -100,7 +119,7 @@ class EventHandlers:
 
     def class_updated(self, old: Any, new: Any) -> None:
         """MachineClass updated: enqueue it and the Secrets it stopped or started referring to.
-        MachineClass informer's listener thread; only reads the objects and enqueues."""
+        MachineClass informer's thread; only reads the objects and enqueues."""
         self.enqueue("machineclass", _key(new), 0.0)
         old_refs, new_refs = self._class_secret_refs(old), self._class_secret_refs(new)
         for ref in set(old_refs) ^ set(new_refs):
@@ -114,7 +133,7 @@ class EventHandlers:
 
     def machine_added(self, obj: Any) -> None:
         """Machine added: its queue (termination when deleting) and its class. Machine
-        informer's listener thread; only reads the object and enqueues."""
+        informer's thread; only reads the object and enqueues."""
         machine = _unwrap(obj)
         if machine is None:
             return
@@ -123,10 +142,12 @@ class EventHandlers:
 
     def machine_updated(self, old: Any, new: Any) -> None:
         """Machine updated: re-queued when spec, metadata or deletion changed; an ``OutOfRange``
-        operation schedules an orphan scan. Machine informer's listener thread; only reads the
-        objects and enqueues."""
+        operation schedules an orphan scan. Machine informer's thread; only reads the
+        objects and enqueues (and lets the mutation cache drop what ``new`` caught up with)."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping):
             return
+        if self.mutations is not None:
+            self.mutations.observe(new)
         old_desc = o.text(old, "status", "lastOperation", "description")
         new_desc = o.text(new, "status", "lastOperation", "description")
         out_of_range = Code.OutOfRange.name
@@ -146,8 +167,10 @@ class EventHandlers:
 
     def machine_deleted(self, obj: Any) -> None:
         """Machine deleted (or its tombstone): termination queue, its class, an orphan scan.
-        Machine informer's listener thread; only reads the object and enqueues."""
+        Machine informer's thread; only reads the object and enqueues."""
         machine = _unwrap(obj)
+        if self.mutations is not None:
+            self.mutations.forget(obj)
         self.enqueue("machinesafetyorphanvms", "", ORPHAN_SCAN_COALESCE_PERIOD)
         if machine is None:
             return
@@ -163,11 +186,22 @@ class EventHandlers:
     # --- Nodes --------------------------------------------------------------------------------
 
     def node_added(self, obj: Any) -> None:
-        """Node added: the node queue unless it is not managed. Node informer's listener
-        thread; only reads the object and enqueues."""
+        """Node added, unless it is not managed: its Machine's queue when the Node's conditions
+        differ from the Machine's (upstream v0.47.0 ``addNodeToMachine``; the machine's
+        reconcile then writes the node template, which carries the node finalizer), and the
+        node queue, which looks at the finalizer once the grace is over; a Node that is deleting,
+        that has no such Machine, or that arrives while the controller is frozen goes to the node
+        queue at once (HEAD ``addNode``). Node informer's thread; only reads the Machine cache
+        (an index lookup) and enqueues."""
         node = _unwrap(obj)
-        if node is not None and not is_not_managed(node):
+        if node is None or is_not_managed(node):
+            return
+        machine = None if o.deletion_timestamp(node) or self.deps.frozen() else self._machine_of(node)
+        if machine is None or not _conditions_news(machine, node):
             self.enqueue("node", o.name_of(node), 0.0)
+            return
+        self._route_machine(machine)
+        self.enqueue("node", o.name_of(node), NODE_FINALIZER_GRACE)
 
     def _machine_of(self, node: Mapping[str, Any]) -> Mapping[str, Any] | None:
         try:
@@ -178,8 +212,11 @@ class EventHandlers:
 
     def node_updated(self, old: Any, new: Any) -> None:
         """Node updated: the node queue (deleting, or its finalizer missing) and, for a relevant
-        change, its Machine's queue. Node informer's listener thread; reads the Machine cache
-        (an index lookup) and enqueues, never calls the API."""
+        change, its Machine's queue. Node informer's thread; reads the Machine cache
+        (an index lookup) and enqueues, never calls the API (it lets the node mutation cache drop
+        what ``new`` caught up with)."""
+        if self.node_mutations is not None:
+            self.node_mutations.observe(new)
         if not isinstance(old, Mapping) or not isinstance(new, Mapping) or is_not_managed(new):
             return
         machine = self._machine_of(new)
@@ -206,22 +243,31 @@ class EventHandlers:
             return True
         if old_labels.get(c.LABEL_UPDATE_RESULT) != new_labels.get(c.LABEL_UPDATE_RESULT):
             return True
-        phase = o.text(machine, "status", "currentStatus", "phase")
-        skip = phase in (c.PHASE_CRASH_LOOP_BACK_OFF, c.PHASE_TERMINATING)
-        if not skip and conditions_changed(o.conditions(machine), o.conditions(new)):
+        if _conditions_news(machine, new):
             return True
         return o.annotation(old, c.ANNOTATION_PRESERVE) != o.annotation(new, c.ANNOTATION_PRESERVE)
 
     def node_deleted(self, obj: Any) -> None:
         """Node deleted (or its tombstone): its deleted-node key, carrying the Node's providerID,
         on the node queue, whose worker deletes the Machine unless that providerID is another
-        VM's. Node informer's listener thread; never deletes anything itself."""
+        VM's. Node informer's thread; never deletes anything itself."""
+        if self.node_mutations is not None:
+            self.node_mutations.forget(obj)
         node = _unwrap(obj)
         if node is None or is_not_managed(node):
             return
         if self._machine_of(node) is not None:
             provider_id = o.text(node, "spec", "providerID")
             self.enqueue("node", deleted_node_key(o.name_of(node), provider_id), 0.0)
+
+
+def _conditions_news(machine: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """The Node's conditions differ from those the Machine holds, and the Machine is neither in
+    CrashLoopBackOff nor Terminating (HEAD ``updateNode``'s condition rule)."""
+    phase = o.text(machine, "status", "currentStatus", "phase")
+    if phase in (c.PHASE_CRASH_LOOP_BACK_OFF, c.PHASE_TERMINATING):
+        return False
+    return conditions_changed(o.conditions(machine), o.conditions(node))
 
 
 def _has_taint(node: Mapping[str, Any], key: str) -> bool:

@@ -24,6 +24,7 @@ __all__ = [
     "MACHINE_CLASS_INDEX",
     "MACHINE_INDEXERS",
     "MACHINE_NODE_INDEX",
+    "count_of_class",
     "machines_by_node",
     "machines_of_class",
 ]
@@ -65,6 +66,16 @@ def _lookup(
         return [m for m in deps.listers.machines.list() if matches(m)]
     found: list[Mapping[str, Any]] = list(indexer.by_index(index, f"{namespace}/{value}"))
     return found
+
+
+def count_of_class(deps: Deps, class_name: str) -> int:
+    """``len(machines_of_class(deps, class_name))`` without building the list (O(1) with the
+    index: the class loop asks it on every machine's arrival and departure)."""
+    indexer = deps.listers.machine_indexer
+    namespace = deps.listers.machines.namespace if indexer is not None else ""
+    if indexer is None or not class_name or not namespace:
+        return len(machines_of_class(deps, class_name))
+    return indexer.index_count(MACHINE_CLASS_INDEX, f"{namespace}/{class_name}")
 
 
 def machines_by_node(deps: Deps, node_name: str) -> list[Mapping[str, Any]]:

@@ -23,12 +23,8 @@ from typing import Any
 import structlog
 
 from mcm.apis.machine import constants as c
-from mcm.apis.machine.validation import (
-    ClassResolution,
-    format_error_list,
-    resolve_machine_class,
-    validate_machine,
-)
+from mcm.apis.machine.validation import ClassResolution, format_error_list, validate_machine
+from mcm.controller.classmemo import ClassMemo, class_dict
 from mcm.controller.common import phase_of, record_warning, record_write_failure
 from mcm.controller.context import Deps
 from mcm.controller.creation import trigger_creation_flow
@@ -62,6 +58,7 @@ class MachineReconciler:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
         self.marks = FailedMarks()
+        self.classes = ClassMemo(deps.namespace, self._cached_class, self._cached_secret)
 
     # --- keys -----------------------------------------------------------------------------------
 
@@ -118,7 +115,7 @@ class MachineReconciler:
         recheck = None
         if o.label(machine, c.LABEL_NODE) and phase_of(machine):
             health = reconcile_machine_health(
-                self.deps, machine, self.marks, resolution.machine_class.to_dict()
+                self.deps, machine, self.marks, class_dict(resolution.machine_class)
             )
             if health.result is not None:
                 return health.result
@@ -139,10 +136,9 @@ class MachineReconciler:
         return not o.text(machine, "spec", "providerID") or phase in ("", c.PHASE_CRASH_LOOP_BACK_OFF)
 
     def resolve_class(self, machine: Mapping[str, Any]) -> ClassResolution:
-        """Upstream ``ValidateMachineClass`` over the caches; failures get an Event."""
-        resolution = resolve_machine_class(
-            machine, self.deps.namespace, get_class=self._cached_class, get_secret=self._cached_secret
-        )
+        """Upstream ``ValidateMachineClass`` over the caches (memoized while the class and its
+        Secrets are unchanged: :mod:`mcm.controller.classmemo`); failures get an Event."""
+        resolution = self.classes.resolve(machine)
         if resolution.class_needs_finalizer and resolution.machine_class is not None:
             self._wait_for_class_finalizer(machine, resolution.machine_class.metadata.name or "", resolution)
         elif resolution.errors:

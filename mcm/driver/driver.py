@@ -183,12 +183,5 @@ class Driver(abc.ABC):
     def get_volume_ids(self, ctx: CallContext, request: GetVolumeIDsRequest) -> GetVolumeIDsResponse:
         """Return the provider volume IDs for the given persistent volume specs."""
 
-    def returns_promptly(self) -> bool:
-        """True when the next calls return at once without blocking (an in-memory driver): the
-        controller then makes them on the worker's own thread, without the hand-off to a
-        driver-call thread that bounds a call by its deadline (a call that cannot block cannot
-        overrun it). Asked before every call; the default is False."""
-        return False
-
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release connections or other resources; the default does nothing."""

@@ -57,7 +57,7 @@ from mcm.driver.driver import (
 )
 from mcm.driver.errors import MachineError
 
-__all__ = ["NOT_FOUND_MESSAGE", "DriverCall", "FakeDriver", "FakeVM", "Method", "Outcome"]
+__all__ = ["NOT_FOUND_MESSAGE", "DriverCall", "FakeDriver", "FakeVM", "Method", "Outcome", "unrecorded"]
 
 NOT_FOUND_MESSAGE = "Fake plugin is returning no VM instances backing this machine object"
 
@@ -241,18 +241,6 @@ class FakeDriver(Driver):
         with self._lock:
             return self._vms.pop(provider_id, None) is not None
 
-    def returns_promptly(self) -> bool:
-        """The simulation and scripted responses and exceptions never block; a scripted callable
-        may (it may wait for the context's cancellation), and so may a subclass's methods: True
-        only for a ``FakeDriver`` itself with no callable outcome scripted."""
-        if type(self) is not FakeDriver:
-            return False
-        with self._lock:
-            return not any(
-                callable(script.standing) or any(callable(outcome) for outcome in script.queue)
-                for script in self._scripts.values()
-            )
-
     # --- the Driver methods --------------------------------------------------------------------
 
     def create_machine(self, ctx: CallContext, request: CreateMachineRequest) -> CreateMachineResponse:
@@ -391,6 +379,13 @@ class FakeDriver(Driver):
         if vm is None:
             raise MachineError(Code.NotFound, NOT_FOUND_MESSAGE)
         return vm
+
+
+def unrecorded() -> FakeDriver:
+    """The in-memory driver of ``machine-controller --driver=fake``: a :class:`FakeDriver`
+    without a call log. Also what a gRPC sidecar serves with ``python -m mcm.driver.grpc
+    --driver mcm.driver.fake:unrecorded`` (the benchmarks' sidecar)."""
+    return FakeDriver(record_calls=False)
 
 
 def _name(machine: Machine) -> str | None:

@@ -84,9 +84,6 @@ class SafeDriver(Driver):
     def get_volume_ids(self, ctx: CallContext, request: GetVolumeIDsRequest) -> GetVolumeIDsResponse:
         return self._call(self.driver.get_volume_ids, ctx, request, None)
 
-    def returns_promptly(self) -> bool:
-        return self.driver.returns_promptly()
-
     def close(self) -> None:
         self.driver.close()
 

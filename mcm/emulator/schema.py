@@ -25,7 +25,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from mcm.emulator import validation as v
 from mcm.emulator.timefmt import parse_time
@@ -63,6 +63,24 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, with the common case (a JSON dict) without the ABC check."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value: dicts, lists and scalars copied directly (several times faster
+    than ``copy.deepcopy``); anything else is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [json_copy(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 # --------------------------------------------------------------------------- pruning
 
 
@@ -76,13 +94,13 @@ def prune(obj: Mapping[str, Any], schema: Schema) -> tuple[dict[str, Any], list[
 def _prune_resource(obj: Mapping[str, Any], schema: Schema, path: str, dropped: list[str]) -> dict[str, Any]:
     rest = {k: val for k, val in obj.items() if k not in _RESOURCE_FIELDS}
     pruned = _prune_object(rest, schema, path, dropped)
-    result = {k: copy.deepcopy(obj[k]) for k in ("apiVersion", "kind") if k in obj}
+    result = {k: json_copy(obj[k]) for k in ("apiVersion", "kind") if k in obj}
     meta = obj.get("metadata")
-    if isinstance(meta, Mapping):
-        result["metadata"] = {k: copy.deepcopy(val) for k, val in meta.items() if k in OBJECT_META_FIELDS}
+    if _is_map(meta):
+        result["metadata"] = {k: json_copy(val) for k, val in meta.items() if k in OBJECT_META_FIELDS}
         dropped.extend(_child(_child(path, "metadata"), k) for k in meta if k not in OBJECT_META_FIELDS)
     elif meta is not None:
-        result["metadata"] = copy.deepcopy(meta)
+        result["metadata"] = json_copy(meta)
     result.update(pruned)
     return result
 
@@ -94,26 +112,26 @@ def _prune_value(value: Any, schema: Schema, path: str, dropped: list[str]) -> A
         return _prune_object(value, schema, path, dropped)
     if isinstance(value, list):
         items = schema.get("items")
-        if not isinstance(items, Mapping):
-            return copy.deepcopy(value)
+        if not _is_map(items):
+            return json_copy(value)
         return [_prune_value(item, items, f"{path}[{i}]", dropped) for i, item in enumerate(value)]
     return value
 
 
 def _prune_object(value: Mapping[str, Any], schema: Schema, path: str, dropped: list[str]) -> dict[str, Any]:
     properties = schema.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
+    properties = properties if _is_map(properties) else {}
     additional = schema.get("additionalProperties")
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
     result: dict[str, Any] = {}
     for key, item in value.items():
         sub = properties.get(key)
-        if isinstance(sub, Mapping):
+        if _is_map(sub):
             result[key] = _prune_value(item, sub, _child(path, key), dropped)
-        elif isinstance(additional, Mapping):
+        elif _is_map(additional):
             result[key] = _prune_value(item, additional, _child(path, key), dropped)
         elif preserve or additional is True:
-            result[key] = copy.deepcopy(item)
+            result[key] = json_copy(item)
         else:
             dropped.append(_child(path, key))
     return result
@@ -122,9 +140,12 @@ def _prune_object(value: Mapping[str, Any], schema: Schema, path: str, dropped: 
 # --------------------------------------------------------------------------- defaulting
 
 
-def apply_defaults(obj: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
-    """Return ``obj`` with the schema's ``default`` values filled in where fields are missing."""
-    result = _default_value(copy.deepcopy(dict(obj)), schema)
+def apply_defaults(obj: Mapping[str, Any], schema: Schema, *, in_place: bool = False) -> dict[str, Any]:
+    """Return ``obj`` with the schema's ``default`` values filled in where fields are missing: a
+    copy, or ``obj`` itself changed with ``in_place`` (for a dict nobody else holds, such as what
+    :func:`prune` returned)."""
+    target = obj if in_place and type(obj) is dict else json_copy(dict(obj))
+    result = _default_value(target, schema)
     return result if isinstance(result, dict) else dict(obj)
 
 
@@ -137,30 +158,51 @@ def _default_or_prune_null(value: dict[str, Any], key: str, schema: Schema) -> N
     if key in value and value[key] is None and not schema.get("nullable"):
         del value[key]
     if key not in value and "default" in schema:
-        value[key] = copy.deepcopy(schema["default"])
+        value[key] = json_copy(schema["default"])
+
+
+_DEFAULTED: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, Schema], ...]]] = {}
+"""id of a ``properties`` map → (the map, its properties that have a ``default``). The entry
+holds the map, so its id cannot be reused by another while the entry exists."""
+
+
+def _defaulted(properties: Mapping[str, Any]) -> tuple[tuple[str, Schema], ...]:
+    """The properties of ``properties`` that declare a ``default`` (computed once per map)."""
+    entry = _DEFAULTED.get(id(properties))
+    if entry is None or entry[0] is not properties:
+        found = tuple((key, sub) for key, sub in properties.items() if _is_map(sub) and "default" in sub)
+        entry = _DEFAULTED[id(properties)] = (properties, found)
+    return entry[1]
 
 
 def _default_value(value: Any, schema: Schema) -> Any:
     if isinstance(value, dict):
         properties = schema.get("properties")
-        if isinstance(properties, Mapping):
-            for key, sub in properties.items():
-                if isinstance(sub, Mapping):
-                    _default_or_prune_null(value, key, sub)
-            for key, sub in properties.items():
-                if isinstance(sub, Mapping) and key in value:
-                    value[key] = _default_value(value[key], sub)
+        if _is_map(properties):
+            # What _default_or_prune_null does for every property, without visiting the ones
+            # the value lacks and the schema gives no default (most of a large schema).
+            for key in [key for key, item in value.items() if item is None]:
+                sub = properties.get(key)
+                if _is_map(sub) and not sub.get("nullable"):
+                    del value[key]
+            for key, sub in _defaulted(properties):
+                if key not in value:
+                    value[key] = json_copy(sub["default"])
+            for key, item in value.items():
+                sub = properties.get(key)
+                if isinstance(item, dict | list) and _is_map(sub):
+                    value[key] = _default_value(item, sub)
         additional = schema.get("additionalProperties")
-        if isinstance(additional, Mapping):
+        if _is_map(additional):
             for key in list(value):
-                if not (isinstance(properties, Mapping) and key in properties):
+                if not (_is_map(properties) and key in properties):
                     _default_or_prune_null(value, key, additional)
                     if key in value:
                         value[key] = _default_value(value[key], additional)
         return value
     if isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if _is_map(items):
             return [_default_value(item, items) for item in value]
     return value
 
@@ -298,7 +340,7 @@ def _check_array(value: list[Any], schema: Schema, path: str, errors: list[Field
             FieldError("FieldValueTooMany", shown, f"must have at most {max_items} items", len(value))
         )
     items = schema.get("items")
-    if isinstance(items, Mapping):
+    if _is_map(items):
         for index, item in enumerate(value):
             _check(item, items, f"{path}[{index}]", errors)
     _check_list_uniqueness(value, schema, path, errors)
@@ -328,11 +370,11 @@ def _check_object(value: dict[str, Any], schema: Schema, path: str, errors: list
     if isinstance(required, list):
         errors.extend(v.required(_child(path, str(key))) for key in required if key not in value)
     properties = schema.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
+    properties = properties if _is_map(properties) else {}
     additional = schema.get("additionalProperties")
     for key, item in value.items():
         sub = properties.get(key)
-        if isinstance(sub, Mapping):
+        if _is_map(sub):
             _check(item, sub, _child(path, key), errors)
-        elif isinstance(additional, Mapping):
+        elif _is_map(additional):
             _check(item, additional, _child(path, key), errors)

@@ -12,7 +12,6 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections import deque
@@ -20,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+import orjson
 
 __all__ = ["Counter", "LogEntry", "Stats", "StatsDelta"]
 
@@ -112,7 +113,7 @@ class Stats:
             counter.max_seconds = max(counter.max_seconds, seconds)
             self.log.append(entry)
             if self._log_file is not None:
-                self._log_file.write(json.dumps(entry.__dict__) + "\n")
+                self._log_file.write(orjson.dumps(entry.__dict__).decode() + "\n")
 
     def count(
         self, verb: str | None = None, resource: str | None = None, *, code: int | None = None, **match: str

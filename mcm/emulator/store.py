@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import orjson
+
 __all__ = [
     "MAX_OBJECT_BYTES",
     "Change",
@@ -61,7 +63,13 @@ ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
 def encode(value: Any) -> bytes:
-    """Compact JSON bytes (no raw newlines, UTF-8; lone surrogates are escaped)."""
+    """Compact JSON bytes (no raw newlines, UTF-8; lone surrogates are escaped). orjson when it can
+    (it is several times faster, and every stored object is encoded at least once); the standard
+    library for what orjson refuses (lone surrogates, integers beyond 64 bits, non-string keys)."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        pass
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     try:
         return text.encode("utf-8")

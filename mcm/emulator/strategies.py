@@ -575,8 +575,9 @@ def custom_strategy(schema_by_version: Mapping[str, Mapping[str, Any]], status_s
         return (obj, []) if found is None else schemas.prune(obj, found)
 
     def defaults(obj: Obj) -> Obj:
+        # Called on what prune returned (storage's _prepare): a private copy, defaulted in place.
         found = _schema_for(frozen, obj)
-        return obj if found is None else schemas.apply_defaults(obj, found)
+        return obj if found is None else schemas.apply_defaults(obj, found, in_place=True)
 
     def validate(new: Obj, old: Obj | None) -> list[FieldError]:
         found = _schema_for(frozen, new)
@@ -587,7 +588,7 @@ def custom_strategy(schema_by_version: Mapping[str, Mapping[str, Any]], status_s
         status_subresource=status_subresource,
         reset_status_on_create=status_subresource,
         unconditional_update=False,
-        normalize=lambda obj: prune(obj)[0],
+        # No normalize: it runs on what prune returned, and pruning twice changes nothing.
         defaults=defaults,
         validate=validate,
         prune=prune,

@@ -6,6 +6,8 @@ timeouts, back-offs and resyncs without real waiting.
 Guarantees:
 
 - :class:`RealClock` reads ``time.monotonic`` for durations and UTC wall time for timestamps.
+  Its timers and ``after_func`` callbacks run on one shared daemon thread (``mcm-clock``), in
+  deadline order; a callback must be short and must not block.
 - :class:`FakeClock` moves only when a test calls :meth:`FakeClock.step` or
   :meth:`FakeClock.set_time`. Everything that waits on it (``sleep``, ``after``, timers,
   ``wait``, ``wait_condition``) wakes exactly when the fake time reaches its deadline, never
@@ -76,6 +78,12 @@ class Clock(Protocol):
         """A stoppable, resettable one-shot timer."""
         ...
 
+    def after_func(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        """Call ``fn`` once ``seconds`` have passed (``AfterFunc``); stopping the returned timer
+        before then prevents the call. A real clock calls it on its timer thread, a fake one in
+        the step that passes the deadline (at once when ``seconds <= 0``)."""
+        ...
+
     def wait(self, event: threading.Event, seconds: float | None) -> bool:
         """Block until ``event`` is set or ``seconds`` pass; return ``event.is_set()``.
 
@@ -112,7 +120,8 @@ class _Scheduler:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="mcm-clock", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if self._heap[0][2] is entry:  # a later deadline does not change the thread's wait
+                self._cond.notify()
 
     def _run(self) -> None:
         while True:
@@ -153,19 +162,28 @@ class _Entry:
 
 
 class _Timer:
-    """Timer implementation shared by both clocks; ``arm`` schedules an entry."""
+    """Timer implementation shared by both clocks; ``arm`` schedules an entry. With ``fn`` the
+    timer calls it after setting its event (``after_func``)."""
 
-    def __init__(self, arm: Callable[[float, _Entry], None], seconds: float) -> None:
+    def __init__(
+        self, arm: Callable[[float, _Entry], None], seconds: float, fn: Callable[[], None] | None = None
+    ) -> None:
         self._arm = arm
         self._event = threading.Event()
+        self._fn = fn
         self._entry = self._schedule(seconds)
 
     @property
     def event(self) -> threading.Event:
         return self._event
 
+    def _fire(self) -> None:
+        self._event.set()
+        if self._fn is not None:
+            self._fn()
+
     def _schedule(self, seconds: float) -> _Entry:
-        entry = _Entry(self._event.set)
+        entry = _Entry(self._fire if self._fn is not None else self._event.set)
         self._arm(seconds, entry)
         return entry
 
@@ -209,6 +227,9 @@ class RealClock:
 
     def new_timer(self, seconds: float) -> Timer:
         return _Timer(self._arm, seconds)
+
+    def after_func(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        return _Timer(self._arm, seconds, fn)
 
     def wait(self, event: threading.Event, seconds: float | None) -> bool:
         if seconds is not None and seconds <= 0:
@@ -299,6 +320,9 @@ class FakeClock:
 
     def new_timer(self, seconds: float) -> Timer:
         return _Timer(self._arm, seconds)
+
+    def after_func(self, seconds: float, fn: Callable[[], None]) -> Timer:
+        return _Timer(self._arm, seconds, fn)
 
     def sleep(self, seconds: float) -> None:
         """Block until another thread steps the clock past ``now + seconds``."""

@@ -47,6 +47,13 @@ a driver call (a per-object marker that others test without waiting is used inst
 
 Stopping: set ``stop`` **and** shut the queue down. Workers blocked in ``get`` return only when
 the queue shuts down; they then poll ``stop`` once a second until it is set.
+
+Replacing a stuck worker: code running on a worker thread of :func:`start_workers` can take
+:func:`current_worker` (its :class:`WorkerSlot`) and hand it to a watchdog. ``slot.replace()``
+(from any thread) gives the worker's place in its pool to a new thread, so the pool keeps its
+size while the old thread is stuck (in a driver call past its deadline, say). The old thread
+keeps its item until it is done with it, so the item is never processed twice at the same time,
+and then ends; if it never returns it is a daemon thread and nothing waits for it.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ import threading
 import traceback
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from mcm.runtime import errors
 from mcm.runtime.clock import REAL_CLOCK, Clock
@@ -72,6 +79,8 @@ __all__ = [
     "WORKER_RESTART_PERIOD",
     "Reconciler",
     "Result",
+    "WorkerSlot",
+    "current_worker",
     "join_workers",
     "process_next_work_item",
     "run_worker",
@@ -287,6 +296,32 @@ def start_workers(  # noqa: PLR0917 - mirrors MCM's createWorker parameters
     return workers.threads
 
 
+_CURRENT = threading.local()
+"""``slot``: the :class:`WorkerSlot` of the calling thread when it is a pool worker."""
+
+
+class WorkerSlot:
+    """One worker thread's place in its :func:`start_workers` pool."""
+
+    __slots__ = ("_thread", "_workers")
+
+    def __init__(self, workers: _Workers[Any], thread: threading.Thread) -> None:
+        self._workers = workers
+        self._thread = thread
+
+    def replace(self) -> bool:
+        """Give this worker's place to a new thread (started at once if every other worker is
+        busy and the queue has not stopped); the worker ends once its current item is done.
+        Safe from any thread; ``False`` when it was already replaced or has ended."""
+        return self._workers.replace(self._thread)
+
+
+def current_worker() -> WorkerSlot | None:
+    """The calling thread's :class:`WorkerSlot`; ``None`` unless it is a pool worker."""
+    slot: WorkerSlot | None = getattr(_CURRENT, "slot", None)
+    return slot
+
+
 def join_workers(threads: list[threading.Thread], timeout: float | None = None) -> None:
     """Join every thread of a :func:`start_workers` list (once ``stop`` is set), each at most
     ``timeout`` seconds, including threads that started while joining."""
@@ -301,7 +336,9 @@ class _Workers(Generic[T]):
     """The worker threads of one queue, started and ended on demand (see :func:`start_workers`).
 
     ``_busy`` counts threads holding an item; ``_spare_since`` is when the queue last came to
-    have two or more idle threads (``None`` while it has fewer). All three change under ``_lock``.
+    have two or more idle threads (``None`` while it has fewer); ``_replaced`` holds the threads
+    whose place went to another (:meth:`replace`) and that still hold their item. All change
+    under ``_lock``.
     """
 
     def __init__(  # noqa: PLR0917 - the parameters of start_workers
@@ -330,6 +367,7 @@ class _Workers(Generic[T]):
         self._busy = 0
         self._spare_since: float | None = None
         self._started = 0
+        self._replaced: set[threading.Thread] = set()
         self.threads: list[threading.Thread] = []
         if count > 0:
             with self._lock:
@@ -353,8 +391,9 @@ class _Workers(Generic[T]):
     def _work(self, ended: threading.Event) -> None:
         """Serve the queue until it shuts down or this thread is a spare idle one.
 
-        Sets ``ended`` (which ends the thread's ``until`` loop) when the thread retires, or
-        when the queue has shut down and ``stop`` is set."""
+        Sets ``ended`` (which ends the thread's ``until`` loop) when the thread retires or was
+        replaced, or when the queue has shut down and ``stop`` is set."""
+        _CURRENT.slot = WorkerSlot(self, threading.current_thread())
         while True:
             wait = self._idle_wait()
             taken = self._queue.get() if wait is None else self._queue.get_within(wait)
@@ -371,14 +410,43 @@ class _Workers(Generic[T]):
                     name=self._name,
                     busy=self._note,
                 )
+            if self._replaced and self._leave_if_replaced():
+                ended.set()
+                return
             if self._retire():
                 ended.set()
                 return
         if self._stop.is_set():
             ended.set()
 
+    def replace(self, thread: threading.Thread) -> bool:
+        """Take ``thread`` (busy with an item) out of the pool and start another in its place
+        when every remaining thread is busy; see :meth:`WorkerSlot.replace`."""
+        with self._lock:
+            if thread not in self.threads or thread in self._replaced:
+                return False
+            self.threads.remove(thread)
+            self._replaced.add(thread)
+            self._busy -= 1
+            if self._busy >= len(self.threads) < self._count and not self._stop.is_set():
+                self._start_one()
+            else:
+                self._count_spares()
+            return True
+
+    def _leave_if_replaced(self) -> bool:
+        """True (and forgotten) when the calling thread's place went to another thread."""
+        with self._lock:
+            thread = threading.current_thread()
+            if thread not in self._replaced:
+                return False
+            self._replaced.discard(thread)
+            return True
+
     def _note(self, busy: bool) -> None:
         with self._lock:
+            if not busy and self._replaced and threading.current_thread() in self._replaced:
+                return  # its place, and its count, went to the thread that replaced it
             self._busy += 1 if busy else -1
             if busy and self._busy >= len(self.threads) < self._count and not self._stop.is_set():
                 self._start_one()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -19,13 +18,15 @@ from .builders import HEALTHY, mk_machine
 from .fakes import START
 
 
-def test_a_hanging_driver_call_ends_at_its_deadline() -> None:
+def test_a_hanging_driver_call_is_abandoned_at_its_deadline_and_counted_once() -> None:
     clock = FakeClock(START)
     registry = CollectorRegistry()
     caller = DriverCaller(clock, ControllerMetrics(registry, "fake"), 30.0)
+    entered = threading.Event()
     cancelled: list[bool] = []
 
     def hang(ctx: CallContext) -> str:
+        entered.set()
         ctx.cancelled.wait(10)
         cancelled.append(ctx.cancelled.is_set())
         return "late"
@@ -40,65 +41,88 @@ def test_a_hanging_driver_call_ends_at_its_deadline() -> None:
 
     thread = threading.Thread(target=call)
     thread.start()
-    clock.block_until_waiters()
-    clock.step(30.0)
+    assert entered.wait(5)
+    clock.step(29.0)
+    assert caller.in_flight == 1 and not cancelled
+    clock.step(1.0)  # the watchdog abandons it in this step: the context is cancelled
     thread.join(5)
+    assert cancelled == [True]
     assert [e.code for e in errors] == [Code.DeadlineExceeded]
+    assert caller.in_flight == 0
     failed = registry.get_sample_value(
         "mcm_cloud_api_driver_requests_failed_total",
         {"provider": "fake", "operation": "CreateMachine", "error_code": "DeadlineExceeded"},
     )
-    assert failed == 1.0
+    assert failed == 1.0  # when abandoned, not again when it returned
 
 
-def test_driver_calls_reuse_a_bounded_set_of_daemon_threads() -> None:
+def test_a_driver_call_runs_on_the_callers_thread_and_starts_no_thread() -> None:
+    registry = CollectorRegistry()
+    caller = DriverCaller(FakeClock(START), ControllerMetrics(registry, "fake"), 30.0)
+    threads: list[threading.Thread] = []
+    before = threading.active_count()
+
+    def answer(ctx: CallContext) -> str:
+        threads.append(threading.current_thread())
+        return "vm"
+
+    assert [caller.call("create_machine", answer, provider="p") for _ in range(20)] == ["vm"] * 20
+    assert set(threads) == {threading.current_thread()}
+    assert threading.active_count() == before
+    count = registry.get_sample_value(
+        "mcm_cloud_api_driver_request_duration_seconds_count",
+        {"provider": "p", "operation": "CreateMachine"},
+    )
+    assert count == 20.0
+
+
+def test_one_timer_watches_every_call_in_flight() -> None:
+    """The watchdog costs no timer, thread or wake-up per call: one timer is armed for the
+    first deadline, and re-armed when it fires for the calls still in flight."""
     clock = FakeClock(START)
-    caller = DriverCaller(clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0, max_threads=2)
-    threads: set[threading.Thread] = set()
-
-    def record(ctx: CallContext) -> int:
-        threads.add(threading.current_thread())
-        return len(threads)
-
-    results = [caller.call("get_machine_status", record) for _ in range(20)]
-    assert len(results) == 20
-    assert 1 <= len(threads) <= 2
-    assert all(t.daemon for t in threads)
-
-
-def test_idle_driver_call_threads_end_so_the_thread_count_returns_to_its_baseline() -> None:
-    """Found by the chaos suite: after a burst of concurrent driver calls (a failover backlog,
-    slow calls) the pool kept every thread it had started, for ever."""
-    from mcm.controller.drivercalls import IDLE_TIMEOUT
-
-    clock = FakeClock(START)
-    caller = DriverCaller(clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0, max_threads=8)
+    caller = DriverCaller(clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0)
+    for _ in range(50):
+        caller.call("get_machine_status", lambda ctx: "vm")
+    assert clock.waiter_count() == 1
     release = threading.Event()
     started = threading.Barrier(4)
 
     def hold(ctx: CallContext) -> str:
         started.wait(5)
-        release.wait(5)
-        return "ok"
+        release.wait(10)
+        return "vm"
 
-    burst = [threading.Thread(target=caller.call, args=("get_machine_status", hold)) for _ in range(3)]
-    for thread in burst:
+    clock.step(20.0)
+    calls = [threading.Thread(target=caller.call, args=("get_machine_status", hold)) for _ in range(3)]
+    for thread in calls:
         thread.start()
     started.wait(5)
-    assert caller.pool_threads == 3
+    assert caller.in_flight == 3 and clock.waiter_count() == 1
+    clock.step(10.0)  # the first timer fires: nothing is due, it re-arms for the three calls
+    assert caller.in_flight == 3 and clock.waiter_count() == 1
     release.set()
-    for thread in burst:
+    for thread in calls:
         thread.join(5)
-    assert caller.call("get_machine_status", lambda ctx: "again") == "again"
-    assert caller.pool_threads == 3  # idle threads are reused, not added to
-    clock.block_until_waiters(3)
-    clock.step(IDLE_TIMEOUT + 1)
-    deadline = time.monotonic() + 5
-    while caller.pool_threads and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert caller.pool_threads == 0
-    assert caller.call("get_machine_status", lambda ctx: "later") == "later"
-    assert caller.pool_threads == 1
+    assert caller.in_flight == 0
+
+
+def test_a_call_that_returned_in_time_is_never_abandoned() -> None:
+    clock = FakeClock(START)
+    caller = DriverCaller(clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0)
+    abandoned: list[str] = []
+    contexts: list[CallContext] = []
+
+    def answer(ctx: CallContext) -> str:
+        contexts.append(ctx)
+        return "vm"
+
+    def on_abandon() -> Callable[[], None]:
+        abandoned.append("create_machine")
+        return lambda: None
+
+    assert caller.call("create_machine", answer, on_abandon=on_abandon) == "vm"
+    clock.step(60.0)
+    assert abandoned == [] and not contexts[0].cancelled.is_set()
 
 
 def test_a_driver_raising_anything_else_is_internal_and_measured() -> None:
@@ -140,73 +164,47 @@ def test_no_vm_changing_call_is_made_while_the_lease_is_not_surely_held() -> Non
     assert isinstance(LeaseNotHeld("x"), TransientError)  # a retry, never a crash
 
 
-class _BusyPool:
-    """A caller whose only pool thread is held by a call that waits for ``release``."""
+def test_a_vm_changing_call_checks_the_lease_when_it_starts() -> None:
+    """Issue 36 #2: the fence was checked when a call was made only, so a CreateMachine that
+    waited before it started ran after the Lease was lost. The check is now the last thing
+    before the driver: after the context and the watchdog's entry exist."""
+    caller: DriverCaller
+    seen: list[int] = []
 
-    def __init__(self, held: list[bool]) -> None:
-        self.clock = FakeClock(START)
-        self.caller = DriverCaller(
-            self.clock,
-            ControllerMetrics(CollectorRegistry(), "fake"),
-            30.0,
-            max_threads=1,
-            holds_lease=lambda: held[0],
-        )
-        self.release = threading.Event()
-        self.errors: list[Exception] = []
-        self.threads = [self._start("get_machine_status", lambda ctx: self.release.wait(10))]
+    def holds_lease() -> bool:
+        seen.append(caller.in_flight)
+        return False  # lost while the call was being made
 
-    def _start(self, method: str, fn: Any, **kwargs: Any) -> threading.Thread:
-        def run() -> None:
-            try:
-                self.caller.call(method, fn, **kwargs)
-            except Exception as err:
-                self.errors.append(err)
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        return thread
-
-    def queue(self, method: str, fn: Any, **kwargs: Any) -> None:
-        """Make a call that waits for the pool thread (both callers then wait on the clock)."""
-        self.threads.append(self._start(method, fn, **kwargs))
-        self.clock.block_until_waiters(len(self.threads), timeout=5)
-
-    def finish(self) -> None:
-        self.release.set()
-        for thread in self.threads:
-            thread.join(5)
-
-
-def test_a_queued_vm_changing_call_checks_the_lease_again_when_it_starts() -> None:
-    """Issue 36 #2: the fence was checked when a call was queued only, so a CreateMachine that
-    waited for a pool thread ran after the Lease was lost."""
-    held = [True]
-    pool = _BusyPool(held)
+    caller = DriverCaller(
+        FakeClock(START), ControllerMetrics(CollectorRegistry(), "fake"), 30.0, holds_lease=holds_lease
+    )
     created: list[str] = []
-    pool.queue("create_machine", lambda ctx: created.append("vm"))
-    held[0] = False  # the Lease is lost while the call waits for the pool thread
-    pool.finish()
+    with pytest.raises(LeaseNotHeld):
+        caller.call("create_machine", lambda ctx: created.append("vm"))
     assert created == [], "the driver was called after the Lease was lost"
-    assert [type(e) for e in pool.errors] == [LeaseNotHeld]
+    assert seen == [1], "the fence was not checked at the start of the call"
+    assert caller.in_flight == 0
 
 
 def test_a_call_abandoned_before_it_started_never_starts() -> None:
-    """Issue 36 #2: a call still waiting for a pool thread when its deadline passed (its context
-    cancelled) must not start later; what its late return releases is still released."""
-    pool = _BusyPool([True])
+    """Issue 36 #2: a call whose deadline passed before it started (the process paused between
+    making the call and starting it, here inside the lease check) must not start later; what its
+    late return releases is still released."""
+    clock = FakeClock(START)
+
+    def paused_past_the_deadline() -> bool:
+        clock.step(30.0)  # the watchdog abandons the call in this step
+        return True
+
+    caller = DriverCaller(
+        clock, ControllerMetrics(CollectorRegistry(), "fake"), 30.0, holds_lease=paused_past_the_deadline
+    )
     created: list[str] = []
     released = threading.Event()
-    pool.queue("create_machine", lambda ctx: created.append("vm"), on_abandon=lambda: released.set)
-    pool.clock.step(30.0)  # both calls are abandoned at their deadline
-    for thread in pool.threads:
-        thread.join(5)
-    assert sorted(e.code for e in pool.errors if isinstance(e, MachineError)) == [
-        Code.DeadlineExceeded,
-        Code.DeadlineExceeded,
-    ]
-    pool.release.set()  # the pool thread is free: the queued call's turn
-    assert released.wait(5), "the abandoned call's release never ran"
+    with pytest.raises(MachineError) as raised:
+        caller.call("create_machine", lambda ctx: created.append("vm"), on_abandon=lambda: released.set)
+    assert raised.value.code == Code.DeadlineExceeded
+    assert released.is_set(), "the abandoned call's release never ran"
     assert created == [], "a call abandoned before it started was started"
 
 
@@ -258,48 +256,3 @@ def test_collector_exposes_items_frozen_info_condition_and_head_phase_mapping() 
         "mcm_machine_num_failed_join",
     ):
         assert name in names, name
-
-
-def test_a_prompt_driver_is_called_on_the_callers_thread_with_the_same_errors_and_metrics() -> None:
-    registry = CollectorRegistry()
-    caller = DriverCaller(FakeClock(START), ControllerMetrics(registry, "fake"), 30.0, prompt=lambda: True)
-    threads: list[threading.Thread] = []
-
-    def answer(ctx: CallContext) -> str:
-        threads.append(threading.current_thread())
-        return "vm"
-
-    def broken(ctx: CallContext) -> str:
-        raise KeyError("boom")
-
-    assert caller.call("create_machine", answer, provider="p") == "vm"
-    assert threads == [threading.current_thread()]
-    assert caller.pool_threads == 0
-    with pytest.raises(MachineError) as raised:
-        caller.call("delete_machine", broken, provider="p")
-    assert (raised.value.code, raised.value.message) == (Code.Internal, "KeyError: 'boom'")
-    failed = registry.get_sample_value(
-        "mcm_cloud_api_driver_requests_failed_total",
-        {"provider": "p", "operation": "DeleteMachine", "error_code": "Internal"},
-    )
-    assert failed == 1.0
-
-
-def test_only_an_unscripted_or_plainly_scripted_fake_driver_returns_promptly() -> None:
-    from mcm.driver import SafeDriver
-    from mcm.driver.fake import FakeDriver
-
-    fake = FakeDriver()
-    assert fake.returns_promptly() and SafeDriver(fake).returns_promptly()
-    fake.script("create_machine", MachineError(Code.Unavailable, "busy"))
-    assert fake.returns_promptly()
-    fake.script("create_machine", lambda ctx, request: request, machine="m1")
-    assert not fake.returns_promptly() and not SafeDriver(fake).returns_promptly()
-    fake.reset_scripts()
-    fake.always("delete_machine", lambda ctx, request: request)
-    assert not fake.returns_promptly()
-
-    class Slow(FakeDriver):
-        pass
-
-    assert not Slow().returns_promptly()

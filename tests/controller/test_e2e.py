@@ -49,6 +49,20 @@ def test_create_pending_running(env: Env) -> None:
     assert len(env.driver.calls_to("create_machine")) == 1
 
 
+def test_the_mutation_cache_lets_go_of_writes_the_informer_delivered(env: Env) -> None:
+    """Issue 39: the answers to the controller's Machine writes stayed in the mutation cache
+    until read again, a second copy of every machine the controller had written to."""
+    env.setup_class()
+    env.start()
+    _running(env, "machine-one")
+    controller = env.controller
+    assert controller is not None
+    eventually(lambda: len(controller.mutations) == 0, what="no recorded write left")
+    # A write no reconcile reads back (a label: the Machine's generation stays, nothing is queued).
+    controller.deps.writers.machines.patch("machine-one", {"metadata": {"labels": {"x": "y"}}}, namespace=NS)
+    eventually(lambda: len(controller.mutations) == 0, what="the write's answer dropped")
+
+
 def _running(env: Env, name: str) -> None:
     env.machines.create(machine(name), namespace=NS)
     eventually(lambda: env.phase(name) == c.PHASE_PENDING, what="Pending")

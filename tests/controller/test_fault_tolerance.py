@@ -27,7 +27,8 @@ from mcm.driver import (
 )
 from mcm.driver.grpc import GrpcDriver, serve
 from mcm.runtime.client.errors import ConnectionFailed
-from mcm.runtime.worker import DONE, Result
+from mcm.runtime.worker import DONE, Result, join_workers, start_workers
+from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 from .builders import HEALTHY, mk_class, mk_machine, mk_node, mk_secret
 from .fakes import NS, World, make_world
@@ -247,10 +248,8 @@ def test_a_create_machine_past_its_deadline_keeps_the_machine_in_creation_until_
     runner = threading.Thread(target=lambda: first.append(create(world, machine)))
     runner.start()
     assert booting.wait(5)
-    world.clock.block_until_waiters()
-    world.clock.step(10.0)
-    runner.join(5)
-    assert first == [Result.after(c.SHORT_RETRY)]  # DeadlineExceeded is retryable
+    world.clock.step(10.0)  # abandoned; the driver (ignoring the cancellation) still runs
+    assert runner.is_alive() and first == []
     assert KEY in world.deps.creation
     again = world.machines.get("machine-0")
     assert create(world, again) == Result.after(c.SHORT_RETRY)
@@ -258,9 +257,70 @@ def test_a_create_machine_past_its_deadline_keeps_the_machine_in_creation_until_
     deleting = dict(again, metadata={**again["metadata"], "deletionTimestamp": "2026-01-01T12:00:00Z"})
     assert trigger_deletion_flow(world.deps, deleting, klass(), {}) == Result.after(c.MEDIUM_RETRY)
     release.set()
-    wait_for(lambda: KEY not in world.deps.creation)
+    runner.join(5)
+    assert first == [Result.after(c.CONFLICT_RETRY)]  # DeadlineExceeded, written after the late answer
+    assert KEY not in world.deps.creation
     assert create(world, world.machines.get("machine-0")) == Result.after(c.SHORT_RETRY)
     assert len(world.driver.calls_to("create_machine")) == 1
+    assert world.machines.get("machine-0")["spec"]["providerID"] == "fakeID-0"
+
+
+def phase_of_machine(world: World, name: str) -> str | None:
+    return world.machines.get(name).get("status", {}).get("currentStatus", {}).get("phase")
+
+
+def test_a_worker_stuck_in_a_create_machine_is_replaced_and_no_second_vm_is_made() -> None:
+    """Issue 39: driver calls run on the workers. A CreateMachine past --driver-call-timeout
+    that ignores the cancellation: at the deadline the worker's place goes to a new thread
+    (the queue of one worker goes on with the next machine), the Machine stays in creation,
+    its key is not reconciled again while the call runs, and there is never a second
+    CreateMachine for it."""
+    world, _ = creation_world()
+    world.machines.put(mk_machine(world.clock, "machine-1"))
+    world.deps.calls = DriverCaller(world.clock, world.deps.metrics, 10.0)
+    booting, release = threading.Event(), threading.Event()
+
+    def slow_create(ctx: Any, request: Any) -> CreateMachineResponse:
+        booting.set()
+        release.wait(10)
+        world.driver.add_vm("fakeID-0", "machine-0")
+        return CreateMachineResponse("fakeID-0", "machine-0")
+
+    world.driver.script("create_machine", slow_create, machine="machine-0")
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        ItemExponentialFailureRateLimiter(0.0, 0.0), clock=world.clock
+    )
+    stop = threading.Event()
+    reconciler = MachineReconciler(world.deps)
+    threads = start_workers(
+        queue, "machine", 1, reconciler.reconcile_machine_key, 15, stop, clock=world.clock
+    )
+    try:
+        queue.add(KEY)
+        assert booting.wait(5)
+        stuck = threads[0]
+        queue.add(f"{NS}/machine-1")
+        assert queue.len() == 1  # the only worker is stuck in the driver
+        world.clock.step(10.0)  # the deadline: abandoned, the worker replaced
+        wait_for(lambda: world.machines.get("machine-1")["spec"].get("providerID") == "fake:///machine-1")
+        assert stuck not in threads and len(threads) == 1
+        assert KEY in world.deps.creation
+        queue.add(KEY)  # an update event meanwhile: kept back while the stuck worker holds it
+        assert queue.len() == 0
+        assert len(world.driver.calls_to("create_machine")) == 2  # machine-0 once, machine-1 once
+        release.set()
+        stuck.join(5)
+        assert not stuck.is_alive()  # the replaced worker ended once its call returned
+        world.clock.step(1.0)  # its DeadlineExceeded asked for a retry soon
+        wait_for(lambda: phase_of_machine(world, "machine-0") == c.PHASE_PENDING)
+    finally:
+        release.set()
+        stop.set()
+        queue.shut_down()
+        join_workers(threads, 5)
+    creates = [call.machine for call in world.driver.calls_to("create_machine")]
+    assert sorted(creates) == ["machine-0", "machine-1"]
+    assert sorted(world.driver.vms) == ["fake:///machine-1", "fakeID-0"]  # one VM per Machine
     assert world.machines.get("machine-0")["spec"]["providerID"] == "fakeID-0"
 
 

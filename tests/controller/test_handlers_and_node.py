@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from mcm.apis.machine import constants as c
@@ -58,6 +59,52 @@ def test_machine_add_and_delete_use_one_class_key_spelling_and_accept_tombstones
     assert ("machinetermination", f"{NS}/machine-0", 0.0) in seen
 
 
+def test_machine_events_let_the_mutation_cache_drop_writes_the_informer_delivered() -> None:
+    """Issue 39: the answers to the controller's Machine writes stayed in the mutation cache until
+    read again (a second copy of every machine written to); the Machine handlers now tell the
+    cache what the informer delivered, and which Machine went."""
+    from mcm.runtime.cache import Indexer, MutationCache
+
+    world = make_world()
+    machine = mk_machine(world.clock)
+    machine["metadata"]["resourceVersion"] = "5"
+    written = copy.deepcopy(machine)
+    written["metadata"]["resourceVersion"] = "7"
+    backing = Indexer()
+    backing.add(machine)
+    mutations = MutationCache(backing, ttl=60)
+    handlers = EventHandlers(world.deps, lambda q, k, a: None, mutations)
+    mutations.mutation(written)
+    assert len(mutations) == 1
+    handlers.machine_updated(machine, written)  # the informer's copy of our write: dropped
+    assert len(mutations) == 0
+    mutations.mutation(copy.deepcopy(written) | {"metadata": {**written["metadata"], "resourceVersion": "9"}})
+    handlers.machine_deleted(DeletedFinalStateUnknown(f"{NS}/machine-0", written))
+    assert len(mutations) == 0
+
+
+def test_node_events_let_the_node_mutation_cache_drop_writes_the_informer_delivered() -> None:
+    """Issue 39: a machine reconciled twice as its Node arrived wrote the node template again on
+    the cached Node its first pass had already written (409, 0.085 writes a machine); Nodes are
+    now read through a mutation cache, which the Node handlers keep small."""
+    from mcm.runtime.cache import Indexer, MutationCache
+
+    world = make_world()
+    node = mk_node("node-0", metadata={"resourceVersion": "5"})
+    written = mk_node("node-0", metadata={"resourceVersion": "6", "labels": {"a": "b"}})
+    backing = Indexer()
+    backing.add(node)
+    mutations = MutationCache(backing, ttl=60)
+    handlers = EventHandlers(world.deps, lambda q, k, a: None, node_mutations=mutations)
+    mutations.mutation(written)
+    assert mutations.get_by_key("node-0") is written  # the next reconcile sees its own write
+    handlers.node_updated(node, written)  # no machine for it: still observed
+    assert len(mutations) == 0
+    mutations.mutation(mk_node("node-0", metadata={"resourceVersion": "9"}))
+    handlers.node_deleted(DeletedFinalStateUnknown("node-0", written))
+    assert len(mutations) == 0
+
+
 def test_class_events_enqueue_class_and_secrets() -> None:
     world = make_world()
     h, seen = handlers(world)
@@ -74,6 +121,41 @@ def test_node_condition_change_enqueues_its_machine() -> None:
     new["status"]["conditions"][0]["status"] = "False"
     h.node_updated(old, new)
     assert seen == [("machine", f"{NS}/machine-0", 0.0)]
+
+
+def test_a_new_node_reaches_its_machine_in_one_hop_and_the_node_queue_after_the_grace() -> None:
+    """A Node whose conditions the Machine does not hold yet enqueues the Machine at once
+    (upstream v0.47.0 ``addNodeToMachine``): before, the Machine was reached only through the
+    node queue's worker, a second queue hop on the way to Running. The node queue looks at the
+    finalizer once the grace is over (the machine's node-template write carries it)."""
+    world = make_world()
+    h, seen = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0", phase=c.PHASE_PENDING))
+    h.node_added(mk_node("node-0", HEALTHY))
+    assert seen == [("machine", f"{NS}/machine-0", 0.0), ("node", "node-0", node.NODE_FINALIZER_GRACE)]
+
+
+def test_a_new_node_goes_to_the_node_queue_at_once_without_news_for_its_machine() -> None:
+    world = make_world()
+    h, seen = handlers(world)
+    h.node_added(mk_node("node-0", HEALTHY))  # no machine
+    world.machines.put(mk_machine(world.clock, node="node-1", phase=c.PHASE_RUNNING, conditions=HEALTHY))
+    h.node_added(mk_node("node-1", HEALTHY))  # the machine holds these conditions (a relist)
+    world.machines.put(mk_machine(world.clock, node="node-2", name="machine-2", phase=c.PHASE_TERMINATING))
+    h.node_added(mk_node("node-2", HEALTHY))
+    deleting = mk_node("node-3", HEALTHY, metadata={"deletionTimestamp": ts(world.clock)})
+    world.machines.put(mk_machine(world.clock, node="node-3", name="machine-3", phase=c.PHASE_PENDING))
+    h.node_added(deleting)
+    assert seen == [("node", f"node-{i}", 0.0) for i in range(4)]
+
+
+def test_a_new_node_goes_to_the_node_queue_at_once_while_the_controller_is_frozen() -> None:
+    world = make_world()
+    world.deps = dataclasses.replace(world.deps, frozen=lambda: True)
+    h, seen = handlers(world)
+    world.machines.put(mk_machine(world.clock, node="node-0", phase=c.PHASE_PENDING))
+    h.node_added(mk_node("node-0", HEALTHY))
+    assert seen == [("node", "node-0", 0.0)]
 
 
 def test_not_managed_nodes_are_ignored() -> None:

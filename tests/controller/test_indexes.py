@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from mcm.apis.machine import constants as c
-from mcm.controller.indexes import MACHINE_INDEXERS, machines_by_node, machines_of_class
+from mcm.controller.indexes import MACHINE_INDEXERS, count_of_class, machines_by_node, machines_of_class
 from mcm.controller.node import machine_for_node
 from mcm.runtime.cache.keys import NAMESPACE_INDEX, meta_namespace_index_func
 from mcm.runtime.cache.listers import Lister, NamespaceLister
@@ -61,6 +61,8 @@ def test_index_lookups_match_a_scan() -> None:
         assert _names(machines_by_node(indexed.deps, node)) == _names(machines_by_node(scanning.deps, node))
     for name in ("class-a", "class-b", "class-0", ""):
         assert _names(machines_of_class(indexed.deps, name)) == _names(machines_of_class(scanning.deps, name))
+        expected = len(machines_of_class(scanning.deps, name))
+        assert count_of_class(indexed.deps, name) == count_of_class(scanning.deps, name) == expected
     assert _names(machines_by_node(indexed.deps, "node-a")) == ["m-a"]
     assert _names(machines_of_class(indexed.deps, "class-a")) == ["m-a", "m-b"]
 

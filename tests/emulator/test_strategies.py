@@ -381,9 +381,10 @@ def test_custom_strategy_prunes_defaults_and_validates() -> None:
         "metadata": {"name": "w"},
         "spec": {"size": 1, "junk": True},
     }
-    normalized = s.normalize(obj)
-    assert normalized["spec"] == {"size": 1}
-    assert s.prune(obj)[1] == ["spec.junk"]
+    normalized, dropped = s.prune(obj)
+    assert normalized["spec"] == {"size": 1} and dropped == ["spec.junk"]
+    assert obj["spec"] == {"size": 1, "junk": True}  # pruning copies
+    assert s.normalize(normalized) is normalized  # after pruning, nothing is left to normalize
     assert s.defaults(normalized)["spec"]["mode"] == "fast"
     bad = {**obj, "spec": {"size": "big"}}
     assert [e.field for e in s.validate(bad, None)] == ["spec.size"]

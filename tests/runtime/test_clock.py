@@ -126,6 +126,35 @@ def test_block_until_waiters_times_out() -> None:
         FakeClock().block_until_waiters(1, timeout=0.01)
 
 
+def test_after_func_calls_at_the_deadline_in_the_step_unless_stopped() -> None:
+    clock = FakeClock()
+    calls: list[float] = []
+    clock.after_func(5, lambda: calls.append(clock.monotonic()))
+    stopped = clock.after_func(5, lambda: calls.append(-1.0))
+    assert stopped.stop() is True
+    clock.step(4.999)
+    assert calls == []
+    clock.step(0.001)
+    assert calls == [clock.monotonic()]
+    clock.after_func(0, lambda: calls.append(0.0))
+    assert calls[-1] == 0.0  # at once
+
+
+def test_real_clock_after_func_runs_callbacks_in_deadline_order() -> None:
+    clock = RealClock()
+    order: list[str] = []
+    done = threading.Event()
+
+    def late() -> None:
+        order.append("late")
+        done.set()
+
+    clock.after_func(0.2, late)
+    clock.after_func(0.05, lambda: order.append("early"))  # an earlier deadline wakes the thread
+    assert done.wait(5)
+    assert order == ["early", "late"]
+
+
 def test_real_clock_after_and_wait() -> None:
     assert REAL_CLOCK.after(0.01).wait(5)
     event = threading.Event()

@@ -12,7 +12,15 @@ from mcm.driver import Code, MachineError
 from mcm.runtime import errors
 from mcm.runtime.client import errors as client_errors
 from mcm.runtime.clock import FakeClock
-from mcm.runtime.worker import DONE, Result, join_workers, process_next_work_item, start_workers
+from mcm.runtime.worker import (
+    DONE,
+    Result,
+    WorkerSlot,
+    current_worker,
+    join_workers,
+    process_next_work_item,
+    start_workers,
+)
 from mcm.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 TIMEOUT = 10.0
@@ -445,3 +453,66 @@ def test_no_worker_ends_once_stop_is_set_so_joining_waits_for_all() -> None:
     join_workers(threads, TIMEOUT)
     assert len(threads) == 3
     assert not any(thread.is_alive() for thread in threads)
+
+
+class Stuck:
+    """A reconcile that holds ``ns/stuck`` until released and hands out its worker's slot."""
+
+    def __init__(self) -> None:
+        self.slots: list[WorkerSlot | None] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.done: list[str] = []
+        self.concurrent = 0
+        self.max_concurrent = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, key: str) -> None:
+        if key != "ns/stuck":
+            with self.lock:
+                self.done.append(key)
+            return
+        with self.lock:
+            self.concurrent += 1
+            self.max_concurrent = max(self.max_concurrent, self.concurrent)
+            self.slots.append(current_worker())
+        self.entered.set()
+        self.release.wait(TIMEOUT)
+        with self.lock:
+            self.concurrent -= 1
+            self.done.append(key)
+
+
+def test_a_replaced_worker_gives_its_place_away_and_keeps_its_key_until_it_returns() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.0, 0.0))
+    stop = threading.Event()
+    reconcile = Stuck()
+    threads = start_workers(q, "replace", 1, reconcile, 3, stop)
+    q.add("ns/stuck")
+    assert reconcile.entered.wait(TIMEOUT)
+    stuck = threads[0]
+    q.add("ns/other")
+    assert q.len() == 1 and len(threads) == 1  # the pool's only worker is stuck
+    slot = reconcile.slots[0]
+    assert slot is not None
+    replacer = threading.Thread(target=slot.replace)  # from another thread, as a watchdog does
+    replacer.start()
+    replacer.join(TIMEOUT)
+    eventually(lambda: reconcile.done == ["ns/other"])  # its replacement serves the queue
+    assert stuck not in threads and len(threads) == 1  # the pool keeps its size
+    assert not slot.replace()  # once only
+    q.add("ns/stuck")  # while the stuck worker holds it: kept back, never processed twice at once
+    assert q.len() == 0 and reconcile.done == ["ns/other"]
+    reconcile.release.set()
+    eventually(lambda: reconcile.done.count("ns/stuck") == 2)  # once returned, the key is served again
+    assert reconcile.max_concurrent == 1
+    stuck.join(TIMEOUT)
+    assert not stuck.is_alive()  # the replaced worker ended after its item
+    assert len(threads) == 1
+    stop.set()
+    q.shut_down()
+    join_workers(threads, TIMEOUT)
+
+
+def test_only_a_pool_worker_has_a_slot() -> None:
+    assert current_worker() is None

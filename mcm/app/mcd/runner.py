@@ -69,9 +69,6 @@ class NoVolumes(Driver):
     def get_volume_ids(self, ctx: CallContext, request: GetVolumeIDsRequest) -> GetVolumeIDsResponse:
         return GetVolumeIDsResponse()
 
-    def returns_promptly(self) -> bool:
-        return True
-
 
 def drain_options(timeout: float) -> DrainOptions:
     """Evictions only, retried until the deadline (never a delete that bypasses a

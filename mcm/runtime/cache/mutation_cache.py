@@ -16,14 +16,22 @@ Guarantees (client-go's):
 - Recording never replaces a newer mutation with an older one. Entries expire ``ttl`` seconds
   after they were recorded (on the injectable clock) and the least recently used entry is
   evicted beyond ``max_entries`` (client-go: 100); so a read is only ever *at least as new as the
-  backing store*, never guaranteed to hold the recorded write.
+  backing store*, never guaranteed to hold the recorded write. Recording also drops the expired
+  entries at the least recently used end.
+- :meth:`MutationCache.observe` (to be called by an informer event handler with the object the
+  informer delivered, which its store already holds) drops a mutation that copy has caught up
+  with, and :meth:`MutationCache.forget` one whose object was deleted; a write whose answer the
+  store already holds (the watch was faster than the answer) is not recorded. So a write's
+  answer is kept only while the informer lags behind it, not until it expires or is read
+  (client-go keeps it; at thousands of objects those copies were a third of the cache's memory).
 - A ``resourceVersion`` that is not an unsigned integer (client-go panics: a coder error) is
   reported through :func:`~mcm.runtime.errors.handle_error` and the backing copy wins; a written
   object without a name or with such a version is not recorded.
 - The defaults suit a controller of thousands of objects: 60 s and 10,000 entries (client-go
   keeps 100, fewer than a large fleet writes between two informer deliveries).
 
-:class:`MutationLister` is a namespace lister whose ``get`` reads through the cache;
+:class:`MutationLister` is a namespace lister whose ``get`` reads through the cache
+(:class:`MutationClusterLister` the same for a cluster-scoped resource);
 :class:`RecordingRESTClient` is a REST client that records what its writes return.
 """
 
@@ -46,6 +54,7 @@ __all__ = [
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_MUTATION_TTL",
     "MutationCache",
+    "MutationClusterLister",
     "MutationLister",
     "RecordingRESTClient",
     "compare_resource_versions",
@@ -95,10 +104,23 @@ class _LRUExpireCache:
         return entry[0]
 
     def add(self, key: str, value: Any, ttl: float) -> None:
-        self._entries[key] = (value, self._clock.monotonic() + ttl)
+        now = self._clock.monotonic()
+        self._entries[key] = (value, now + ttl)
         self._entries.move_to_end(key)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
+        for _ in range(2):  # two expired entries at the LRU end go per add: they never pile up
+            if not self._entries:
+                break
+            oldest = next(iter(self._entries.items()))
+            if oldest[1][1] >= now:
+                break
+            del self._entries[oldest[0]]
+
+    def peek(self, key: str) -> Any | None:
+        """The entry for ``key`` (expired or not) without touching its recency."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry[0]
 
     def remove(self, key: str) -> None:
         self._entries.pop(key, None)
@@ -196,6 +218,9 @@ class MutationCache:
             handle_error(err)  # a "nice to have": a failure changes nothing
             return
         with self._lock:
+            stored = self._backing.get_by_key(key)
+            if stored is not None and self._not_newer(obj, stored):
+                return  # the informer delivered it first: nothing to overlay
             recorded = self._mutations.get(key)
             if recorded is not None:
                 try:
@@ -205,8 +230,43 @@ class MutationCache:
                     handle_error(err)
             self._mutations.add(key, obj, self._ttl)
 
+    @staticmethod
+    def _not_newer(obj: Any, stored: Any) -> bool:
+        try:
+            return compare_resource_versions(obj, stored) <= 0
+        except ValueError:
+            return False  # read() reports it
+
+    def observe(self, obj: Any) -> None:
+        """The informer delivered ``obj`` (its store holds it): drop the mutation of its key if
+        ``obj`` is at least as new. Cheap enough for every event: a dict lookup under the lock."""
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict) or not meta.get("name"):
+            return
+        namespace = meta.get("namespace")
+        key = f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+        with self._lock:
+            recorded = self._mutations.peek(key)
+            if recorded is None:
+                return
+            try:
+                caught_up = compare_resource_versions(obj, recorded) >= 0
+            except ValueError:
+                return  # read() reports it
+            if caught_up:
+                self._mutations.remove(key)
+
+    def forget(self, obj: Any) -> None:
+        """The informer saw ``obj`` (or its tombstone) deleted: drop its key's mutation."""
+        try:
+            key = deletion_handling_meta_namespace_key_func(obj)
+        except Exception:  # a key that cannot be built was never recorded
+            return
+        with self._lock:
+            self._mutations.remove(key)
+
     def __len__(self) -> int:
-        """Recorded entries (expired ones included until they are read or evicted)."""
+        """Recorded entries (expired ones included until they are read, evicted or swept)."""
         with self._lock:
             return len(self._mutations)
 
@@ -239,6 +299,22 @@ class MutationLister(NamespaceLister):
         obj: Object | None = self.mutations.get_by_key(key)
         if obj is None:
             raise new_not_found(self._base.group, self._base.resource, name)
+        return obj
+
+
+class MutationClusterLister(Lister):
+    """A lister of a cluster-scoped resource whose :meth:`get` returns the newer of cache and
+    recorded write (:class:`MutationLister` for namespaced ones)."""
+
+    def __init__(self, lister: Lister, mutations: MutationCache) -> None:
+        namespaced = lister.namespaced_resource
+        super().__init__(lister.indexer, group=lister.group, resource=lister.resource, namespaced=namespaced)
+        self.mutations = mutations
+
+    def get(self, name: str) -> Object:
+        obj: Object | None = self.mutations.get_by_key(name)
+        if obj is None:
+            raise new_not_found(self.group, self.resource, name)
         return obj
 
 

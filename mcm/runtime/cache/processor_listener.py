@@ -5,6 +5,12 @@ Guarantees:
 - :meth:`ProcessorListener.add` never blocks: notifications go into an unbounded ring buffer
   (a ``deque``), so a slow handler delays only itself, never the informer or other handlers.
 - One thread calls the handler, so a handler sees its notifications one at a time, in order.
+- mcm: an *inline* listener (``inline=True``; client-go has none) has no buffer and no thread:
+  :meth:`ProcessorListener.add` calls the handler at once, on the informer's thread that
+  distributes the notification, in order. It saves a thread hand-off per event, and is only for
+  handlers that return promptly and take no lock across a blocking call (a controller's handlers
+  that only enqueue): a slow inline handler delays the informer and every other handler of it,
+  and one that adds or removes a handler of the same informer deadlocks.
 - An exception from the handler goes through ``handle_crash``: it is logged with its traceback
   and delivery goes on, or, with ``REALLY_CRASH`` on, ``ON_FATAL`` ends the process (client-go's
   ``TestPanicPropagated``: a handler panic is never swallowed there by default).
@@ -81,8 +87,11 @@ class ProcessorListener:
         resync_period: float,
         now: float,
         upstream_has_synced: Callable[[], bool],
+        *,
+        inline: bool = False,
     ) -> None:
         self.handler = handler
+        self.inline = inline
         self.requested_resync_period = requested_resync_period
         self._resync_period = resync_period
         self._next_resync = now + resync_period
@@ -103,6 +112,10 @@ class ProcessorListener:
 
     # -- producer side --------------------------------------------------------------------------
     def add(self, notification: Notification) -> None:
+        if self.inline:
+            if not self._stopped:
+                self._deliver_inline(notification)
+            return
         with self._cond:
             if self._stopped:
                 return
@@ -118,7 +131,13 @@ class ProcessorListener:
             return len(self._pending)
 
     # -- lifecycle ------------------------------------------------------------------------------
+    def _deliver_inline(self, notification: Notification) -> None:
+        with handle_crash():
+            self._call_handler(notification)
+
     def start(self) -> None:
+        if self.inline:
+            return
         name = f"listener-{type(self.handler).__name__}"
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()

@@ -6,7 +6,9 @@ Guarantees (as client-go states them):
   state than the notification carries.
 - Each handler has its own buffer and thread (:mod:`~mcm.runtime.cache.processor_listener`):
   it sees notifications in order, never blocks the informer or other handlers, and a failing
-  handler is reported without stopping delivery.
+  handler is reported without stopping delivery. mcm: a handler added with ``inline=True`` is
+  called on the informer's own thread instead, in order, with the same failure reporting; it
+  must return promptly (it delays the informer) and must not add or remove handlers.
 - A handler added after start first gets an ``on_add(obj, is_in_initial_list=True)`` for every
   cached object, queued under the same lock as live events, so replay and live events never
   interleave wrongly.
@@ -211,12 +213,13 @@ class SharedIndexInformer:
 
     # -- handlers -------------------------------------------------------------------------------
     def add_event_handler(
-        self, handler: ResourceEventHandler, resync_period: float | None = None
+        self, handler: ResourceEventHandler, resync_period: float | None = None, *, inline: bool = False
     ) -> ProcessorListener:
         """Register ``handler``; returns its registration (``has_synced()``, for removal).
 
         ``resync_period=None`` uses the informer's default. A handler added after start is first
-        sent every cached object as an initial-list add.
+        sent every cached object as an initial-list add (an inline one on the caller's thread,
+        before this returns). ``inline``: see the module docstring.
         """
         period = self._default_handler_resync if resync_period is None else resync_period
         with self._started_lock:
@@ -232,6 +235,7 @@ class SharedIndexInformer:
                 determine_resync_period(period, self._resync_check_period),
                 self._clock.monotonic(),
                 self.has_synced,
+                inline=inline,
             )
             if not self._started:
                 self._processor.add_listener(listener)

@@ -91,6 +91,10 @@ class Indexer:
     def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         return self._store.index_keys(index_name, value)
 
+    def index_count(self, index_name: str, value: str) -> int:
+        """How many objects ``by_index`` would return, without building the list."""
+        return self._store.index_count(index_name, value)
+
     def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         return self._store.list_index_func_values(index_name)
 

@@ -26,8 +26,10 @@ from mcm.runtime.cache.index import IndexerError, Indexers, IndexFunc
 
 __all__ = ["IndexFuncError", "ThreadSafeStore"]
 
-_IndexValues = dict[str, frozenset[str]]
-"""Index name → the values one object is indexed under."""
+_IndexValues = tuple[tuple[str, ...], ...]
+"""The values one object is indexed under, one tuple (without repeats) per index, in the order
+of ``ThreadSafeStore._names``: tuples, because a store of thousands of objects keeps one of these
+per object (a dict of frozensets cost four times as much)."""
 
 
 class IndexFuncError(RuntimeError):
@@ -49,6 +51,7 @@ class ThreadSafeStore:
         self._items: dict[str, Any] = {}
         self._indexers: Indexers = dict(indexers or {})
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self._names = tuple(self._indexers)
         self._indexed: dict[str, _IndexValues] = {}  # key -> what it is indexed under now
 
     # -- writes ---------------------------------------------------------------------------------
@@ -98,6 +101,7 @@ class ThreadSafeStore:
             for name, func in indexers.items():
                 self._indexers[name] = func
                 self._indices[name] = {}
+            self._names = tuple(self._indexers)
 
     # -- reads ----------------------------------------------------------------------------------
     def get(self, key: str) -> Any | None:
@@ -143,6 +147,12 @@ class ThreadSafeStore:
             _, index = self._index_named(index_name)
             return sorted(index.get(value, ()))
 
+    def index_count(self, index_name: str, value: str) -> int:
+        """How many keys ``index_name`` holds for ``value`` (O(1))."""
+        with self._lock:
+            _, index = self._index_named(index_name)
+            return len(index.get(value, ()))
+
     def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Every value currently present in ``index_name``."""
         with self._lock:
@@ -157,23 +167,26 @@ class ThreadSafeStore:
 
     def _index_values(self, key: str, obj: Any) -> _IndexValues:
         """Every index value of ``obj``, computed before anything is changed."""
-        values: _IndexValues = {}
-        for name, func in self._indexers.items():
+        values: list[tuple[str, ...]] = []
+        for name in self._names:
             try:
-                values[name] = frozenset(func(obj))
+                values.append(tuple(dict.fromkeys(self._indexers[name](obj))))
             except Exception as exc:
                 raise IndexFuncError(key, name, exc) from exc
-        return values
+        return tuple(values)
 
     def _index(self, key: str, values: _IndexValues) -> None:
-        for name, object_values in values.items():
+        for name, object_values in zip(self._names, values, strict=True):
             index = self._indices[name]
             for value in object_values:
                 index.setdefault(value, set()).add(key)
         self._indexed[key] = values
 
     def _unindex(self, key: str) -> None:
-        for name, object_values in self._indexed.pop(key, {}).items():
+        values = self._indexed.pop(key, None)
+        if values is None:
+            return
+        for name, object_values in zip(self._names, values, strict=True):
             _remove_key(self._indices[name], object_values, key)
 
 

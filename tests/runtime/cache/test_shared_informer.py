@@ -340,3 +340,42 @@ def test_watch_error_handler_sees_list_failures() -> None:
     r.clock.step(2.0)
     assert wait_for_cache_sync(r.stop, r.informer.has_synced, timeout=5)
     r.finish()
+
+
+def test_inline_handler_runs_on_the_informers_thread_in_order_and_delivery_goes_on_after_a_failure(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reported: list[BaseException] = []
+    monkeypatch.setattr(runtime_errors, "REALLY_CRASH", False)
+    monkeypatch.setattr(runtime_errors, "PANIC_HANDLERS", [reported.append])
+    inline, buffered = Recorder(fail_on="a"), Recorder()
+    registration = running.informer.add_event_handler(inline, inline=True)
+    running.informer.add_event_handler(buffered)
+    running.start()
+    assert registration.has_synced()
+    for i in range(20):
+        running.server.create(make_obj(f"o{i}"))
+    running.server.delete("ns/a")
+    assert inline.wait_for(22) == buffered.wait_for(22)  # same notifications, same order
+    assert len(inline.threads) == 1
+    assert inline.threads.isdisjoint(buffered.threads)  # not the listener thread of the other
+    assert any("handler failed on a" in str(e) for e in reported)
+    running.finish()
+
+
+def test_inline_handler_added_late_gets_the_replay_before_registration_returns(running: Running) -> None:
+    running.server.create(make_obj("b"))
+    running.start()
+    late = Recorder()
+    registration = running.informer.add_event_handler(late, inline=True)
+    assert sorted(late.events) == [("add", "a", True), ("add", "b", True)]  # no wait: already delivered
+    assert registration.has_synced()
+    running.server.create(make_obj("c"))
+    assert late.wait_for(3)[-1] == ("add", "c", False)
+    running.informer.remove_event_handler(registration)
+    running.server.create(make_obj("d"))
+    marker = Recorder()
+    running.informer.add_event_handler(marker)
+    marker.wait_for(4)  # a, b, c and d cached: "d" has been distributed
+    assert sorted(e[1] for e in late.events) == ["a", "b", "c"]
+    running.finish()
