@@ -27,11 +27,13 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from _scenario import (
     LIMIT_OFF,
     NS,
     ControllerProcess,
+    Requests,
     bench_client,
     free_port,
     go_command,
@@ -91,6 +94,8 @@ class Run:
     complete: bool = False
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Phase → (start, end), wall-clock seconds (the request logs' clock)."""
+    detail: dict[str, Counter[str]] = field(default_factory=dict)
+    """Phase → the manager's requests by ``verb resource[/subresource] code`` (control and target)."""
 
 
 # --- the objects ----------------------------------------------------------------------------------
@@ -239,8 +244,11 @@ def start_side(side: str, binaries: tuple[Path, Path], pair: Any, directory: Pat
 # --- one side through the scenario ----------------------------------------------------------------
 
 
-def run_side(side: str, binaries: tuple[Path, Path], n: int, timeout: float) -> Run:
-    """One side through the scenario on fresh emulators."""
+def run_side(
+    side: str, binaries: tuple[Path, Path], n: int, timeout: float, profile: Path | None = None
+) -> Run:
+    """One side through the scenario on fresh emulators; with ``profile``, py-spy records the
+    manager's stacks from the warm-up's end to the last phase's end into that file."""
     result = Run(side, n)
     with tempfile.TemporaryDirectory(prefix=f"manager-{side}-") as tmp:
         directory = Path(tmp)
@@ -260,8 +268,12 @@ def run_side(side: str, binaries: tuple[Path, Path], n: int, timeout: float) -> 
                 for log in ("manager.log", "controller.log"):
                     print(f"--- {log}\n" + (directory / log).read_text(errors="replace")[-2000:])
                 return result
+            profiler = manager.profile(profile) if profile is not None else None
             result.complete = run_phases(result, control, pool, timeout)
             time.sleep(0.5)
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait(60)
             for process in (manager, controller):
                 process.stop()
             result.manager_cpu, result.manager_rss = manager.cpu, manager.peak_rss_mib
@@ -331,6 +343,22 @@ def count_writes(result: Run, directory: Path) -> None:
         phase.target_writes = len([e for e in target.writes(start) if e["time"] <= end]) / n
         phase.manager_conflicts = sum(1 for e in writes if e["code"] == 409 and _is_manager(e))
         phase.controller_conflicts = sum(1 for e in writes if e["code"] == 409 and not _is_manager(e))
+        result.detail[name] = _manager_requests(control, start, end) + _manager_requests(target, start, end)
+
+
+def _manager_requests(requests: Requests, start: float, end: float) -> Counter[str]:
+    mine = [e for e in requests.entries if _is_manager(e) and e["time"] <= end]
+    return Requests(mine).by_verb_resource(start)
+
+
+def print_detail(run: Run) -> None:
+    """The manager's requests per phase (``--detail``)."""
+    for name in PHASES:
+        counts = run.detail.get(name, Counter())
+        print(
+            f"  {run.side} N={run.n} {name}: manager requests "
+            + ", ".join(f"{key}: {count}" for key, count in sorted(counts.items()))
+        )
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -408,12 +436,25 @@ def binaries(build: bool) -> tuple[Path, Path] | None:
     return controller, manager
 
 
+def _profile_path(profile: Path | None, side: str, n: int) -> Path | None:
+    return None if profile is None or side != "mcm" else profile.with_name(f"{profile.name}-{n}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000", help="MachineDeployment sizes (default 100,1000)")
     parser.add_argument("--smoke", action="store_true", help="N=10 only; never builds")
     parser.add_argument("--no-build", action="store_true", help="never build; skip without cached binaries")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
+    parser.add_argument(
+        "--detail", action="store_true", help="print each manager's requests per phase by verb and resource"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="record mcm's manager with py-spy (the bench set) into PROFILE-N (collapsed stacks; "
+        "summarise with benchmarks/profile_summary.py)",
+    )
     args = parser.parse_args()
     quiet()
     found = binaries(build=not (args.no_build or args.smoke))
@@ -423,9 +464,14 @@ def main() -> int:
     pairs: list[tuple[Run, Run]] = []
     for i, n in enumerate(sizes):
         order = ("Go", "mcm") if i % 2 == 0 else ("mcm", "Go")
-        runs = {side: run_side(side, found, n, args.timeout) for side in order}
+        runs = {
+            side: run_side(side, found, n, args.timeout, _profile_path(args.profile, side, n))
+            for side in order
+        }
         for side in order:
             run = runs[side]
+            if args.detail:
+                print_detail(run)
             print(
                 f"{side} N={n}: manager CPU {_num(run.manager_cpu)} s, "
                 f"peak RSS {_num(run.manager_rss, 0)} MiB; controller CPU {_num(run.controller_cpu)} s, "
