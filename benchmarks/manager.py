@@ -225,15 +225,19 @@ def mcm_manager_command(control: Path, target: Path, port: int) -> list[str]:
     ]
 
 
-def start_side(side: str, binaries: tuple[Path, Path], pair: Any, directory: Path) -> tuple[Any, Any]:
-    """(manager, controller) processes of ``side``."""
+def start_side(
+    side: str, binaries: tuple[Path, Path], pair: Any, directory: Path, controllers: str = "own"
+) -> tuple[Any, Any]:
+    """(manager, controller) processes of ``side`` (``controllers``: see :class:`Settings`)."""
     control, target = pair.control_kubeconfig, pair.target_kubeconfig
     qps, burst = LIMIT_OFF
-    if side == "Go":
+    if (side if controllers == "own" else controllers).lower() == "go":
         controller = go_command(binaries[0], control, target, qps=qps, burst=burst, port=free_port())
-        manager = go_manager_command(binaries[1], control, target, free_port())
     else:
         controller = mcm_command(control, target, qps=qps, burst=burst, port=free_port())
+    if side == "Go":
+        manager = go_manager_command(binaries[1], control, target, free_port())
+    else:
         manager = mcm_manager_command(control, target, free_port())
     return (
         ControllerProcess(manager, directory / "manager.log"),
@@ -244,11 +248,22 @@ def start_side(side: str, binaries: tuple[Path, Path], pair: Any, directory: Pat
 # --- one side through the scenario ----------------------------------------------------------------
 
 
-def run_side(
-    side: str, binaries: tuple[Path, Path], n: int, timeout: float, profile: Path | None = None
-) -> Run:
-    """One side through the scenario on fresh emulators; with ``profile``, py-spy records the
-    manager's stacks from the warm-up's end to the last phase's end into that file."""
+@dataclass(frozen=True)
+class Settings:
+    """How each side runs (the command line's options)."""
+
+    timeout: float = 900.0
+    profile: Path | None = None
+    """py-spy records mcm's manager into ``<profile>-<N>`` (warm-up's end to the last phase's end)."""
+    keep: Path | None = None
+    """The request and process logs of each run are copied to ``<keep>/<side>-<N>/``."""
+    controllers: str = "own"
+    """``own``: each manager on its own side's machine controller (the issue's scenario);
+    ``go``/``mcm``: both managers on that machine controller (tells the managers apart)."""
+
+
+def run_side(side: str, binaries: tuple[Path, Path], n: int, settings: Settings) -> Run:
+    """One side through the scenario on fresh emulators (see :class:`Settings`)."""
     result = Run(side, n)
     with tempfile.TemporaryDirectory(prefix=f"manager-{side}-") as tmp:
         directory = Path(tmp)
@@ -262,14 +277,15 @@ def run_side(
             stop_sim = start_node_simulator(pair.control_kubeconfig, pair.target_kubeconfig)
             pool = Pool(control)
             pool.start()
-            manager, controller = start_side(side, binaries, pair, directory)
-            if not warm_up(control, pool, timeout, lambda: manager.alive() and controller.alive()):
+            manager, controller = start_side(side, binaries, pair, directory, settings.controllers)
+            if not warm_up(control, pool, settings.timeout, lambda: manager.alive() and controller.alive()):
                 print(f"{side}: the warm-up machine did not get Running; the logs:")
                 for log in ("manager.log", "controller.log"):
                     print(f"--- {log}\n" + (directory / log).read_text(errors="replace")[-2000:])
                 return result
-            profiler = manager.profile(profile) if profile is not None else None
-            result.complete = run_phases(result, control, pool, timeout)
+            profile = settings.profile.with_name(f"{settings.profile.name}-{n}") if settings.profile else None
+            profiler = manager.profile(profile) if profile is not None and side == "mcm" else None
+            result.complete = run_phases(result, control, pool, settings.timeout)
             time.sleep(0.5)
             if profiler is not None:
                 profiler.send_signal(signal.SIGINT)
@@ -283,6 +299,8 @@ def run_side(
             if manager is not None:
                 manager.stop()
             tear_down(controller, pool, stop_sim, pair)
+            if settings.keep is not None:
+                shutil.copytree(directory, settings.keep / f"{side}-{n}", dirs_exist_ok=True)
     return result
 
 
@@ -436,10 +454,6 @@ def binaries(build: bool) -> tuple[Path, Path] | None:
     return controller, manager
 
 
-def _profile_path(profile: Path | None, side: str, n: int) -> Path | None:
-    return None if profile is None or side != "mcm" else profile.with_name(f"{profile.name}-{n}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000", help="MachineDeployment sizes (default 100,1000)")
@@ -448,6 +462,13 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each phase may take")
     parser.add_argument(
         "--detail", action="store_true", help="print each manager's requests per phase by verb and resource"
+    )
+    parser.add_argument("--keep", type=Path, help="copy each run's request and process logs here")
+    parser.add_argument(
+        "--controllers",
+        choices=("own", "go", "mcm"),
+        default="own",
+        help="own: each manager on its side's machine controller (default); go, mcm: both on that one",
     )
     parser.add_argument(
         "--profile",
@@ -460,14 +481,12 @@ def main() -> int:
     found = binaries(build=not (args.no_build or args.smoke))
     if found is None:
         return 0
+    settings = Settings(args.timeout, args.profile, args.keep, args.controllers)
     sizes = [10] if args.smoke else [int(s) for s in args.sizes.split(",")]
     pairs: list[tuple[Run, Run]] = []
     for i, n in enumerate(sizes):
         order = ("Go", "mcm") if i % 2 == 0 else ("mcm", "Go")
-        runs = {
-            side: run_side(side, found, n, args.timeout, _profile_path(args.profile, side, n))
-            for side in order
-        }
+        runs = {side: run_side(side, found, n, settings) for side in order}
         for side in order:
             run = runs[side]
             if args.detail:
@@ -479,10 +498,12 @@ def main() -> int:
                 flush=True,
             )
         pairs.append((runs["Go"], runs["mcm"]))
-    print(
-        f"\nmcm's manager and machine controller beside upstream's ({found[0].parent.name}), "
-        "client limits off\n"
+    pairing = (
+        "mcm's manager and machine controller beside upstream's"
+        if settings.controllers == "own"
+        else f"mcm's manager beside upstream's, both on {settings.controllers}'s machine controller"
     )
+    print(f"\n{pairing} ({found[0].parent.name}), client limits off\n")
     table = Table(judged=not args.smoke)
     for go, mcm in pairs:
         add_rows(table, go, mcm)

@@ -58,8 +58,9 @@ CA_ANNOTATIONS: Mapping[str, str] = {
 }
 CONFLICT_ATTEMPTS = 5
 
-NodeChange = Callable[[dict[str, Any]], bool]
-"""Changes a Node copy in place; ``False`` when there is nothing to change."""
+NodeChange = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+"""The changed Node (a new dict; the parts it changes are copies, the rest is shared with the
+given Node, which is never changed), or ``None`` when there is nothing to change."""
 
 
 def scaled_to_zero(machine_sets: Sequence[Mapping[str, Any] | None]) -> bool:
@@ -83,8 +84,8 @@ def change_node(deps: Deps, name: str, change: NodeChange) -> None:
     if client is None or node is None:
         return
     for attempt in range(CONFLICT_ATTEMPTS):
-        updated = o.clone(node)
-        if not change(updated):
+        updated = change(node)
+        if updated is None:
             return
         try:
             client.update(updated)
@@ -97,30 +98,36 @@ def change_node(deps: Deps, name: str, change: NodeChange) -> None:
         node = client.get(name)
 
 
+def _with_taints(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**node, "spec": {**o.sub(node, "spec"), "taints": taints}}
+
+
+def _with_annotations(node: Mapping[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
+    return {**node, "metadata": {**o.meta(node), "annotations": annotations}}
+
+
+def _taints_of(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(t) for t in o.sub(node, "spec").get("taints") or [] if isinstance(t, Mapping)]
+
+
 def _add_taint(taint: Mapping[str, str]) -> NodeChange:
-    def change(node: dict[str, Any]) -> bool:
-        spec = node.setdefault("spec", {})
-        taints = [dict(t) for t in spec.get("taints") or [] if isinstance(t, Mapping)]
+    def change(node: Mapping[str, Any]) -> dict[str, Any] | None:
+        taints = _taints_of(node)
         same = [t for t in taints if t.get("key") == taint["key"] and t.get("effect") == taint["effect"]]
         if same and same[0].get("value") == taint["value"]:
-            return False
-        spec["taints"] = [t for t in taints if t not in same] + [dict(taint)]
-        return True
+            return None
+        return _with_taints(node, [t for t in taints if t not in same] + [dict(taint)])
 
     return change
 
 
 def _remove_taint(taint: Mapping[str, str]) -> NodeChange:
-    def change(node: dict[str, Any]) -> bool:
-        spec = node.setdefault("spec", {})
-        taints = [dict(t) for t in spec.get("taints") or [] if isinstance(t, Mapping)]
+    def change(node: Mapping[str, Any]) -> dict[str, Any] | None:
+        taints = _taints_of(node)
         kept = [
             t for t in taints if not (t.get("key") == taint["key"] and t.get("effect") == taint["effect"])
         ]
-        if len(kept) == len(taints):
-            return False
-        spec["taints"] = kept
-        return True
+        return None if len(kept) == len(taints) else _with_taints(node, kept)
 
     return change
 
@@ -173,21 +180,24 @@ def remove_taint(p: DeploymentPass, machine_set: Mapping[str, Any]) -> None:
     _set_annotation(p, current, None)
 
 
-def _add_annotations(node: dict[str, Any]) -> bool:
-    annotations = node.setdefault("metadata", {}).setdefault("annotations", {})
+def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The Node's annotations as they are (entries of any type kept)."""
+    value = o.meta(node).get("annotations")
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _add_annotations(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    annotations = _annotations(node)
     if all(annotations.get(key) == value for key, value in CA_ANNOTATIONS.items()):
-        return False
-    annotations.update(CA_ANNOTATIONS)
-    return True
+        return None
+    return _with_annotations(node, {**annotations, **CA_ANNOTATIONS})
 
 
-def _remove_annotations(node: dict[str, Any]) -> bool:
-    annotations = node.setdefault("metadata", {}).setdefault("annotations", {})
+def _remove_annotations(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    annotations = _annotations(node)
     if c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM not in annotations:
-        return False
-    for key in CA_ANNOTATIONS:
-        annotations.pop(key, None)
-    return True
+        return None
+    return _with_annotations(node, {k: v for k, v in annotations.items() if k not in CA_ANNOTATIONS})
 
 
 def annotate_nodes(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] | None]) -> None:

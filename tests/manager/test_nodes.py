@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -109,13 +110,22 @@ def test_remove_autoscaler_annotations_if_required(before: dict[str, str], after
 def test_a_node_write_conflict_is_retried_on_a_fresh_node() -> None:
     world, _, _ = _world({"kept": "yes"})
     world.nodes.fail("update", Conflict({"message": "conflict", "code": 409}), times=2)
-    change_node(world.deps, "node-0", lambda n: n["metadata"]["annotations"].update(new="1") is None)
+    seen: list[Mapping[str, Any]] = []
+
+    def add_new(node: Mapping[str, Any]) -> dict[str, Any]:
+        seen.append(node)
+        meta = node["metadata"]
+        return {**node, "metadata": {**meta, "annotations": {**meta["annotations"], "new": "1"}}}
+
+    change_node(world.deps, "node-0", add_new)
     assert world.nodes["node-0"]["metadata"]["annotations"] == {"kept": "yes", "new": "1"}
+    assert len(seen) == 3
+    assert all(node["metadata"]["annotations"] == {"kept": "yes"} for node in seen)
 
 
 def test_a_missing_node_is_nothing_to_do() -> None:
     world, _, _ = _world(with_node=False)
-    change_node(world.deps, "node-0", lambda n: True)
+    change_node(world.deps, "node-0", dict)
     assert world.nodes.writes == []
 
 
