@@ -80,6 +80,8 @@ class Phase:
     target_writes: float = math.nan
     manager_conflicts: int = 0
     controller_conflicts: int = 0
+    manager_cpu: float = math.nan
+    controller_cpu: float = math.nan
 
 
 @dataclass
@@ -285,7 +287,7 @@ def run_side(side: str, binaries: tuple[Path, Path], n: int, settings: Settings)
                 return result
             profile = settings.profile.with_name(f"{settings.profile.name}-{n}") if settings.profile else None
             profiler = manager.profile(profile) if profile is not None and side == "mcm" else None
-            result.complete = run_phases(result, control, pool, settings.timeout)
+            result.complete = run_phases(result, control, pool, settings.timeout, (manager, controller))
             time.sleep(0.5)
             if profiler is not None:
                 profiler.send_signal(signal.SIGINT)
@@ -314,8 +316,9 @@ def warm_up(control: ClusterClient, pool: Pool, timeout: float, alive: Any) -> b
     return False
 
 
-def run_phases(result: Run, control: ClusterClient, pool: Pool, timeout: float) -> bool:
-    """The three phases; each one's wall time and span (for the request counts)."""
+def run_phases(result: Run, control: ClusterClient, pool: Pool, timeout: float, processes: Any) -> bool:
+    """The three phases; each one's wall time, span (for the request counts) and the CPU
+    seconds of ``processes`` (manager, controller) during it."""
     n = result.n
     steps = (
         (
@@ -332,10 +335,15 @@ def run_phases(result: Run, control: ClusterClient, pool: Pool, timeout: float) 
     )
     for name, act, (total, running, class_name) in steps:
         started, wall = time.monotonic(), time.time()
+        cpu = [process.cpu_seconds() for process in processes]
         act()
         done = pool.wait(POOL, total, running, class_name, timeout)
-        result.phases[name].seconds = time.monotonic() - started if done else math.nan
+        phase = result.phases[name]
+        phase.seconds = time.monotonic() - started if done else math.nan
         result.spans[name] = (wall, time.time())
+        phase.manager_cpu, phase.controller_cpu = (
+            process.cpu_seconds() - before for process, before in zip(processes, cpu, strict=True)
+        )
         print(f"  {result.side} N={n} {name}: {_num(result.phases[name].seconds)} s", flush=True)
         if not done:
             return False
@@ -373,8 +381,10 @@ def print_detail(run: Run) -> None:
     """The manager's requests per phase (``--detail``)."""
     for name in PHASES:
         counts = run.detail.get(name, Counter())
+        phase = run.phases[name]
         print(
-            f"  {run.side} N={run.n} {name}: manager requests "
+            f"  {run.side} N={run.n} {name}: CPU seconds manager {_num(phase.manager_cpu)}, "
+            f"controller {_num(phase.controller_cpu)}; manager requests "
             + ", ".join(f"{key}: {count}" for key, count in sorted(counts.items()))
         )
 
