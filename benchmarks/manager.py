@@ -13,11 +13,16 @@ The scenario, for each size N (default 100 and 1,000): a MachineDeployment of N 
 all N are Running (``create``); a rolling update of all of them to another class with maxSurge
 10% and maxUnavailable 0, until N are Running on the new class and the old ones are gone
 (``roll-out``); scale to 0 until no machine is left (``scale to 0``). Figures: seconds per phase;
-writes per machine in each phase (each phase moves N machines) to the control cluster by the
-manager and by the machine controller (told apart by their user agents; Events and Leases aside)
-and to the target; CPU seconds and peak RSS of each process over the whole run. The two sides
-alternate which runs first (Go first for the first size, mcm first for the next, ...). Absolute
-times depend on the machine; the ratios within one run are the result.
+writes per machine in each phase (each phase moves N machines) to the control cluster and to
+the target, by the manager and by the machine controller (told apart by their user agents;
+Events and Leases aside); CPU seconds and peak RSS of each process over the whole run. The two
+sides alternate which runs first (Go first for the first size, mcm first for the next, ...).
+Absolute times depend on the machine; the ratios within one run are the result.
+
+Diagnosis: ``--detail`` prints each manager's requests by verb and resource and each process's
+CPU seconds per phase; ``--controllers go`` (or ``mcm``) runs both managers on the same machine
+controller, which tells the managers apart from the controllers; ``--keep DIR`` keeps the
+request and process logs; ``--profile FILE`` records mcm's manager with py-spy.
 
 Without Go (or with ``--no-build`` and nothing built) it prints one line and exits 0.
 """
@@ -77,7 +82,8 @@ class Phase:
     seconds: float = math.nan
     manager_writes: float = math.nan
     controller_writes: float = math.nan
-    target_writes: float = math.nan
+    manager_target_writes: float = math.nan
+    controller_target_writes: float = math.nan
     manager_conflicts: int = 0
     controller_conflicts: int = 0
     manager_cpu: float = math.nan
@@ -366,7 +372,9 @@ def count_writes(result: Run, directory: Path) -> None:
         phase, n = result.phases[name], max(result.n, 1)
         phase.manager_writes = sum(1 for e in writes if _is_manager(e)) / n
         phase.controller_writes = sum(1 for e in writes if not _is_manager(e)) / n
-        phase.target_writes = len([e for e in target.writes(start) if e["time"] <= end]) / n
+        target_writes = [e for e in target.writes(start) if e["time"] <= end]
+        phase.manager_target_writes = sum(1 for e in target_writes if _is_manager(e)) / n
+        phase.controller_target_writes = sum(1 for e in target_writes if not _is_manager(e)) / n
         phase.manager_conflicts = sum(1 for e in writes if e["code"] == 409 and _is_manager(e))
         phase.controller_conflicts = sum(1 for e in writes if e["code"] == 409 and not _is_manager(e))
         result.detail[name] = _manager_requests(control, start, end) + _manager_requests(target, start, end)
@@ -404,7 +412,8 @@ def add_rows(table: Table, go: Run, mcm: Run) -> None:
     for attr, what, judged in (
         ("manager_writes", "manager's control writes per machine", True),
         ("controller_writes", "controller's control writes per machine", True),
-        ("target_writes", "target writes per machine", False),
+        ("manager_target_writes", "manager's target writes per machine", True),
+        ("controller_target_writes", "controller's target writes per machine", True),
     ):
         add_per_phase_row(table, f"{label}: {what}", attr, go, mcm, judged)
     for process in ("manager", "controller"):
