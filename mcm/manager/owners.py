@@ -74,11 +74,11 @@ def selector_of(obj: Mapping[str, Any]) -> labels.Selector | None:
 
 
 def label_map(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    """``metadata.labels`` as a read-only map of strings: the object's own dict when every value
-    is a string (always, for objects from an API server; no copy made), else
-    :func:`~mcm.runtime.objects.labels_of`'s filtered copy."""
+    """``metadata.labels`` as a read-only map: the object's own dict, not a copy (an API server
+    only stores string values; a map that is not a dict gets
+    :func:`~mcm.runtime.objects.labels_of`'s filtered copy). Never change what it returns."""
     raw = o.meta(obj).get("labels")
-    if type(raw) is dict and all(type(value) is str for value in raw.values()):
+    if type(raw) is dict:
         return raw
     return o.labels_of(obj)
 

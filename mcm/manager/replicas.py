@@ -15,10 +15,9 @@ One pass of :func:`manage_replicas` over the claimed machines:
 
 Deleting a machine is a DELETE, then (only when the DELETE succeeded, as upstream fixed in
 #995) its status set to ``Terminating`` with ``lastOperation`` "Deleting machine from cloud
-provider", written on the DELETE's answer (the machine as the deletion left it; upstream reads
-it again with a GET); a machine the machine controller already marks ``Terminating`` is left
-alone, one already gone needs nothing, and a conflicting status write is retried once on a
-fresh copy, never without limit. Failed creations and deletions
+provider", on the machine read again with a GET, as upstream does (that read often finds the
+machine controller's own ``Terminating`` mark already there: then nothing is written); a
+conflicting status write is retried once, never without limit. Failed creations and deletions
 are returned as a :class:`ReplicaFailure` (upstream ignored failed deletions); the caller puts it
 into the ``ReplicaFailure`` condition and retries.
 
@@ -232,45 +231,32 @@ def create_machines(deps: Deps, machine_set: Mapping[str, Any], count: int) -> R
     return None if error is None else ReplicaFailure(k.REASON_FAILED_CREATE, error)
 
 
-def _terminating_status(deps: Deps, latest: Mapping[str, Any]) -> dict[str, Any]:
-    now = o.format_time(deps.clock.now())
-    status = o.clone(o.sub(latest, "status"))
-    status["lastOperation"] = {
-        "description": k.DESC_DELETING,
-        "lastUpdateTime": now,
-        "state": c.STATE_PROCESSING,
-        "type": c.OPERATION_DELETE,
-    }
-    status["currentStatus"] = {"phase": c.PHASE_TERMINATING, "lastUpdateTime": now}
-    return status
-
-
-def _mark_terminating(deps: Deps, machine: Mapping[str, Any], deleted: object) -> None:
+def _mark_terminating(deps: Deps, machine: Mapping[str, Any]) -> None:
     """Set the phase ``Terminating`` (two attempts on conflicts; a machine already
-    ``Terminating`` is not written). The first attempt starts from ``deleted``, the DELETE's
-    answer, when that is the machine (it still has finalizers): the machine as it is right
-    after the deletion, which upstream reads again with a GET; an answer that is not the
-    machine (it is gone) needs no status."""
+    ``Terminating`` is not written)."""
     client, name, namespace = deps.clients.machines, o.name_of(machine), o.namespace_of(machine)
-    if not isinstance(deleted, Mapping) or deleted.get("kind") == "Status" or o.name_of(deleted) != name:
-        return
-    latest: Mapping[str, Any] = deleted
-    for attempt in range(2):
-        if attempt:
-            try:
-                latest = client.get(name, namespace=namespace)
-            except RequestError as err:
-                if not is_not_found(err):
-                    log.error("machine_status_read_failed", machine=name, error=str(err))
-                return
+    for _ in range(2):
+        try:
+            latest = client.get(name, namespace=namespace)
+        except RequestError as err:
+            if not is_not_found(err):
+                log.error("machine_status_read_failed", machine=name, error=str(err))
+            return
         if phase_of(latest) == c.PHASE_TERMINATING:
             return
+        now = o.format_time(deps.clock.now())
+        status = o.clone(o.sub(latest, "status"))
+        status["lastOperation"] = {
+            "description": k.DESC_DELETING,
+            "lastUpdateTime": now,
+            "state": c.STATE_PROCESSING,
+            "type": c.OPERATION_DELETE,
+        }
+        status["currentStatus"] = {"phase": c.PHASE_TERMINATING, "lastUpdateTime": now}
         try:
-            client.update_status({**latest, "status": _terminating_status(deps, latest)}, namespace=namespace)
+            client.update_status({**latest, "status": status}, namespace=namespace)
             return
         except RequestError as err:
-            if is_not_found(err):
-                return
             if not is_conflict(err):
                 log.error("machine_status_write_failed", machine=name, error=str(err))
                 return
@@ -281,9 +267,8 @@ def _terminate_one(deps: Deps, machine_set: Mapping[str, Any], machine: Mapping[
     if o.deletion_timestamp(machine):
         return None
     name = o.name_of(machine)
-    deleted: object = None
     try:
-        deleted = deps.clients.machines.delete(name, namespace=o.namespace_of(machine))
+        deps.clients.machines.delete(name, namespace=o.namespace_of(machine))
     except RequestError as err:
         if not is_not_found(err):
             deps.expectations.deletion_observed(_set_key(machine_set), _machine_key(machine))
@@ -300,7 +285,7 @@ def _terminate_one(deps: Deps, machine_set: Mapping[str, Any], machine: Mapping[
         k.EVENT_SUCCESSFUL_DELETE,
         k.MSG_EVENT_DELETED.format(name=name),
     )
-    _mark_terminating(deps, machine, deleted)
+    _mark_terminating(deps, machine)
     return None
 
 

@@ -378,17 +378,6 @@ def test_the_terminating_status_write_is_retried_once_not_forever() -> None:
     assert world.machines.failures["update_status"] and len(world.machines.failures["update_status"]) == 998
 
 
-def test_the_terminating_mark_is_written_on_the_delete_answer_without_reading_again() -> None:
-    world, ms = _world_with_set(0)
-    body = machine("m0", owner=ms, phase=c.PHASE_RUNNING)
-    body["metadata"]["finalizers"] = [c.MCM_FINALIZER]
-    world.add(world.machines, body)
-    world.machines.fail("get", InternalError({"message": "no reads expected", "code": 500}), times=1)
-    world.reconcile_set("set")
-    assert _phases(world)["m0"] == c.PHASE_TERMINATING
-    assert len(world.machines.failures["get"]) == 1
-
-
 def test_a_conflicting_terminating_mark_is_written_again_on_a_fresh_copy() -> None:
     world, ms = _world_with_set(0)
     body = machine("m0", owner=ms, phase=c.PHASE_RUNNING)
