@@ -13,8 +13,9 @@
 
 A machine's Node is the one its ``node`` label names. The machines of a set are those it
 controls, read from the cache: unlike upstream, these helpers never adopt or release anything.
-Without a target cluster nothing is done. Node writes start from the cached Node with its
-``resourceVersion``; a conflict is retried (up to five times) on a fresh copy. A failure on one
+Without a target cluster nothing is done. Whether a Node needs a write is judged on the cached
+Node; the write starts from a fresh read with its ``resourceVersion``; a conflict is retried
+(up to five times) on another fresh read. A failure on one
 node is logged and the others are still done (the taint and the CA annotations); removing CA
 annotations reports the first failure, as upstream does.
 """
@@ -77,17 +78,20 @@ def _node_names(deps: Deps, machine_set: Mapping[str, Any]) -> list[str]:
 
 
 def change_node(deps: Deps, name: str, change: NodeChange) -> None:
-    """Apply ``change`` to Node ``name`` (cached copy first, fresh ones after conflicts); a
+    """Apply ``change`` to Node ``name``. The cached copy says whether anything is to change
+    (most Nodes of a roll-out pass need nothing: no request); a change is made on a fresh read,
+    as upstream reads before each write (the machine controller writes a new Node as it
+    registers, and the cache may not have that write yet), and read again after a conflict. A
     missing Node is nothing to do."""
     client = deps.clients.nodes
-    node = deps.node(name)
-    if client is None or node is None:
+    cached = deps.node(name)
+    if client is None or cached is None or change(cached) is None:
         return
     for attempt in range(CONFLICT_ATTEMPTS):
-        updated = change(node)
-        if updated is None:
-            return
         try:
+            updated = change(client.get(name))
+            if updated is None:
+                return
             client.update(updated)
             return
         except ApiError as err:
@@ -95,7 +99,6 @@ def change_node(deps: Deps, name: str, change: NodeChange) -> None:
                 return
             if not is_conflict(err) or attempt == CONFLICT_ATTEMPTS - 1:
                 raise
-        node = client.get(name)
 
 
 def _with_taints(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> dict[str, Any]:

@@ -119,8 +119,23 @@ def test_a_node_write_conflict_is_retried_on_a_fresh_node() -> None:
 
     change_node(world.deps, "node-0", add_new)
     assert world.nodes["node-0"]["metadata"]["annotations"] == {"kept": "yes", "new": "1"}
-    assert len(seen) == 3
+    assert len(seen) == 4  # the cached copy, then a fresh read before each write
     assert all(node["metadata"]["annotations"] == {"kept": "yes"} for node in seen)
+
+
+def test_a_node_changed_since_the_cache_copy_is_written_on_a_fresh_read_without_a_conflict() -> None:
+    """The machine controller writes a new Node as it registers; the manager's cache may not
+    have that write yet when a roll-out pass annotates the Node."""
+    world, p, ms = _world({"kept": "yes"})
+    with world.lag():
+        current = world.nodes["node-0"]
+        world.nodes.update({**current, "metadata": {**current["metadata"], "labels": {"by": "controller"}}})
+        world.nodes.writes.clear()
+        annotate_nodes(p, [ms])
+    assert world.nodes.writes == [("update", "node-0")]
+    metadata = world.nodes["node-0"]["metadata"]
+    assert metadata["labels"] == {"by": "controller"}
+    assert metadata["annotations"] == {"kept": "yes", **CA_ANNOTATIONS}
 
 
 def test_a_missing_node_is_nothing_to_do() -> None:
