@@ -15,9 +15,10 @@ A machine's Node is the one its ``node`` label names. The machines of a set are 
 controls, read from the cache: unlike upstream, these helpers never adopt or release anything.
 Without a target cluster nothing is done. Whether a Node needs a write is judged on the cached
 Node; the write starts from a fresh read with its ``resourceVersion``; a conflict is retried
-(up to five times) on another fresh read. A failure on one
-node is logged and the others are still done (the taint and the CA annotations); removing CA
-annotations reports the first failure, as upstream does.
+(up to five times) on another fresh read. The taint and the CA annotations are written to up
+to 16 Nodes at once (upstream: one after the other); a failure on one Node is logged and the
+others are still done. Removing CA annotations goes one Node after the other and reports the
+first failure, as upstream does.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from mcm.manager.surge import status_int
 from mcm.manager.validation import replicas_of
 from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found
+from mcm.runtime.workqueue.parallelizer import parallelize_until
 
 __all__ = [
     "CA_ANNOTATIONS",
@@ -58,6 +60,9 @@ CA_ANNOTATIONS: Mapping[str, str] = {
     c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM: k.CA_SCALE_DOWN_DISABLED_VALUE,
 }
 CONFLICT_ATTEMPTS = 5
+PARALLEL_NODE_WRITES = 16
+"""Node writes of one taint or annotation step in flight at once (upstream wrote one after the
+other: the first pass of a roll-out of 1,000 machines held its worker for seconds)."""
 
 NodeChange = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 """The changed Node (a new dict; the parts it changes are copies, the rest is shared with the
@@ -136,11 +141,17 @@ def _remove_taint(taint: Mapping[str, str]) -> NodeChange:
 
 
 def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> None:
-    for name in names:
+    """``change`` on every Node of ``names`` that needs it (judged on the cache), up to
+    :data:`PARALLEL_NODE_WRITES` at once; a failure is logged and the others go on."""
+    needed = [name for name in names if (node := deps.node(name)) is not None and change(node) is not None]
+
+    def one(index: int) -> None:
         try:
-            change_node(deps, name, change)
+            change_node(deps, needed[index], change)
         except ApiError as err:
-            log.warning("node_update_failed", node=name, change=what, error=str(err))
+            log.warning("node_update_failed", node=needed[index], change=what, error=str(err))
+
+    parallelize_until(None, min(len(needed), PARALLEL_NODE_WRITES), len(needed), one)
 
 
 def _set_annotation(p: DeploymentPass, machine_set: Mapping[str, Any], value: str | None) -> None:
