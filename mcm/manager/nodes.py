@@ -15,10 +15,9 @@ A machine's Node is the one its ``node`` label names. The machines of a set are 
 controls, read from the cache: unlike upstream, these helpers never adopt or release anything.
 Without a target cluster nothing is done. Whether a Node needs a write is judged on the cached
 Node; the write starts from a fresh read with its ``resourceVersion``; a conflict is retried
-(up to five times) on another fresh read. The taint and the CA annotations are written to up
-to 16 Nodes at once (upstream: one after the other); a failure on one Node is logged and the
-others are still done. Removing CA annotations goes one Node after the other and reports the
-first failure, as upstream does.
+(up to five times) on another fresh read. Node writes go to up to 16 Nodes at once (upstream:
+one after the other); a failure on one Node is logged and the others are still done; removing
+the CA annotations then reports the first failure (upstream stopped there).
 """
 
 from __future__ import annotations
@@ -140,18 +139,22 @@ def _remove_taint(taint: Mapping[str, str]) -> NodeChange:
     return change
 
 
-def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> None:
+def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> ApiError | None:
     """``change`` on every Node of ``names`` that needs it (judged on the cache), up to
-    :data:`PARALLEL_NODE_WRITES` at once; a failure is logged and the others go on."""
+    :data:`PARALLEL_NODE_WRITES` at once; a failure is logged and the others go on. The first
+    failure (in ``names`` order), if any."""
     needed = [name for name in names if (node := deps.node(name)) is not None and change(node) is not None]
+    errors: list[ApiError | None] = [None] * len(needed)
 
     def one(index: int) -> None:
         try:
             change_node(deps, needed[index], change)
         except ApiError as err:
             log.warning("node_update_failed", node=needed[index], change=what, error=str(err))
+            errors[index] = err
 
     parallelize_until(None, min(len(needed), PARALLEL_NODE_WRITES), len(needed), one)
+    return next((err for err in errors if err is not None), None)
 
 
 def _set_annotation(p: DeploymentPass, machine_set: Mapping[str, Any], value: str | None) -> None:
@@ -224,11 +227,11 @@ def annotate_nodes(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] |
 
 
 def remove_ca_annotations(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] | None]) -> None:
-    """Remove the CA annotations this manager put on the nodes of ``machine_sets``."""
+    """Remove the CA annotations this manager put on the nodes of ``machine_sets``; every Node is
+    tried, and the first failure is raised (upstream stopped at it)."""
     if p.deps.clients.nodes is None:
         return
-    for machine_set in machine_sets:
-        if machine_set is None:
-            continue
-        for name in _node_names(p.deps, machine_set):
-            change_node(p.deps, name, _remove_annotations)
+    names = [name for ms in machine_sets if ms is not None for name in _node_names(p.deps, ms)]
+    error = _each_node(p.deps, names, _remove_annotations, "ca-unannotate")
+    if error is not None:
+        raise error

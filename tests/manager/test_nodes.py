@@ -22,7 +22,7 @@ from mcm.manager.nodes import (
     taint_old_sets,
 )
 from mcm.manager.options import ManagerOptions
-from mcm.runtime.client.errors import Conflict
+from mcm.runtime.client.errors import Conflict, InternalError
 
 from .builders import deployment, machine, machine_set, node
 from .fakes import NS, FakeMachineController, World
@@ -105,6 +105,20 @@ def test_remove_autoscaler_annotations_if_required(before: dict[str, str], after
     world, p, ms = _world(before)
     remove_ca_annotations(p, [ms])
     assert world.nodes["node-0"]["metadata"].get("annotations", {}) == after
+
+
+def test_removing_ca_annotations_tries_every_node_and_raises_the_failure() -> None:
+    """Upstream stopped at the first Node it could not write, leaving the rest annotated."""
+    world, p, ms = _world(dict(CA_ANNOTATIONS))
+    world.add(
+        world.machines,
+        machine("m1", owner=ms, labels={"name": "pool", c.LABEL_NODE: "node-1"}, phase=c.PHASE_RUNNING),
+    )
+    world.add(world.nodes, node("node-1", annotations=dict(CA_ANNOTATIONS)))
+    world.nodes.fail("update", InternalError({"message": "cannot write", "code": 500}), times=1000)
+    with pytest.raises(InternalError, match="cannot write"):
+        remove_ca_annotations(p, [ms])
+    assert len(world.nodes.failures["update"]) == 998  # one attempt on each Node
 
 
 def test_a_node_write_conflict_is_retried_on_a_fresh_node() -> None:
