@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import traceback
+from collections.abc import Callable
 
 import pytest
 
@@ -21,6 +22,7 @@ from mcm.driver import (
     ListMachinesRequest,
     MachineError,
     SafeDriver,
+    scrub,
     scrub_message,
     status_from_error,
 )
@@ -86,6 +88,18 @@ def test_messages_are_capped_after_scrubbing() -> None:
     assert scrub_message("abcdef", None, limit=3) == "abc... (3 more characters cut)"
 
 
+@pytest.mark.parametrize("encode", [bytes.hex, lambda raw: base64.b64encode(b"{" + raw).decode()])
+def test_an_encoded_line_at_the_cut_is_redacted(encode: Callable[[bytes], str]) -> None:
+    """Lines sharing a long prefix are told apart by the bytes after it: the run of hex or base64
+    that holds one is decoded past the cut far enough for that."""
+    lines = [f"kubeadm join --token abcdef.{i:016d} --discovery-token-unsafe" for i in range(12)]
+    form = encode(lines[5].encode())
+    text = "y" * (MAX_MESSAGE - 40) + " " + form + " and more" * 100
+    scrubbed = scrub_message(text, {"userData": "\n".join(lines).encode()})
+    assert REDACTED in scrubbed
+    assert form[:12] not in scrubbed
+
+
 def test_safe_driver_scrubs_machine_errors_and_keeps_code_and_state() -> None:
     fake = FakeDriver()
     fake.always(
@@ -141,3 +155,18 @@ def test_vm_responses_take_any_address_sequence_and_refuse_misplaced_values() ->
     with pytest.raises(TypeError, match="NodeAddress"):
         CreateMachineResponse("p", "n", "last-known-state")  # type: ignore[arg-type]
     assert CreateMachineResponse("p", "n", last_known_state="s").last_known_state == "s"
+
+
+def test_the_matcher_cache_is_bounded_by_secret_bytes_and_keeps_the_latest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A few large Secrets cannot pin their matchers (each many times its data) in memory."""
+    monkeypatch.setattr(scrub, "_CACHE_BYTES", 3000)
+    cache = scrub._Cache()
+    secrets = [(bytes([65 + i]) * 1000,) for i in range(5)]
+    for values in secrets:
+        cache.get(values)
+    assert list(cache._matchers) == secrets[2:]  # 3000 bytes: the three used last
+    cache.get(secrets[2])
+    cache.get((b"z" * 10_000,))  # over the bound alone: kept, all others dropped
+    assert list(cache._matchers) == [(b"z" * 10_000,)]
