@@ -34,7 +34,7 @@ from mcm.manager.deployment_pass import DeploymentPass
 from mcm.manager.surge import status_int
 from mcm.manager.validation import replicas_of
 from mcm.runtime import objects as o
-from mcm.runtime.client.errors import ApiError, is_conflict, is_not_found
+from mcm.runtime.client.errors import ApiError, RequestError, is_conflict, is_not_found
 from mcm.runtime.workqueue.parallelizer import parallelize_until
 
 __all__ = [
@@ -139,17 +139,17 @@ def _remove_taint(taint: Mapping[str, str]) -> NodeChange:
     return change
 
 
-def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> ApiError | None:
+def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> RequestError | None:
     """``change`` on every Node of ``names`` that needs it (judged on the cache), up to
     :data:`PARALLEL_NODE_WRITES` at once; a failure is logged and the others go on. The first
     failure (in ``names`` order), if any."""
     needed = [name for name in names if (node := deps.node(name)) is not None and change(node) is not None]
-    errors: list[ApiError | None] = [None] * len(needed)
+    errors: list[RequestError | None] = [None] * len(needed)
 
     def one(index: int) -> None:
         try:
             change_node(deps, needed[index], change)
-        except ApiError as err:
+        except RequestError as err:  # an error answer or a broken connection: never a crash
             log.warning("node_update_failed", node=needed[index], change=what, error=str(err))
             errors[index] = err
 

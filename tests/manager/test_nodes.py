@@ -22,7 +22,8 @@ from mcm.manager.nodes import (
     taint_old_sets,
 )
 from mcm.manager.options import ManagerOptions
-from mcm.runtime.client.errors import Conflict, InternalError
+from mcm.runtime import errors
+from mcm.runtime.client.errors import Conflict, ConnectionFailed, InternalError
 
 from .builders import deployment, machine, machine_set, node
 from .fakes import NS, FakeMachineController, World
@@ -119,6 +120,18 @@ def test_removing_ca_annotations_tries_every_node_and_raises_the_failure() -> No
     with pytest.raises(InternalError, match="cannot write"):
         remove_ca_annotations(p, [ms])
     assert len(world.nodes.failures["update"]) == 998  # one attempt on each Node
+
+
+def test_a_broken_connection_on_a_node_write_is_an_error_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writes run on threads of their own: what escapes one goes to handle_crash, which
+    ends the command's process; a broken connection must come back as an error instead."""
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", lambda: pytest.fail("a broken connection ended the process"))
+    world, p, ms = _world(dict(CA_ANNOTATIONS))
+    world.nodes.fail("update", ConnectionFailed("connection reset"), times=1)
+    with pytest.raises(ConnectionFailed):
+        remove_ca_annotations(p, [ms])
+    annotate_nodes(p, [ms])
 
 
 def test_a_node_write_conflict_is_retried_on_a_fresh_node() -> None:
