@@ -44,7 +44,7 @@ from mcm.manager.conditions import (
 from mcm.manager.context import Deps
 from mcm.manager.deployment_pass import DeploymentPass, PassAborted
 from mcm.manager.newset import sets_and_sync_revision
-from mcm.manager.owners import selector_of
+from mcm.manager.owners import matches, selector_of
 from mcm.manager.progress import check_paused_conditions, sync_status
 from mcm.manager.recreate import rollout_recreate
 from mcm.manager.rollback import rollback
@@ -133,9 +133,7 @@ def _claim(p: DeploymentPass) -> None:
     )
     p.machine_map = {
         o.meta(ms).get("uid", ""): [
-            m
-            for m in deps.machines.controlled_by(o.meta(ms).get("uid", ""))
-            if selector.matches(o.labels_of(m))
+            m for m in deps.machines.controlled_by(o.meta(ms).get("uid", "")) if matches(selector, m)
         ]
         for ms in p.machine_sets
     }

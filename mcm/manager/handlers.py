@@ -27,7 +27,7 @@ from typing import Any
 
 from mcm.manager import constants as k
 from mcm.manager.context import Deps
-from mcm.manager.owners import controller_of, matches, selector_of
+from mcm.manager.owners import controller_of, label_map, matches, selector_of
 from mcm.runtime import objects as o
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 
@@ -128,7 +128,7 @@ class EventHandlers:
         """Machine updated. Machine informer's listener thread; only reads the caches and enqueues."""
         if not isinstance(old, Mapping) or not isinstance(new, Mapping) or _rv(old) == _rv(new):
             return
-        labels_changed = o.labels_of(old) != o.labels_of(new)
+        labels_changed = label_map(old) != label_map(new)
         if o.deletion_timestamp(new):
             self._machine_gone(new)
             if labels_changed:
@@ -196,7 +196,7 @@ class EventHandlers:
             if deployment is not None:
                 self._add(MACHINE_DEPLOYMENT_QUEUE, deployment)
             return
-        if o.labels_of(old) != o.labels_of(new) or old_ref != new_ref:
+        if label_map(old) != label_map(new) or old_ref != new_ref:
             for deployment in self._selecting(new, self.deps.machine_deployments.list()):
                 self._add(MACHINE_DEPLOYMENT_QUEUE, deployment)
 

@@ -33,7 +33,7 @@ from mcm.manager.conditions import (
     set_condition,
 )
 from mcm.manager.context import Deps
-from mcm.manager.owners import controller_of
+from mcm.manager.owners import controller_of, has_labels, label_map
 from mcm.manager.replicas import ReplicaFailure, phase_of
 from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, is_conflict
@@ -57,12 +57,11 @@ def failed_machine_summary(machine: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _counts(machine_set: Mapping[str, Any], machines: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    template_labels = o.labels_of(o.sub(machine_set, "spec", "template"))
+    template_labels = label_map(o.sub(machine_set, "spec", "template"))
     counts = dict.fromkeys(COUNT_FIELDS, 0)
     counts["replicas"] = len(machines)
     for machine in machines:
-        machine_labels = o.labels_of(machine)
-        if all(machine_labels.get(key) == value for key, value in template_labels.items()):
+        if has_labels(machine, template_labels):
             counts["fullyLabeledReplicas"] += 1
         phase = phase_of(machine)
         if phase in (c.PHASE_AVAILABLE, c.PHASE_RUNNING):

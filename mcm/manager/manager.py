@@ -12,8 +12,10 @@ and a Prometheus registry.
   MachineDeployments of ``options.namespace`` on the control cluster (Machines and MachineSets
   indexed by their controller's UID); Nodes on the target cluster. Cached objects carry no
   ``managedFields``.
-- Machines, MachineSets and MachineDeployments are read through a
-  :class:`~mcm.runtime.cache.mutation_cache.MutationCache` fed by this manager's own writes.
+- Machines, MachineSets, MachineDeployments and Nodes are read through a
+  :class:`~mcm.runtime.cache.mutation_cache.MutationCache` fed by this manager's own writes (a
+  roll-out taints an old Node and then annotates it in the same pass: the second write starts
+  from the first one's answer, not from a cache copy it made stale).
 - Three named rate-limited queues (client-go's default controller rate limiter):
   ``machineset``, ``machinedeployment``, ``machinesafetyovershooting`` (single key ``""``, added
   at construction).
@@ -54,6 +56,7 @@ from mcm.runtime.cache.mutation_cache import MutationCache, RecordingRESTClient
 from mcm.runtime.cache.transforms import strip_managed_fields, strip_node_images
 from mcm.runtime.client import ClusterClient
 from mcm.runtime.client.resources import NODES, Resource
+from mcm.runtime.client.rest import RESTClient
 from mcm.runtime.clock import REAL_CLOCK, Clock
 from mcm.runtime.record import EventRecorder
 from mcm.runtime.worker import DEFAULT_MAX_RETRIES, Reconciler, Result, join_workers, start_workers
@@ -93,6 +96,13 @@ class _MutationSource:
 
     def by_index(self, index: str, value: str) -> builtins.list[Mapping[str, Any]]:
         return self._mutations.by_index(index, value)
+
+
+class _NodeWriter(RecordingRESTClient):
+    """Records the Nodes its writes return as the Node informer keeps them (no images)."""
+
+    def _recorded(self, obj: Any) -> Any:
+        return super()._recorded(strip_node_images(obj))
 
 
 class Manager:
@@ -167,15 +177,24 @@ class Manager:
         machines, machine_mutations = self._cached(MACHINES)
         machine_sets, set_mutations = self._cached(MACHINE_SETS)
         deployments, deployment_mutations = self._cached(MACHINE_DEPLOYMENTS)
+        node_writer: RESTClient | None = None
+        nodes: Callable[[str], Mapping[str, Any] | None] | None = None
+        if target is not None and self.target_factory is not None:
+            node_mutations = MutationCache(
+                self.target_factory.informer_for(NODES).get_indexer(), clock=self.clock
+            )
+            node_writer, nodes = (
+                _NodeWriter(target.resource(NODES), node_mutations),
+                node_mutations.get_by_key,
+            )
         clients = Clients(
             machines=RecordingRESTClient(control.resource(MACHINES), machine_mutations),
             machine_sets=RecordingRESTClient(control.resource(MACHINE_SETS), set_mutations),
             machine_deployments=RecordingRESTClient(
                 control.resource(MACHINE_DEPLOYMENTS), deployment_mutations
             ),
-            nodes=target.resource(NODES) if target is not None else None,
+            nodes=node_writer,
         )
-        nodes = self.target_factory.lister(NODES).get if self.target_factory is not None else None
         return Deps(
             options=self.options,
             clock=self.clock,

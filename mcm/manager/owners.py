@@ -19,7 +19,9 @@ __all__ = [
     "controller_of",
     "controller_ref",
     "controller_uid",
+    "has_labels",
     "is_controlled_by",
+    "label_map",
     "matches",
     "owner_references",
     "selector_of",
@@ -71,5 +73,21 @@ def selector_of(obj: Mapping[str, Any]) -> labels.Selector | None:
         return None
 
 
+def label_map(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    """``metadata.labels`` as a read-only map: the object's own dict, not a copy (an API server
+    only stores string values; a map that is not a dict gets
+    :func:`~mcm.runtime.objects.labels_of`'s filtered copy). Never change what it returns."""
+    raw = o.meta(obj).get("labels")
+    if type(raw) is dict:
+        return raw
+    return o.labels_of(obj)
+
+
+def has_labels(obj: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+    """Whether ``obj`` carries every label of ``wanted`` with the same value."""
+    found = label_map(obj)
+    return all(found.get(key) == value for key, value in wanted.items())
+
+
 def matches(selector: labels.Selector, obj: Mapping[str, Any]) -> bool:
-    return selector.matches(o.labels_of(obj))
+    return selector.matches(label_map(obj))

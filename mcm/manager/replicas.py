@@ -15,7 +15,8 @@ One pass of :func:`manage_replicas` over the claimed machines:
 
 Deleting a machine is a DELETE, then (only when the DELETE succeeded, as upstream fixed in
 #995) its status set to ``Terminating`` with ``lastOperation`` "Deleting machine from cloud
-provider"; a machine the machine controller already marks ``Terminating`` is left alone, and a
+provider", on the machine read again with a GET, as upstream does (that read often finds the
+machine controller's own ``Terminating`` mark already there: then nothing is written); a
 conflicting status write is retried once, never without limit. Failed creations and deletions
 are returned as a :class:`ReplicaFailure` (upstream ignored failed deletions); the caller puts it
 into the ``ReplicaFailure`` condition and retries.
@@ -72,8 +73,9 @@ the empty phase of a machine being created included, like ``Terminating``; here 
 phase ranks like ``Pending`` and any other unlisted phase like ``Unknown``."""
 UNLISTED_PHASE_RANK = 3
 DEFAULT_PRIORITY = 3
-PARALLEL_WRITES = 16
-"""Most API writes one MachineSet pass has in flight at once."""
+PARALLEL_WRITES = k.BURST_REPLICAS
+"""Most API writes one MachineSet pass has in flight at once: a whole slow-start batch, or
+every deletion of a pass, as upstream's goroutine per call (at most a burst: 100)."""
 
 _ATOI = re.compile(r"^[+-]?\d+$")
 _EPOCH = _dt.datetime(1, 1, 1, tzinfo=_dt.UTC)

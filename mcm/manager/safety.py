@@ -48,7 +48,7 @@ from mcm.manager.conditions import (
     set_condition,
 )
 from mcm.manager.context import Deps
-from mcm.manager.owners import controller_of
+from mcm.manager.owners import controller_of, has_labels, label_map
 from mcm.manager.validation import replicas_of
 from mcm.runtime import objects as o
 from mcm.runtime.client.errors import ApiError, is_conflict
@@ -92,9 +92,9 @@ def overshoot_limits(deps: Deps, machine_set: Mapping[str, Any]) -> tuple[int, i
 
 
 def _machine_count(deps: Deps, machine_set: Mapping[str, Any]) -> int:
-    template_labels = o.labels_of(o.sub(machine_set, "spec", "template")).items()
+    template_labels = label_map(o.sub(machine_set, "spec", "template"))
     machines = deps.machines.controlled_by(o.meta(machine_set).get("uid", ""))
-    return sum(1 for m in machines if all(o.labels_of(m).get(key) == v for key, v in template_labels))
+    return sum(1 for m in machines if has_labels(m, template_labels))
 
 
 def _is_frozen(obj: Mapping[str, Any], conditions_key: str) -> bool:

@@ -17,7 +17,7 @@ Upstream v0.47.0 (``pkg/controller/controller_utils.go`` ``ComputeHash``,
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -77,19 +77,20 @@ def machine_set_name(deployment_name: str, template_hash: str) -> str:
 
 
 def _without_rollout_neutral_parts(template: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy without labels, nodeTemplate, machine configuration and class kind."""
-    out = copy.deepcopy(dict(template))
+    """A copy without labels, nodeTemplate, machine configuration and class kind (shallow:
+    only the dicts it drops keys from are copied; the rest is shared and never changed)."""
+    out = dict(template)
     metadata = out.get("metadata")
-    if isinstance(metadata, dict):
-        metadata.pop("labels", None)
+    if isinstance(metadata, Mapping):
+        out["metadata"] = {key: value for key, value in metadata.items() if key != "labels"}
     spec = out.get("spec")
-    if isinstance(spec, dict):
-        spec.pop("nodeTemplate", None)
-        for key in gotypes.MACHINE_CONFIGURATION_KEYS:
-            spec.pop(key, None)
+    if isinstance(spec, Mapping):
+        neutral = {"nodeTemplate", *gotypes.MACHINE_CONFIGURATION_KEYS}
+        spec = {key: value for key, value in spec.items() if key not in neutral}
         machine_class = spec.get("class")
-        if isinstance(machine_class, dict):
-            machine_class.pop("kind", None)
+        if isinstance(machine_class, Mapping):
+            spec["class"] = {key: value for key, value in machine_class.items() if key != "kind"}
+        out["spec"] = spec
     return out
 
 
@@ -101,10 +102,20 @@ def _labels_equal_ignoring_hash(left: Mapping[str, Any], right: Mapping[str, Any
     return all(labels1.get(k, "") == v or k == c.LABEL_MACHINE_TEMPLATE_HASH for k, v in labels2.items())
 
 
-def _decoded(template: Mapping[str, Any]) -> Any:
+@functools.lru_cache(maxsize=128)
+def _decoded(text: str) -> Any:
+    """The Go value of a template given as canonical JSON (``None``: not reproducible). Cached:
+    a pass compares every set's template with the deployment's, and most are the same few."""
     try:
-        return gotypes.decode(template)
+        return gotypes.decode(json.loads(text))
     except gotypes.Unreproducible:
+        return None
+
+
+def _canonical(template: Mapping[str, Any]) -> str | None:
+    try:
+        return json.dumps(template, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
         return None
 
 
@@ -116,7 +127,11 @@ def equal_ignore_hash(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool
         _without_rollout_neutral_parts(left),
         _without_rollout_neutral_parts(right),
     )
-    decoded_left, decoded_right = _decoded(stripped_left), _decoded(stripped_right)
+    if stripped_left == stripped_right:
+        return True
+    text_left, text_right = _canonical(stripped_left), _canonical(stripped_right)
+    decoded_left = _decoded(text_left) if text_left is not None else None
+    decoded_right = _decoded(text_right) if text_right is not None else None
     if decoded_left is None or decoded_right is None:
-        return stripped_left == stripped_right
+        return False
     return gotypes.semantic_equal(gotypes.MACHINE_TEMPLATE_SPEC, decoded_left, decoded_right)

@@ -378,6 +378,16 @@ def test_the_terminating_status_write_is_retried_once_not_forever() -> None:
     assert world.machines.failures["update_status"] and len(world.machines.failures["update_status"]) == 998
 
 
+def test_a_conflicting_terminating_mark_is_written_again_on_a_fresh_copy() -> None:
+    world, ms = _world_with_set(0)
+    body = machine("m0", owner=ms, phase=c.PHASE_RUNNING)
+    body["metadata"]["finalizers"] = [c.MCM_FINALIZER]
+    world.add(world.machines, body)
+    world.machines.fail("update_status", Conflict({"message": "conflict", "code": 409}), times=1)
+    world.reconcile_set("set")
+    assert _phases(world)["m0"] == c.PHASE_TERMINATING
+
+
 def test_a_machine_the_machine_controller_already_marks_terminating_is_not_written() -> None:
     world, ms = _world_with_set(0)
     world.add(world.machines, machine("m0", owner=ms, phase=c.PHASE_TERMINATING))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -21,7 +22,8 @@ from mcm.manager.nodes import (
     taint_old_sets,
 )
 from mcm.manager.options import ManagerOptions
-from mcm.runtime.client.errors import Conflict
+from mcm.runtime import errors
+from mcm.runtime.client.errors import Conflict, ConnectionFailed, InternalError
 
 from .builders import deployment, machine, machine_set, node
 from .fakes import NS, FakeMachineController, World
@@ -106,16 +108,66 @@ def test_remove_autoscaler_annotations_if_required(before: dict[str, str], after
     assert world.nodes["node-0"]["metadata"].get("annotations", {}) == after
 
 
+def test_removing_ca_annotations_tries_every_node_and_raises_the_failure() -> None:
+    """Upstream stopped at the first Node it could not write, leaving the rest annotated."""
+    world, p, ms = _world(dict(CA_ANNOTATIONS))
+    world.add(
+        world.machines,
+        machine("m1", owner=ms, labels={"name": "pool", c.LABEL_NODE: "node-1"}, phase=c.PHASE_RUNNING),
+    )
+    world.add(world.nodes, node("node-1", annotations=dict(CA_ANNOTATIONS)))
+    world.nodes.fail("update", InternalError({"message": "cannot write", "code": 500}), times=1000)
+    with pytest.raises(InternalError, match="cannot write"):
+        remove_ca_annotations(p, [ms])
+    assert len(world.nodes.failures["update"]) == 998  # one attempt on each Node
+
+
+def test_a_broken_connection_on_a_node_write_is_an_error_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writes run on threads of their own: what escapes one goes to handle_crash, which
+    ends the command's process; a broken connection must come back as an error instead."""
+    monkeypatch.setattr(errors, "REALLY_CRASH", True)
+    monkeypatch.setattr(errors, "ON_FATAL", lambda: pytest.fail("a broken connection ended the process"))
+    world, p, ms = _world(dict(CA_ANNOTATIONS))
+    world.nodes.fail("update", ConnectionFailed("connection reset"), times=1)
+    with pytest.raises(ConnectionFailed):
+        remove_ca_annotations(p, [ms])
+    annotate_nodes(p, [ms])
+
+
 def test_a_node_write_conflict_is_retried_on_a_fresh_node() -> None:
     world, _, _ = _world({"kept": "yes"})
     world.nodes.fail("update", Conflict({"message": "conflict", "code": 409}), times=2)
-    change_node(world.deps, "node-0", lambda n: n["metadata"]["annotations"].update(new="1") is None)
+    seen: list[Mapping[str, Any]] = []
+
+    def add_new(node: Mapping[str, Any]) -> dict[str, Any]:
+        seen.append(node)
+        meta = node["metadata"]
+        return {**node, "metadata": {**meta, "annotations": {**meta["annotations"], "new": "1"}}}
+
+    change_node(world.deps, "node-0", add_new)
     assert world.nodes["node-0"]["metadata"]["annotations"] == {"kept": "yes", "new": "1"}
+    assert len(seen) == 4  # the cached copy, then a fresh read before each write
+    assert all(node["metadata"]["annotations"] == {"kept": "yes"} for node in seen)
+
+
+def test_a_node_changed_since_the_cache_copy_is_written_on_a_fresh_read_without_a_conflict() -> None:
+    """The machine controller writes a new Node as it registers; the manager's cache may not
+    have that write yet when a roll-out pass annotates the Node."""
+    world, p, ms = _world({"kept": "yes"})
+    with world.lag():
+        current = world.nodes["node-0"]
+        world.nodes.update({**current, "metadata": {**current["metadata"], "labels": {"by": "controller"}}})
+        world.nodes.writes.clear()
+        annotate_nodes(p, [ms])
+    assert world.nodes.writes == [("update", "node-0")]
+    metadata = world.nodes["node-0"]["metadata"]
+    assert metadata["labels"] == {"by": "controller"}
+    assert metadata["annotations"] == {"kept": "yes", **CA_ANNOTATIONS}
 
 
 def test_a_missing_node_is_nothing_to_do() -> None:
     world, _, _ = _world(with_node=False)
-    change_node(world.deps, "node-0", lambda n: True)
+    change_node(world.deps, "node-0", dict)
     assert world.nodes.writes == []
 
 
