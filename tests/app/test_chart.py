@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from mcm.app.cli import parse_options
+from tests.driver.test_grpc_limits import SIDECAR_ENVIRONMENT
 
 helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk is not installed")
 kubernetes_validate = pytest.importorskip(
@@ -130,6 +131,8 @@ def test_everything_on_renders_sidecar_secret_monitoring_and_pdb() -> None:
     assert "driver-socket" in mounts
     assert "target-kubeconfig" not in mounts, "a provider's sidecar gets no target credentials"
     assert not [e for e in sidecar["env"] if e["name"].startswith("MCM_LOCAL_")]
+    environment = {e["name"]: e["value"] for e in sidecar["env"]}
+    assert SIDECAR_ENVIRONMENT.items() <= environment.items(), "the memory test runs the sidecar so"
     alerts = {
         r["alert"] for g in _by_kind(objects, "PrometheusRule")[0]["spec"]["groups"] for r in g["rules"]
     }

@@ -3,6 +3,7 @@ under a flood of large requests, and TLS off loopback without a client CA."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import yaml
 from structlog.testing import capture_logs
 
 from mcm.apis.machine.v1alpha1 import Machine
@@ -35,8 +37,14 @@ from mcm.testing.driver_conformance import sample_machine, sample_machine_class
 
 REPO = Path(__file__).resolve().parents[2]
 CLASS = sample_machine_class("small")
-CHART_MEMORY_LIMIT = 256 * MiB
-"""The chart's memory limit of the sidecar container (values.yaml)."""
+CHART_VALUES = yaml.safe_load((REPO / "charts" / "machine-controller" / "values.yaml").read_text())
+CHART_MEMORY_LIMIT = (
+    int(CHART_VALUES["driver"]["sidecar"]["resources"]["limits"]["memory"].removesuffix("Mi")) * MiB
+)
+"""The chart's memory limit of the sidecar container (values.yaml, in Mi)."""
+SIDECAR_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
+"""What the chart sets in the sidecar container's environment besides the provider's settings
+(``tests/app/test_chart.py`` checks the chart says so)."""
 
 
 def ctx() -> CallContext:
@@ -164,6 +172,7 @@ def sidecar(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
+            env={**os.environ, **SIDECAR_ENVIRONMENT},
         )
         try:
             assert process.stdout is not None
