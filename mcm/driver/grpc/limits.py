@@ -38,8 +38,8 @@ meet this limit, only the worker count. Measured on the Python sidecar with the 
 (16 workers, 8 queued): 100 maximal requests at once peaked at about 210 MiB of memory, one
 at a time 45 MiB; before the caps, twelve requests of 60 MiB peaked at 2.6 GiB. Most of a
 flood's peak is glibc's per-thread malloc arenas: 40 maximal requests at once peaked at
-200–230 MiB on a quiet machine and at 275 MiB on a loaded one (over the chart's 256 Mi), and at
-160–190 MiB with two arenas, which is why the chart runs the sidecar with ``MALLOC_ARENA_MAX=2``."""
+200 to 230 MiB on a quiet machine and at 275 MiB on a loaded one (over the chart's 256 Mi), and at
+160 to 190 MiB with two arenas, which is why the chart runs the sidecar with ``MALLOC_ARENA_MAX=2``."""
 
 
 SERVER_WINDOW_OPTIONS: tuple[tuple[str, int], ...] = (("grpc.http2.bdp_probe", 0),)
