@@ -14,10 +14,21 @@
 A machine's Node is the one its ``node`` label names. The machines of a set are those it
 controls, read from the cache: unlike upstream, these helpers never adopt or release anything.
 Without a target cluster nothing is done. Whether a Node needs a write is judged on the cached
-Node; the write starts from a fresh read with its ``resourceVersion``; a conflict is retried
-(up to five times) on another fresh read. Node writes go to up to 16 Nodes at once (upstream:
-one after the other); a failure on one Node is logged and the others are still done; removing
-the CA annotations then reports the first failure (upstream stopped there).
+Node (through the mutation cache, so the manager's own last write counts). Then:
+
+- The autoscaler annotations are a JSON merge patch of ``metadata.annotations`` naming only the
+  two keys (``"true"`` to add, ``null`` to remove): no read before it, no ``resourceVersion``, so
+  it never conflicts and leaves every other field and key as the API server has it (upstream
+  v0.47.0 ``pkg/controller/controller_utils.go`` ``AddOrUpdateAnnotationOnNode`` and
+  ``RemoveAnnotationsOffNode`` GET the Node and PUT it whole, retrying on conflict).
+- The taint is a read-modify-write: a fresh read (GET), the whole ``spec.taints`` list written
+  back with that read's ``resourceVersion`` (PUT), a conflict retried (up to five times) on
+  another fresh read, as upstream ``pkg/util/nodeops/taints.go`` does. A merge patch would
+  replace the whole list and could drop a taint another writer added meanwhile.
+
+Node writes go to up to 16 Nodes at once (upstream: one after the other); a failure on one Node
+is logged and the others are still done; removing the CA annotations then reports the first
+failure (upstream stopped there). A missing Node is nothing to do.
 """
 
 from __future__ import annotations
@@ -41,6 +52,8 @@ __all__ = [
     "CA_ANNOTATIONS",
     "PREFER_NO_SCHEDULE_TAINT",
     "annotate_nodes",
+    "change_node",
+    "patch_annotations",
     "remove_ca_annotations",
     "remove_taint",
     "scaled_to_zero",
@@ -66,6 +79,8 @@ other: the first pass of a roll-out of 1,000 machines held its worker for second
 NodeChange = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 """The changed Node (a new dict; the parts it changes are copies, the rest is shared with the
 given Node, which is never changed), or ``None`` when there is nothing to change."""
+AnnotationChange = Mapping[str, str | None]
+"""Annotation keys to set (to the value) or to remove (``None``)."""
 
 
 def scaled_to_zero(machine_sets: Sequence[Mapping[str, Any] | None]) -> bool:
@@ -79,6 +94,21 @@ def scaled_to_zero(machine_sets: Sequence[Mapping[str, Any] | None]) -> bool:
 def _node_names(deps: Deps, machine_set: Mapping[str, Any]) -> list[str]:
     machines = deps.machines.controlled_by(o.meta(machine_set).get("uid", ""))
     return [name for m in machines if (name := o.label(m, c.LABEL_NODE))]
+
+
+def patch_annotations(deps: Deps, name: str, annotations: AnnotationChange) -> None:
+    """Set or remove ``annotations`` on Node ``name`` with one JSON merge patch of
+    ``metadata.annotations`` that names only those keys. Without a read before it and without a
+    ``resourceVersion`` it cannot conflict, and every key and field it does not name stays as
+    the API server has it, whoever wrote it last. A missing Node is nothing to do."""
+    client = deps.clients.nodes
+    if client is None:
+        return
+    try:
+        client.patch(name, {"metadata": {"annotations": dict(annotations)}}, kind="merge")
+    except ApiError as err:
+        if not is_not_found(err):
+            raise
 
 
 def change_node(deps: Deps, name: str, change: NodeChange) -> None:
@@ -109,10 +139,6 @@ def _with_taints(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> dict[
     return {**node, "spec": {**o.sub(node, "spec"), "taints": taints}}
 
 
-def _with_annotations(node: Mapping[str, Any], annotations: dict[str, Any]) -> dict[str, Any]:
-    return {**node, "metadata": {**o.meta(node), "annotations": annotations}}
-
-
 def _taints_of(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(t) for t in o.sub(node, "spec").get("taints") or [] if isinstance(t, Mapping)]
 
@@ -139,16 +165,22 @@ def _remove_taint(taint: Mapping[str, str]) -> NodeChange:
     return change
 
 
-def _each_node(deps: Deps, names: list[str], change: NodeChange, what: str) -> RequestError | None:
-    """``change`` on every Node of ``names`` that needs it (judged on the cache), up to
+def _each_node(
+    deps: Deps,
+    names: list[str],
+    needs: Callable[[Mapping[str, Any]], bool],
+    write: Callable[[str], None],
+    what: str,
+) -> RequestError | None:
+    """``write`` every Node of ``names`` that ``needs`` it (judged on the cache), up to
     :data:`PARALLEL_NODE_WRITES` at once; a failure is logged and the others go on. The first
     failure (in ``names`` order), if any."""
-    needed = [name for name in names if (node := deps.node(name)) is not None and change(node) is not None]
+    needed = [name for name in names if (node := deps.node(name)) is not None and needs(node)]
     errors: list[RequestError | None] = [None] * len(needed)
 
     def one(index: int) -> None:
         try:
-            change_node(deps, needed[index], change)
+            write(needed[index])
         except RequestError as err:  # an error answer or a broken connection: never a crash
             log.warning("node_update_failed", node=needed[index], change=what, error=str(err))
             errors[index] = err
@@ -167,6 +199,12 @@ def _set_annotation(p: DeploymentPass, machine_set: Mapping[str, Any], value: st
     p.write_set(updated)
 
 
+def _each_node_change(deps: Deps, names: list[str], change: NodeChange, what: str) -> None:
+    _each_node(
+        deps, names, lambda node: change(node) is not None, lambda name: change_node(deps, name, change), what
+    )
+
+
 def taint_old_sets(p: DeploymentPass, old: Sequence[Mapping[str, Any]]) -> None:
     """Taint the nodes of old sets not yet marked, then mark them (failures are logged)."""
     if p.deps.clients.nodes is None:
@@ -174,7 +212,8 @@ def taint_old_sets(p: DeploymentPass, old: Sequence[Mapping[str, Any]]) -> None:
     for machine_set in old:
         if o.annotation(machine_set, k.ANNOTATION_PREFER_NO_SCHEDULE) is not None:
             continue
-        _each_node(p.deps, _node_names(p.deps, machine_set), _add_taint(PREFER_NO_SCHEDULE_TAINT), "taint")
+        names = _node_names(p.deps, machine_set)
+        _each_node_change(p.deps, names, _add_taint(PREFER_NO_SCHEDULE_TAINT), "taint")
         try:
             _set_annotation(p, machine_set, k.TAINT_PREFER_NO_SCHEDULE_VALUE)
         except ApiError as err:
@@ -190,7 +229,8 @@ def remove_taint(p: DeploymentPass, machine_set: Mapping[str, Any]) -> None:
         return
     if p.deps.clients.nodes is None:
         return
-    _each_node(p.deps, _node_names(p.deps, machine_set), _remove_taint(PREFER_NO_SCHEDULE_TAINT), "untaint")
+    names = _node_names(p.deps, machine_set)
+    _each_node_change(p.deps, names, _remove_taint(PREFER_NO_SCHEDULE_TAINT), "untaint")
     current = next(
         (ms for ms in p.machine_sets if o.meta(ms).get("uid") == o.meta(machine_set).get("uid")), machine_set
     )
@@ -203,18 +243,16 @@ def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def _add_annotations(node: Mapping[str, Any]) -> dict[str, Any] | None:
+def _lacks_ca_annotations(node: Mapping[str, Any]) -> bool:
     annotations = _annotations(node)
-    if all(annotations.get(key) == value for key, value in CA_ANNOTATIONS.items()):
-        return None
-    return _with_annotations(node, {**annotations, **CA_ANNOTATIONS})
+    return any(annotations.get(key) != value for key, value in CA_ANNOTATIONS.items())
 
 
-def _remove_annotations(node: Mapping[str, Any]) -> dict[str, Any] | None:
-    annotations = _annotations(node)
-    if c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM not in annotations:
-        return None
-    return _with_annotations(node, {k: v for k, v in annotations.items() if k not in CA_ANNOTATIONS})
+def _has_ca_annotations_by_mcm(node: Mapping[str, Any]) -> bool:
+    return c.ANNOTATION_CA_SCALE_DOWN_DISABLED_BY_MCM in _annotations(node)
+
+
+_REMOVE_CA_ANNOTATIONS: AnnotationChange = dict.fromkeys(CA_ANNOTATIONS)
 
 
 def annotate_nodes(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] | None]) -> None:
@@ -223,7 +261,13 @@ def annotate_nodes(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] |
         return
     for machine_set in machine_sets:
         if machine_set is not None:
-            _each_node(p.deps, _node_names(p.deps, machine_set), _add_annotations, "ca-annotate")
+            _each_node(
+                p.deps,
+                _node_names(p.deps, machine_set),
+                _lacks_ca_annotations,
+                lambda name: patch_annotations(p.deps, name, CA_ANNOTATIONS),
+                "ca-annotate",
+            )
 
 
 def remove_ca_annotations(p: DeploymentPass, machine_sets: Sequence[Mapping[str, Any] | None]) -> None:
@@ -232,6 +276,12 @@ def remove_ca_annotations(p: DeploymentPass, machine_sets: Sequence[Mapping[str,
     if p.deps.clients.nodes is None:
         return
     names = [name for ms in machine_sets if ms is not None for name in _node_names(p.deps, ms)]
-    error = _each_node(p.deps, names, _remove_annotations, "ca-unannotate")
+    error = _each_node(
+        p.deps,
+        names,
+        _has_ca_annotations_by_mcm,
+        lambda name: patch_annotations(p.deps, name, _REMOVE_CA_ANNOTATIONS),
+        "ca-unannotate",
+    )
     if error is not None:
         raise error

@@ -1,18 +1,18 @@
 """Record every API request the ``machine-controller-manager`` command makes, per cluster, in one run.
 
 :func:`record` starts a control and a target emulator (each logging its requests), runs the
-command's :func:`mcm.app.manager.runner.run` against them, and walks a scenario that reaches
-every code path of the manager that talks to an API server: start-up and leader election; a
+command's :func:`mcm.app.manager.runner.run` against them, and walks a scenario that reaches every
+code path of the manager that talks to an API server: start-up and leader election; a
 MachineDeployment created (its finalizer, a MachineSet with its finalizer, Machines, status
 writes); a template field copied onto the machines in place; a roll-out to another class (node
-taints and autoscaler annotations, one node write answered 409 and retried after a live read;
-the old set deleted by the history limit); a scale-down (the deleted machine marked Terminating
-by the manager, the set's status write answered 409 and retried after a live read); an orphan
-Machine adopted and the surplus deleted; a Machine released; an orphan MachineSet adopted by the
-deployment; a repeated Warning (its Event patched); the deployment deleted with its sets and
-machines. The machine side (mcm's machine controller with the fake driver, and the node
-simulator) runs in this process with the fixture's clients; the fixture's requests carry the
-user agent suffix ``rbac-fixture`` and are left out.
+taints, one taint write answered 409 and retried after a live read; autoscaler annotations put on
+and taken off by merge patches; the old set deleted by the history limit); a scale-down (the
+deleted machine marked Terminating by the manager, the set's status write answered 409 and retried
+after a live read); an orphan Machine adopted and the surplus deleted; a Machine released; an
+orphan MachineSet adopted by the deployment; a repeated Warning (its Event patched); the deployment
+deleted with its sets and machines. The machine side (mcm's machine controller with the fake
+driver, and the node simulator) runs in this process with the fixture's clients; the fixture's
+requests carry the user agent suffix ``rbac-fixture`` and are left out.
 """
 
 from __future__ import annotations
@@ -188,8 +188,8 @@ def _create_and_propagate(s: ManagerScenario) -> None:
 
 
 def _roll(s: ManagerScenario) -> None:
-    """A roll-out to class-b: old nodes tainted and annotated (one node write answered 409, so
-    the manager reads the node again), the old set deleted once empty."""
+    """A roll-out to class-b: old nodes tainted (one taint write answered 409, so the manager
+    reads the node again) and annotated (merge patches), the old set deleted once empty."""
     s.target_emulator.faults.add(code=409, verb="update", resource="nodes", user_agent=COMPONENT)
     s.update_deployment(lambda d: d["spec"]["template"]["spec"]["class"].update(name="class-b"))
     s.eventually(lambda: s.settled(2, "class-b") and len(s.sets()) == 1, "rolled to class-b, old set gone")

@@ -11,7 +11,9 @@ but ``status`` out of status updates, and turns the DELETE of an object with fin
 makes the next calls of a verb raise. ``World.lag()`` freezes what the caches show until
 ``World.catch_up()``, to play an informer that has not delivered the latest writes; as with the
 manager's mutation cache, objects the manager itself wrote meanwhile show its last write (objects
-it created do not show).
+it created do not show). ``requests`` lists the manager's own calls (``patches`` its patch
+bodies); ``before(verbs, action)`` lets another writer act right before the manager's next call
+of one of ``verbs``.
 
 :class:`FakeMachineController` plays the machine controller: it moves new machines to Pending
 and Running and lets deleted machines go.
@@ -74,11 +76,29 @@ class Store:
     writes: list[tuple[str, str]] = field(default_factory=list)
     snapshot: dict[str, Obj] | None = None
     recorded: dict[str, Obj] = field(default_factory=dict)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    """Every call the manager made through its REST client, ``(verb, name)``, answered or not."""
+    patches: list[Any] = field(default_factory=list)
+    """The bodies of the manager's patches, as sent."""
+    interposed: list[tuple[frozenset[str], Callable[[], None]]] = field(default_factory=list)
 
     # --- setup and inspection ---------------------------------------------------------------------
 
     def fail(self, verb: str, error: Exception, times: int = 1000) -> None:
         self.failures[verb] = [error] * times
+
+    def before(self, verbs: str | tuple[str, ...], action: Callable[[], None]) -> None:
+        """Run ``action`` once, right before the manager's next call of one of ``verbs`` (another
+        writer acting between the manager's read and its write)."""
+        self.interposed.append((frozenset([verbs] if isinstance(verbs, str) else verbs), action))
+
+    def requested(self, verb: str, name: str) -> None:
+        """The manager calls ``verb`` on ``name``: run what waits for it, then record it."""
+        for entry in list(self.interposed):
+            if verb in entry[0]:
+                self.interposed.remove(entry)
+                entry[1]()
+        self.requests.append((verb, name))
 
     def __getitem__(self, name: str) -> Obj:
         return copy.deepcopy(self.objects[name])
@@ -193,7 +213,8 @@ class Store:
         new["status"] = copy.deepcopy(body.get("status"))
         return self._store(new)
 
-    def patch(self, name: str, body: Mapping[str, Any], **_: Any) -> Obj:
+    def patch(self, name: str, body: Mapping[str, Any], *, kind: str = "merge", **_: Any) -> Obj:
+        assert kind == "merge", f"the fake API applies merge patches only, not {kind!r}"
         self._check("patch", name)
         current = self.read(name)
         meta = dict(body.get("metadata") or {})
@@ -373,6 +394,7 @@ class _Client:
         self._store = store
 
     def get(self, name: str, **_: Any) -> Obj:
+        self._store.requested("get", name)
         return self._store.read(name)
 
     def _recorded(self, obj: Obj) -> Obj:
@@ -381,16 +403,25 @@ class _Client:
         return obj
 
     def create(self, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        self._store.requested("create", (body.get("metadata") or {}).get("name", ""))
         return self._recorded(self._store.create(body, **kwargs))
 
     def update(self, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        self._store.requested("update", body["metadata"]["name"])
         return self._recorded(self._store.update(body, **kwargs))
 
     def update_status(self, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        self._store.requested("update_status", body["metadata"]["name"])
         return self._recorded(self._store.update_status(body, **kwargs))
 
     def patch(self, name: str, body: Mapping[str, Any], **kwargs: Any) -> Obj:
+        self._store.requested("patch", name)
+        self._store.patches.append(copy.deepcopy(body))
         return self._recorded(self._store.patch(name, body, **kwargs))
+
+    def delete(self, name: str, **kwargs: Any) -> Obj:
+        self._store.requested("delete", name)
+        return self._store.delete(name, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
