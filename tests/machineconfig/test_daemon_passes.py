@@ -24,7 +24,7 @@ from mcm.machineconfig.ignition import data_url
 from mcm.runtime.client import ClusterClient, Object
 from mcm.runtime.client.resources import EVENTS, NODES
 from mcm.runtime.clock import FakeClock
-from mcm.runtime.worker import DONE, Result
+from mcm.runtime.worker import Result
 from mcm.testing.machineconfig import create_nodes
 
 from .fixtures import eventually
@@ -108,6 +108,11 @@ class Env:
         return self.daemon._sync(NODE)
 
 
+def finished(result: Result | None) -> bool:
+    """The pass asks for no retry (a reconciler's ``None`` is ``DONE``)."""
+    return result is None or result.requeue_after is None
+
+
 def _daemon(
     client: ClusterClient, root: Path, clock: FakeClock, reboot: str, env: list[Env]
 ) -> MachineConfigDaemon:
@@ -168,13 +173,13 @@ def app(text: str = "v1\n", mode: int = 0o640) -> dict[str, Any]:
 
 def test_a_node_without_a_desired_config_is_left_alone(env: Env) -> None:
     version = env.node()["metadata"]["resourceVersion"]
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert env.node()["metadata"]["resourceVersion"] == version
     assert env.drains == [] and env.systemctl() == [] and list(env.root.iterdir()) == []
 
 
 def test_a_node_that_is_gone_is_nothing_to_do(env: Env) -> None:
-    assert env.daemon._sync("another-node") is None
+    assert finished(env.daemon._sync("another-node"))
     assert env.drains == []
 
 
@@ -194,7 +199,7 @@ def test_an_update_drains_writes_records_restarts_and_reports_done(env: Env) -> 
         ],
     )
     env.annotate(desired="rendered-1", current="rendered-0", state=api.STATE_DONE)
-    assert env.sync() is DONE
+    assert finished(env.sync())
     notes = env.notes()
     assert notes[api.CURRENT_CONFIG_ANNOTATION] == "rendered-1"
     assert notes[api.STATE_ANNOTATION] == api.STATE_DONE and api.REASON_ANNOTATION not in notes
@@ -225,7 +230,7 @@ def test_the_next_update_disables_units_it_drops_and_restarts_only_changed_ones(
         ],
     )
     env.annotate(desired="rendered-1")
-    assert env.sync() is DONE
+    assert finished(env.sync())
     env.config(
         "rendered-2",
         units=[
@@ -235,7 +240,7 @@ def test_the_next_update_disables_units_it_drops_and_restarts_only_changed_ones(
     )
     (env.root / "systemctl.log").unlink()
     env.annotate(desired="rendered-2")
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert env.systemctl() == [
         "enable a.service b.service",
         "disable gone.service",
@@ -266,7 +271,7 @@ def test_an_unreadable_record_on_disk_is_no_config(env: Env) -> None:
         record.write_text(garbage)
         env.annotate(desired="rendered-1", current="rendered-0", state=api.STATE_DONE)
         env.drains.clear()
-        assert env.sync() is DONE
+        assert finished(env.sync())
         assert env.drains == [api.STATE_WORKING], garbage
         assert env.on_disk()["name"] == "rendered-1"
 
@@ -297,7 +302,7 @@ def test_a_config_already_on_disk_is_only_reported(env: Env, current: str, state
     record.write_text(json.dumps({"name": "rendered-1", "spec": {}}))
     env.client.resource(NODES).patch(NODE, {"spec": {"unschedulable": True}})
     env.annotate(desired="rendered-1", current=current, state=state, reason="old")
-    assert env.sync() is DONE
+    assert finished(env.sync())
     notes = env.notes()
     assert (
         notes[api.CURRENT_CONFIG_ANNOTATION] == "rendered-1" and notes[api.STATE_ANNOTATION] == api.STATE_DONE
@@ -314,7 +319,7 @@ def test_a_node_done_with_the_config_on_disk_is_not_written_to(env: Env) -> None
     env.client.resource(NODES).patch(NODE, {"spec": {"unschedulable": True}})
     env.annotate(desired="rendered-1", current="rendered-1", state=api.STATE_DONE)
     version = env.node()["metadata"]["resourceVersion"]
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert env.node()["metadata"]["resourceVersion"] == version, "an admin's cordon stays"
 
 
@@ -359,7 +364,7 @@ def test_a_config_the_daemon_cannot_apply_is_refused_once_without_touching_the_n
         }
     )
     env.annotate(desired="rendered-1", current="rendered-0", state=api.STATE_DONE)
-    assert env.sync() is DONE
+    assert finished(env.sync())
     notes = env.notes()
     assert notes[api.STATE_ANNOTATION] == api.STATE_DEGRADED and notes[api.REASON_ANNOTATION] == reason
     assert notes[api.CURRENT_CONFIG_ANNOTATION] == "rendered-0"
@@ -367,10 +372,10 @@ def test_a_config_the_daemon_cannot_apply_is_refused_once_without_touching_the_n
     eventually(lambda: env.events("ConfigFailed"), what="ConfigFailed")
     assert env.events("ConfigFailed")[0]["type"] == "Warning"
     version = env.node()["metadata"]["resourceVersion"]
-    assert env.sync() is DONE and env.node()["metadata"]["resourceVersion"] == version, "not tried again"
+    assert finished(env.sync()) and env.node()["metadata"]["resourceVersion"] == version, "not tried again"
     env.config("rendered-2", app())
     env.annotate(desired="rendered-2")
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert env.notes()[api.CURRENT_CONFIG_ANNOTATION] == "rendered-2", "the next config is applied"
 
 
@@ -429,7 +434,7 @@ def test_a_failed_write_degrades_keeps_the_node_cordoned_and_retries_while_degra
     )
     (env.root / "etc/blocker").unlink()
     env.clock.step(20)
-    assert env.sync() is DONE
+    assert finished(env.sync())
     notes = env.notes()
     assert notes[api.STATE_ANNOTATION] == api.STATE_DONE and api.REASON_ANNOTATION not in notes
     assert notes[api.CURRENT_CONFIG_ANNOTATION] == "rendered-2"
@@ -473,7 +478,7 @@ def test_a_unit_that_cannot_be_restarted_degrades_the_node_and_the_retry_restart
     assert env.sync() == Result.after(10.0)
     (env.root / "fail").unlink()
     env.clock.step(10)
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert env.systemctl().count("restart bad.service") == 2, "restarted again"
     assert env.notes()[api.STATE_ANNOTATION] == api.STATE_DONE
     assert env.on_disk()["name"] == "rendered-1" and (env.root / "etc/app.conf").read_text() == "v1\n"
@@ -493,7 +498,7 @@ def test_a_drain_that_finds_the_node_gone_goes_on(env: Env) -> None:
     env.config("rendered-1", app())
     env.annotate(desired="rendered-1")
     env.drain_result = DrainResult(node=NODE, duration=1.0, error="node not found", node_gone=True)
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert (env.root / "etc/app.conf").read_text() == "v1\n"
 
 
@@ -506,7 +511,7 @@ def test_with_a_reboot_command_the_pass_reboots_once_and_leaves_the_node_working
     env = make_env(reboot=f"sh -c 'echo reboot >> {tmp_path}/reboots'")
     env.config("rendered-1", app(), units=[{"name": "a.service", "enabled": True, "contents": "x"}])
     env.annotate(desired="rendered-1", current="rendered-0", state=api.STATE_DONE)
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert (tmp_path / "reboots").read_text() == "reboot\n"
     notes = env.notes()
     assert (
@@ -518,7 +523,7 @@ def test_with_a_reboot_command_the_pass_reboots_once_and_leaves_the_node_working
     eventually(lambda: env.events("Reboot"), what="Reboot")
     assert env.events("Reboot")[0]["message"] == "Node will reboot into config rendered-1"
     env.annotate(reason="poke")
-    assert env.sync() is DONE
+    assert finished(env.sync())
     assert (tmp_path / "reboots").read_text() == "reboot\n", "no second reboot"
 
 
@@ -529,3 +534,18 @@ def test_a_reboot_that_fails_degrades_the_node(make_env: Callable[..., Env]) -> 
     assert env.sync() == Result.after(10.0)
     assert env.notes()[api.STATE_ANNOTATION] == api.STATE_DEGRADED
     assert env.notes()[api.REASON_ANNOTATION].startswith("reboot failed: false exited 1")
+
+
+def test_a_stopped_daemon_leaves_no_thread_behind(client: ClusterClient, tmp_path: Path) -> None:
+    """When ``stop()`` returns, its informer and worker threads have ended; its Event threads end
+    once the broadcaster's queue is closed (the emulator's request threads are not the daemon's)."""
+    create_nodes(client, [NODE])
+    before = set(threading.enumerate())
+    daemon = _daemon(client, tmp_path, FakeClock(), "", [])
+    with daemon:
+        eventually(lambda: daemon.nodes.get(NODE) is not None, what="the daemon's cache")
+        started = [t for t in threading.enumerate() if t not in before and "process_request" not in t.name]
+    assert [t.name for t in started if t.is_alive() and not t.name.startswith("event-")] == []
+    for thread in started:
+        thread.join(10)
+    assert [t.name for t in started if t.is_alive()] == []
