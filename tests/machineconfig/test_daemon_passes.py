@@ -288,6 +288,27 @@ def test_kernel_and_os_image_fields_are_named_once_as_not_applied(env: Env) -> N
     assert env.events("NotApplied")[0]["type"] == "Normal"
 
 
+def test_not_applied_fields_are_named_once_per_config_even_when_it_comes_back(env: Env) -> None:
+    env.config("rendered-a", app("a\n"), kernelType="realtime")
+    env.config("rendered-b", app("b\n"))
+    for desired in ("rendered-a", "rendered-b", "rendered-a"):
+        env.annotate(desired=desired)
+        assert finished(env.sync())
+        assert env.notes()[api.CURRENT_CONFIG_ANNOTATION] == desired
+    assert (env.root / "etc/app.conf").read_text() == "a\n"
+    eventually(lambda: len(env.events("ConfigApplied")) >= 1, what="Events")
+    env.config("rendered-c", app("c\n"), osImageURL="quay.io/os:2")  # a later Event as a barrier
+    env.annotate(desired="rendered-c")
+    env.sync()
+    message = "osImageURL of rendered-c are not applied by this daemon (files and units only)"
+    eventually(lambda: any(e["message"] == message for e in env.events("NotApplied")), what="the barrier")
+    assert sorted(e["message"] for e in env.events("NotApplied")) == [
+        "kernelType of rendered-a are not applied by this daemon (files and units only)",
+        message,
+    ]
+    assert all(e.get("count", 1) == 1 for e in env.events("NotApplied"))
+
+
 # --- already done -----------------------------------------------------------------------------------
 
 
