@@ -24,6 +24,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
     ("earlier-null-takes-later", {"a": None}, {"a": {"b": 2}}, {"a": {"b": 2}}),
     ("type-change-takes-later", {"a": {"x": 1}}, {"a": 5}, {"a": 5}),
     ("scalar-replaced", {"a": "x"}, {"a": "y"}, {"a": "y"}),
+    ("list-replaced-by-scalar", {"a": [1, 2]}, {"a": 5}, {"a": 5}),
+    ("object-replaced-by-list", {"a": {"b": 1}}, {"a": ["c"]}, {"a": ["c"]}),
+    ("scalar-replaced-by-list", {"a": "x"}, {"a": ["y"]}, {"a": ["y"]}),
     ("false-replaces", {"a": True}, {"a": False}, {"a": False}),
     (
         "files-by-path-in-place",
