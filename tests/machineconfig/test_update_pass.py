@@ -234,6 +234,22 @@ def test_a_node_that_changed_since_it_was_read_is_not_targeted_and_the_pass_come
     assert [h.desired(n) for n in workers(2)] == [T, ""]
 
 
+def test_a_pass_trusts_its_own_writes_over_a_cache_that_lags(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h.pool(max_unavailable=1)
+    h.nodes(workers(2))
+    for name in workers(2):
+        h.done(name, OLD)
+    h.target("worker", T)
+    monkeypatch.setattr(h.update.nodes.lister.indexer, "update", lambda _obj: None)  # a watch that lags
+    assert h.update.sync("worker") is None
+    assert h.status()["unavailableMachines"] == 1, "the node it just targeted counts at once"
+    h.wait_pool("worker")
+    assert h.update.sync("worker") is None, "nothing to retry: worker-0 is known to be targeted"
+    assert [h.desired(n) for n in workers(2)] == [T, OLD]
+
+
 def test_a_degraded_node_is_retargeted_without_using_the_bound(h: Harness) -> None:
     h.pool(max_unavailable=1)
     h.nodes(workers(3))
