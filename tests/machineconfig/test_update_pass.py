@@ -296,6 +296,33 @@ def test_a_degraded_node_is_warned_about_once_and_again_when_it_degrades_anew(h:
     )
 
 
+def test_a_node_two_pools_claim_is_warned_about_once(h: Harness) -> None:
+    h.pool("infra", max_unavailable=1)
+    h.pool("gpu", max_unavailable=1)
+    create_nodes(h.client, ["both-0"], {**role_label("infra"), **role_label("gpu")})
+    h.wait_node("both-0")
+    h.target("infra", T)
+    for i in range(3):
+        h.annotate("both-0", note=str(i))  # a change of the node: read again, still claimed by two
+        h.update.sync("infra")
+        h.update.sync("gpu")
+    why = "node both-0 is selected by 2 pools (gpu, infra); it belongs to none"
+    assert h.status("infra")["machineCount"] == 0
+    assert h.conditions("infra")[api.POOL_NODES_CONFLICT] == ("True", api.Reason.NODE_IN_MULTIPLE_POOLS, why)
+    # a later Event of the same recorder as a barrier: Events are sent in order
+    h.nodes(["infra-only"], role="infra")
+    h.update.sync("infra")
+    eventually(lambda: h.events(api.Reason.SET_DESIRED_CONFIG, "MachinePool"), what="the barrier")
+    warnings = [
+        e
+        for e in h.client.resource(EVENTS).list(namespace="default")["items"]
+        if e.get("reason") == api.Reason.NODE_IN_MULTIPLE_POOLS
+    ]
+    assert [(w["involvedObject"]["name"], w["type"], w["message"], w.get("count", 1)) for w in warnings] == [
+        ("both-0", "Warning", why, 1)
+    ]
+
+
 # --- the status and when it is written --------------------------------------------------------------
 
 
