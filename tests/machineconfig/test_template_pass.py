@@ -86,3 +86,35 @@ def test_templates_are_generated_kept_as_generated_and_the_conditions_say_comple
     sync(h)
     (owner,) = configs.get("00-worker")["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"]) == (api.CONTROLLER_CONFIGS.kind, api.CONTROLLER_CONFIG_NAME)
+
+
+def test_an_edited_annotation_is_put_back_and_a_config_no_template_yields_is_deleted(h: Harness) -> None:
+    controller = h.client.resource(api.CONTROLLER_CONFIGS).create(controller_config())
+    eventually(lambda: h.mcc.template.controller_configs.get(api.CONTROLLER_CONFIG_NAME), what="cached")
+    sync(h)
+    configs = h.client.resource(api.MACHINE_CONFIGS)
+    edited = configs.get("00-worker")
+    notes = {**edited["metadata"]["annotations"], api.GENERATED_BY_ANNOTATION: "someone", "mine": "kept"}
+    configs.update({**edited, "metadata": {**edited["metadata"], "annotations": notes}})
+    stale = {
+        "apiVersion": api.API_VERSION,
+        "kind": api.MACHINE_CONFIGS.kind,
+        "metadata": {
+            "name": "00-worker-retired",
+            "labels": {api.ROLE_LABEL: "worker"},
+            "ownerReferences": [api.owner_reference(controller, api.CONTROLLER_CONFIGS.kind)],
+        },
+        "spec": {"config": {"ignition": {"version": "3.2.0"}}},
+    }
+    configs.create(stale)
+    configs.create({**stale, "metadata": {"name": "50-users-own", "labels": {api.ROLE_LABEL: "worker"}}})
+    for name in ("00-worker", "00-worker-retired", "50-users-own"):
+        wait_cached(h, name)
+    sync(h)
+    annotations = configs.get("00-worker")["metadata"]["annotations"]
+    assert (
+        annotations[api.GENERATED_BY_ANNOTATION] == api.CONTROLLER_VERSION and annotations["mine"] == "kept"
+    )
+    names = {api.name_of(c) for c in configs.list()["items"]}
+    assert "00-worker-retired" not in names, "owned, but no template yields it any more"
+    assert "50-users-own" in names, "not the controller's"
