@@ -76,7 +76,7 @@ def _base64(value: str) -> str:
 
 def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
-        if not pattern.match(value):
+        if not pattern.fullmatch(value):  # not match: "$" also matches before a final newline
             raise ValueError(f"not {what}")
         return value
 

@@ -72,7 +72,9 @@ def _items(config: dict[str, Any], section: str, key: str, problems: Problems) -
     if block is None:
         return []
     if not isinstance(block, dict):
-        problems.append(f"config.{section} must be an object")
+        message = f"config.{section} must be an object"
+        if message not in problems:  # one section holds several lists: name it once
+            problems.append(message)
         return []
     items = block.get(key)
     if items is None:
@@ -83,14 +85,14 @@ def _items(config: dict[str, Any], section: str, key: str, problems: Problems) -
     return items
 
 
-def _typed(entry: dict[str, Any], where: str, fields: dict[str, type | tuple[type, ...]]) -> Problems:
+def _typed(entry: dict[str, Any], where: str, fields: dict[str, type]) -> Problems:
     """A problem for each field of ``entry`` that is set but not of its JSON type."""
     problems = []
     for name, kind in fields.items():
         value = entry.get(name)
         wrong_bool = kind is int and isinstance(value, bool)
         if value is not None and (wrong_bool or not isinstance(value, kind)):
-            json_name = _JSON_NAMES.get(kind.__name__, kind.__name__) if isinstance(kind, type) else "value"
+            json_name = _JSON_NAMES[kind.__name__]
             article = "an" if json_name[0] in "aeiou" else "a"
             problems.append(f"{where}.{name} must be {article} {json_name}")
     return problems

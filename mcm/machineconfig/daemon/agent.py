@@ -13,13 +13,14 @@ the order of machine-config-operator's daemon (``pkg/daemon``: ``update``, ``upd
 2. ``state=working``, cordon and drain the node (:mod:`mcm.drain`; a drain that fails is retried
    with back-off, the node stays ``working``, as MCO's daemon keeps trying);
 3. write the files and units (:class:`~mcm.machineconfig.daemon.writer.ConfigWriter`, all or
-   nothing), ``systemctl enable``/``disable`` the units that say so, and record the config on disk
-   (``/etc/machine-config-daemon/currentconfig`` under the root). A failure puts back what was
-   written and sets ``state=degraded`` with the reason; the node stays cordoned (it runs its
-   previous config) and the apply is tried again with back-off (10 s doubling to 5 min);
-4. reboot with the configured command, if any — the update completes when the daemon starts
-   again and finds the desired config on disk — or else ``daemon-reload`` and restart the units
-   whose definition changed;
+   nothing), ``systemctl enable``/``disable`` the units that say so; with no reboot command,
+   ``daemon-reload`` and restart the units whose definition changed; then record the config on
+   disk (``/etc/machine-config-daemon/currentconfig`` under the root). A failure of any of these
+   puts back what was written, records nothing and sets ``state=degraded`` with the reason; the
+   node stays cordoned (it runs its previous config) and the whole step is tried again with
+   back-off (10 s doubling to 5 min);
+4. reboot with the configured command, if any: the update completes when the daemon starts
+   again and finds the desired config on disk;
 5. uncordon, then set ``currentConfig=<desired>``, ``state=done`` and clear ``reason``.
 
 A daemon that starts and finds the desired config already on disk (after a reboot, or a crash
@@ -211,16 +212,17 @@ class MachineConfigDaemon:
             node = self._annotate({api.STATE_ANNOTATION: api.STATE_WORKING, api.REASON_ANNOTATION: None})
         self._drain(node, desired)
         try:
-            written = self._apply(on_disk.get("spec"), spec, desired)
-        except (ApplyError, CommandFailed) as err:
+            written = self._apply(on_disk.get("spec"), spec)
+            if not self.options.commands.reboot:
+                self.options.commands.reload_and_restart(_restartable(spec, written))
+            self._record(desired, spec)
+        except (ApplyError, CommandFailed, OSError) as err:
+            # nothing is recorded on disk: the retry writes and restarts again
+            self.writer.roll_back()
             return self._failed(node, desired, str(err))
         self._note_not_applied(node, desired, spec)
         if self.options.commands.reboot:
             return self._reboot(node, desired)
-        try:
-            self.options.commands.reload_and_restart(_restartable(spec, written))
-        except CommandFailed as err:
-            return self._failed(node, desired, str(err))
         self._complete(desired)
         return DONE
 
@@ -231,20 +233,15 @@ class MachineConfigDaemon:
             raise DrainFailed(f"drain of node {self.options.node} failed: {result.error}")
         self._event(node, EVENT_TYPE_NORMAL, "Drain", f"Drained node to apply {desired}")
 
-    def _apply(self, current: Any, spec: dict[str, Any], desired: str) -> Written:
-        """Write the config, set the units' enablement, record it on disk (all or nothing)."""
+    def _apply(self, current: Any, spec: dict[str, Any]) -> Written:
+        """Write the config and set the units' enablement (the caller rolls back on failure)."""
         written = self.writer.apply(current if isinstance(current, dict) else None, spec)
-        try:
-            units = config_units(spec)
-            commands = self.options.commands
-            commands.enable(sorted(n for n, u in units.items() if u.get("enabled") is True))
-            commands.disable(sorted(n for n, u in units.items() if u.get("enabled") is False))
-            gone = set(config_units(current if isinstance(current, dict) else {})) - set(units)
-            commands.disable(sorted(gone))
-            self._record(desired, spec)
-        except (CommandFailed, OSError) as err:
-            self.writer.roll_back()
-            raise ApplyError(str(err)) from None
+        units = config_units(spec)
+        commands = self.options.commands
+        commands.enable(sorted(n for n, u in units.items() if u.get("enabled") is True))
+        commands.disable(sorted(n for n, u in units.items() if u.get("enabled") is False))
+        gone = set(config_units(current if isinstance(current, dict) else {})) - set(units)
+        commands.disable(sorted(gone))
         return written
 
     def _reboot(self, node: Object, desired: str) -> Result | None:
