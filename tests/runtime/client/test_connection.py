@@ -48,7 +48,9 @@ def basic(pair: str) -> dict[str, str]:
         ({"tokenFile": "token"}, {"Authorization": "Bearer from-file"}),
     ],
 )
-def test_the_users_credentials_become_headers(tmp_path: Path, user: dict[str, Any], headers: dict[str, str]) -> None:
+def test_the_users_credentials_become_headers(
+    tmp_path: Path, user: dict[str, Any], headers: dict[str, str]
+) -> None:
     (tmp_path / "token").write_text("from-file\n")
     assert connect(tmp_path, user).auth_headers() == headers
 
@@ -69,7 +71,9 @@ def test_an_api_clients_header_credentials_with_a_value_are_used() -> None:
         "Empty": {"in": "header", "key": "x-empty", "value": ""},
         "Query": {"in": "query", "key": "token", "value": "q"},
     }
-    configuration = SimpleNamespace(host="https://kube.example", ssl_ca_cert=None, auth_settings=lambda: settings)
+    configuration = SimpleNamespace(
+        host="https://kube.example", ssl_ca_cert=None, auth_settings=lambda: settings
+    )
     api_client = SimpleNamespace(configuration=configuration, rest_client=SimpleNamespace(pool_manager=None))
     connection = Connection.from_api_client(api_client)
     assert connection.auth_headers() == {"authorization": "Bearer abc"}
@@ -100,7 +104,9 @@ def test_in_cluster_needs_both_host_and_port(tmp_path: Path, environ: dict[str, 
         ("https://", False),
     ],
 )
-def test_the_lean_pool_serves_http_and_https_servers_with_a_host(tmp_path: Path, server: str, lean: bool) -> None:
+def test_the_lean_pool_serves_http_and_https_servers_with_a_host(
+    tmp_path: Path, server: str, lean: bool
+) -> None:
     assert (connect(tmp_path, {}, server=server).http11 is not None) is lean
 
 

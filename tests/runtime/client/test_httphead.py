@@ -40,10 +40,16 @@ def test_malformed_status_lines(line: str) -> None:
     ("text", "fields", "listed"),
     [
         ("A: 1\r\nB:2\n", {"a": "1", "b": "2"}, {}),
-        ("Content-Length: 5\r\nconnection: close\r\n", {"content-length": "5", "connection": "close"},
-         {"content-length": ["5"], "connection": ["close"]}),
-        ("X: 1\r\nx: 2\r\nConnection: a\r\nCONNECTION: b\r\n", {"x": "1", "connection": "a"},
-         {"connection": ["a", "b"]}),
+        (
+            "Content-Length: 5\r\nconnection: close\r\n",
+            {"content-length": "5", "connection": "close"},
+            {"content-length": ["5"], "connection": ["close"]},
+        ),
+        (
+            "X: 1\r\nx: 2\r\nConnection: a\r\nCONNECTION: b\r\n",
+            {"x": "1", "connection": "a"},
+            {"connection": ["a", "b"]},
+        ),
         ("X: a\r\n  b\r\n\tc\r\nY: 2\r\n", {"x": "a b c", "y": "2"}, {}),
         ("X:   \r\n", {"x": ""}, {}),
     ],
@@ -113,4 +119,9 @@ def test_framing_errors(listed: dict[str, list[str]], message: str) -> None:
 
 
 def test_connection_tokens_from_every_value() -> None:
-    assert connection_tokens(["Keep-Alive, Upgrade", " close ,\tX"]) == {"keep-alive", "upgrade", "close", "x"}
+    assert connection_tokens(["Keep-Alive, Upgrade", " close ,\tX"]) == {
+        "keep-alive",
+        "upgrade",
+        "close",
+        "x",
+    }

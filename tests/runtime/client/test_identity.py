@@ -36,7 +36,9 @@ def test_a_ca_check_names_the_entry_and_why(pem: bytes, reason: str) -> None:
 
 
 def test_an_identity_check_names_the_entry(pki: Pki) -> None:
-    good = ClientIdentity((pki.directory / "client.crt").read_bytes(), (pki.directory / "client.key").read_bytes())
+    good = ClientIdentity(
+        (pki.directory / "client.crt").read_bytes(), (pki.directory / "client.key").read_bytes()
+    )
     check_identity(good, "client-certificate-data/client-key-data")
     bad = ClientIdentity(good.certificate, b"")
     with pytest.raises(ValueError, match=r"^user-x: not a PEM certificate with its private key \("):
@@ -87,7 +89,9 @@ def test_loading_an_identity_leaves_no_descriptor_open(
 ) -> None:
     if not in_memory:
         monkeypatch.delattr(os, "memfd_create", raising=False)
-    identity = ClientIdentity((pki.directory / "client.crt").read_bytes(), (pki.directory / "client.key").read_bytes())
+    identity = ClientIdentity(
+        (pki.directory / "client.crt").read_bytes(), (pki.directory / "client.key").read_bytes()
+    )
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(5):
         client_ssl_context(identity, verify=True, system_roots=False)
@@ -95,6 +99,8 @@ def test_loading_an_identity_leaves_no_descriptor_open(
 
 
 def test_an_insecure_context_trusts_nothing_and_a_verifying_one_the_system_roots(pki: Pki) -> None:
-    identity = ClientIdentity((pki.directory / "client.crt").read_bytes(), (pki.directory / "client.key").read_bytes())
+    identity = ClientIdentity(
+        (pki.directory / "client.crt").read_bytes(), (pki.directory / "client.key").read_bytes()
+    )
     assert client_ssl_context(identity, verify=False, system_roots=True).get_ca_certs() == []
     assert client_ssl_context(identity, verify=True, system_roots=False).get_ca_certs() == []

@@ -3,6 +3,7 @@ stop event, its user agent and how it tells a refused connection from other fail
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +35,9 @@ def connection(stub: StubServer, tmp_path: Path) -> Iterator[Connection]:
 def test_a_server_url_with_a_path_prefixes_every_request(stub: StubServer, tmp_path: Path) -> None:
     stub.handler = lambda r: Reply(200, POD)
     for server in (f"{stub.url}/prefix/", f"{stub.url}/prefix", stub.url):
-        made = kubeconfig_connection({"server": server}, {}, cluster_dir=str(tmp_path), user_dir=str(tmp_path))
+        made = kubeconfig_connection(
+            {"server": server}, {}, cluster_dir=str(tmp_path), user_dir=str(tmp_path)
+        )
         try:
             assert transport(made).request("GET", "/api/v1/pods") == POD
         finally:
@@ -95,7 +98,9 @@ def test_the_user_agent_sent_is_the_given_one_or_the_default(
 
 
 @pytest.mark.parametrize("code", [429, 500, 503, 599])
-def test_429_and_5xx_with_retry_after_are_retried(stub: StubServer, connection: Connection, code: int) -> None:
+def test_429_and_5xx_with_retry_after_are_retried(
+    stub: StubServer, connection: Connection, code: int
+) -> None:
     clock = FakeClock()
     answers = iter([Reply(code, status_body(code, "Retry", "later"), {"Retry-After": "2"}), Reply(200, POD)])
     stub.handler = lambda r: next(answers)
@@ -121,7 +126,9 @@ def test_other_answers_with_retry_after_are_not_retried(
 def test_the_transports_stop_event_ends_a_retry_after_wait(stub: StubServer, connection: Connection) -> None:
     clock = FakeClock()
     stop = threading.Event()
-    stub.handler = lambda r: Reply(503, status_body(503, "ServiceUnavailable", "later"), {"Retry-After": "30"})
+    stub.handler = lambda r: Reply(
+        503, status_body(503, "ServiceUnavailable", "later"), {"Retry-After": "30"}
+    )
     sender = transport(connection, clock=clock, stop=stop)
     assert sender.stop is stop
     thread, outcome = in_thread(lambda: sender.request("GET", "/api/v1/pods"))
@@ -138,7 +145,7 @@ def test_the_transports_stop_event_ends_a_retry_after_wait(stub: StubServer, con
 
 def _chained(*links: BaseException) -> BaseException:
     """``links[0]`` caused by ``links[1]`` caused by ... (through ``__context__``)."""
-    for outer, inner in zip(links, links[1:], strict=False):
+    for outer, inner in itertools.pairwise(links):
         outer.__context__ = inner
     return links[0]
 
