@@ -4,10 +4,12 @@ byte, and which events move the resourceVersion."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
 
+from mcm.runtime.client.types import WatchEvent
 from mcm.runtime.client.watch import HTTPWatchStream, error_from_watch_event
 
 
@@ -110,3 +112,73 @@ def test_the_response_is_closed_and_released_when_the_stream_ends() -> None:
     watch = HTTPWatchStream(body)  # type: ignore[arg-type]
     assert [e.type for e in watch] == ["ADDED"]
     assert body.closed and body.released
+
+
+def error_event(status: dict[str, Any]) -> bytes:
+    return json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version: 1 (5)"},
+        {"kind": "Status", "code": 500},
+        {"kind": "Status", "message": 7},
+    ],
+)
+def test_an_error_event_from_the_server_does_not_end_the_stream(status: dict[str, Any]) -> None:
+    events = list(stream(error_event(status) + event("ADDED", {"resourceVersion": "5"})))
+    assert [e.type for e in events] == ["ERROR", "ADDED"]
+    assert events[0].object == status
+
+
+def test_an_undecodable_line_ends_the_stream() -> None:
+    events = list(stream(b"{not json\n" + event("ADDED", {"resourceVersion": "5"})))
+    assert [e.type for e in events] == ["ERROR"]
+    assert events[0].object["message"].startswith("unable to decode an event from the watch stream")
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "reason"),
+    [
+        ({"code": 410, "reason": "Expired"}, 410, "Expired"),
+        ({"code": 410}, 410, "Gone"),
+        ({"code": "410"}, 500, "InternalError"),
+        ({}, 500, "InternalError"),
+        ({"code": 403, "reason": "Forbidden"}, 403, "Forbidden"),
+    ],
+)
+def test_the_error_an_error_event_carries(status: dict[str, Any], code: int, reason: str) -> None:
+    error = error_from_watch_event(WatchEvent("ERROR", status))
+    assert (error.code, error.reason) == (code, reason)
+
+
+class BlockingBody(Body):
+    """A response whose read blocks until the socket is shut down (as a silent server's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = threading.Event()
+        self.shut_down = threading.Event()
+
+    def read1(self, size: int) -> bytes:
+        self.reading.set()
+        self.shut_down.wait(10)
+        return b""
+
+    def shutdown(self) -> None:
+        self.shut_down.set()
+
+
+def test_stop_shuts_the_socket_down_under_a_blocked_reader() -> None:
+    body = BlockingBody()
+    watch = HTTPWatchStream(body)  # type: ignore[arg-type]
+    events: list[WatchEvent] = []
+    thread = threading.Thread(target=lambda: events.extend(watch), daemon=True)
+    thread.start()
+    assert body.reading.wait(5)
+    watch.stop()
+    assert body.shut_down.is_set(), "stop() did not wake the reader"
+    thread.join(5)
+    assert not thread.is_alive()
+    assert events == [] and body.closed and body.released
