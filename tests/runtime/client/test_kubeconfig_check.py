@@ -3,6 +3,7 @@ as client-go merges them select."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,9 @@ def test_what_a_context_selects(
 def test_a_user_entry_without_a_body_selects_no_credentials(tmp_path: Path) -> None:
     path = write(tmp_path, "kc", config(users=[{"name": "u"}]))
     assert select_context([path]).user == {}
+
+
+def test_a_selection_is_immutable(tmp_path: Path) -> None:
+    selected = select_context([write(tmp_path, "kc", config())])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        selected.namespace = "other"  # type: ignore[misc]
