@@ -178,3 +178,30 @@ def test_connection_failures_and_refusals() -> None:
         False,
     ]
     assert failed.message == "f"
+
+
+@pytest.mark.parametrize(
+    ("cls", "code", "reason"),
+    [
+        (ApiError, 500, "InternalError"),
+        (BadRequest, 400, "BadRequest"),
+        (Unauthorized, 401, "Unauthorized"),
+        (Forbidden, 403, "Forbidden"),
+        (NotFound, 404, "NotFound"),
+        (MethodNotAllowed, 405, "MethodNotAllowed"),
+        (AlreadyExists, 409, "AlreadyExists"),
+        (Conflict, 409, "Conflict"),
+        (Gone, 410, "Gone"),
+        (RequestEntityTooLarge, 413, "RequestEntityTooLarge"),
+        (UnsupportedMediaType, 415, "UnsupportedMediaType"),
+        (Invalid, 422, "Invalid"),
+        (TooManyRequests, 429, "TooManyRequests"),
+        (InternalError, 500, "InternalError"),
+        (ServiceUnavailable, 503, "ServiceUnavailable"),
+        (ServerTimeout, 500, "ServerTimeout"),
+        (Timeout, 504, "Timeout"),
+    ],
+)
+def test_each_type_carries_client_gos_code_and_reason(cls: type[ApiError], code: int, reason: str) -> None:
+    error = cls()
+    assert (error.code, error.reason, str(error)) == (code, reason, f"{reason} ({code})")
