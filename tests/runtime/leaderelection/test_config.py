@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -69,3 +70,12 @@ def test_invalid_settings_are_rejected(changes: dict[str, object], message: str)
 def test_renew_deadline_just_above_jittered_retry_period_is_valid() -> None:
     config(renew_deadline=2.41, lease_duration=2.5).validate()
     config(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1).validate()
+
+
+def test_settings_and_callbacks_cannot_change_once_built() -> None:
+    """An elector keeps its config: it must not change under a running election."""
+    settings = config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.lease_duration = 1.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CALLBACKS.on_new_leader = print  # type: ignore[misc]
