@@ -39,6 +39,8 @@ def test_defaults_are_client_go_and_mcm_defaults() -> None:
     cfg = LeaderElectionConfig(lock=FakeLock(LockStore(), "me"), callbacks=CALLBACKS)
     assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (15.0, 10.0, 2.0)
     assert cfg.release_on_cancel is False
+    assert cfg.fast_path is False  # client-go v0.28: every renewal reads the Lease first
+    assert (cfg.name, cfg.watchdog, CALLBACKS.on_new_leader) == ("", None, None)
     cfg.validate()
 
 
