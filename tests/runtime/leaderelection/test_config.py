@@ -81,3 +81,11 @@ def test_settings_and_callbacks_cannot_change_once_built() -> None:
         settings.lease_duration = 1.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         CALLBACKS.on_new_leader = print  # type: ignore[misc]
+
+
+def test_the_watchdog_attached_is_not_part_of_the_settings() -> None:
+    from mcm.runtime.leaderelection import HealthzAdaptor
+
+    lock = FakeLock(LockStore(), "me")
+    watched = config(lock=lock, watchdog=HealthzAdaptor(20.0))
+    assert watched == config(lock=lock) == config(lock=lock, watchdog=HealthzAdaptor(5.0))
