@@ -161,13 +161,26 @@ class Connection:
         return self._headers()
 
     def close(self) -> None:
-        """Close the pooled connections."""
+        """Close the pooled connections (idle ones at once; one in use when it is released)."""
         if self.http11 is not None:
             self.http11.close()
         if self.api_client is not None:
             self.api_client.close()
         else:
-            self.pool.clear()
+            _close_pools(self.pool)
+
+
+def _close_pools(manager: urllib3.PoolManager) -> None:
+    """Close every pool of ``manager`` and forget them: urllib3 2's ``clear`` only forgets them,
+    leaving their idle sockets open (and a transport's cached host pool usable)."""
+    pools = manager.pools
+    for key in pools.keys():  # noqa: SIM118 - iterating the container raises; keys() is a locked copy
+        try:
+            pool = pools[key]
+        except KeyError:  # removed meanwhile
+            continue
+        pool.close()
+    manager.clear()
 
 
 # --- TLS material -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import socket
 import ssl
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,7 +20,7 @@ from mcm.runtime.client.connection import (
     keepalive_socket_options,
     kubeconfig_connection,
 )
-from tests.runtime.client.raw_server import RawServer, fixed
+from tests.runtime.client.raw_server import RawServer, fixed, read_head
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -155,3 +156,27 @@ def test_a_configured_ca_replaces_the_system_roots(tmp_path: Path, pki: TlsMater
     connection = connect(tmp_path, _identity(pki), **cluster)
     context = connection.pool.connection_pool_kw["ssl_context"]
     assert bool(context.get_ca_certs()) is (ca == "none")
+
+
+def test_closing_a_connection_closes_the_idle_sockets_of_its_urllib3_pools(tmp_path: Path) -> None:
+    """urllib3 2's ``PoolManager.clear`` forgets its pools without closing them, so a watch's
+    idle keep-alive socket stayed open after the client was closed."""
+    ended = threading.Event()
+
+    def answer_then_wait_for_the_end(sock: socket.socket) -> None:
+        read_head(sock)
+        sock.sendall(OK)
+        sock.settimeout(10)
+        if sock.recv(1) == b"":
+            ended.set()
+
+    server = RawServer(handler=answer_then_wait_for_the_end)
+    try:
+        connection = connect(tmp_path, {}, server=f"http://127.0.0.1:{server.port}")
+        response = connection.pool.request("GET", f"http://127.0.0.1:{server.port}/", preload_content=False)
+        assert response.read() == b"{}"
+        response.release_conn()  # back to the pool, idle and open
+        connection.close()
+        assert ended.wait(5), "the idle socket was left open"
+    finally:
+        server.stop()

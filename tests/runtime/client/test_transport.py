@@ -3,6 +3,7 @@ stop event, its user agent and how it tells a refused connection from other fail
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import threading
 from collections.abc import Iterator
@@ -176,3 +177,35 @@ def test_a_cycle_of_exception_causes_ends_the_search() -> None:
     thread.join(WAIT)
     assert not thread.is_alive(), "the search for a refused connection went round the cycle"
     assert outcome[0].refused is False
+
+
+def test_the_user_agent_names_the_installed_version() -> None:
+    version = importlib.metadata.version("mcm")
+    assert default_user_agent().startswith(f"mcm/{version} (")
+    assert default_user_agent("drain").endswith(" kubernetes/python/drain")
+
+
+def test_without_package_metadata_the_version_is_0_0_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert default_user_agent().startswith("mcm/0.0.0 (")
+
+
+def test_plain_requests_go_over_the_lean_pool(stub: StubServer, connection: Connection) -> None:
+    stub.handler = lambda r: Reply(200, POD)
+    assert transport(connection).request("GET", "/api/v1/pods") == POD
+    assert connection.http11 is not None and len(connection.http11._idle) == 1
+
+
+def test_a_watch_after_the_pools_were_cleared_opens_a_new_pool(
+    stub: StubServer, connection: Connection
+) -> None:
+    stub.handler = lambda r: Reply(200, chunks=[b'{"type":"ADDED","object":{"kind":"Pod"}}\n'])
+    sender = transport(connection)
+    for _ in range(2):
+        response = sender.stream("/api/v1/pods", query={"watch": "true"})
+        assert b"ADDED" in response.read()
+        response.release_conn()
+        connection.close()  # PoolManager.clear(): the host's pool is closed
