@@ -266,3 +266,27 @@ def test_a_refused_method_or_target_is_quoted_up_to_80_characters(
         pool_for(server).request(method, target, {}, timeout=5)
     assert str(raised.value).split(":")[0] == message
     assert server.connections == 0
+
+
+def test_a_connection_that_ends_after_an_interim_answer_is_not_retried(serve: Serve) -> None:
+    """An answer had begun (a 100 Continue): the server's end is its answer, not a stale socket."""
+    server = serve(fixed(b"HTTP/1.1 100 Continue\r\n\r\n", close=True))
+    with pytest.raises(ProtocolError, match="closed the connection before answering"):
+        pool_for(server).request("GET", "/", {}, timeout=5)
+    assert server.connections == 1
+
+
+def test_a_chunked_answer_arriving_a_few_bytes_at_a_time_is_read_whole(serve: Serve) -> None:
+    answer = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    )
+
+    def dribble(sock: socket.socket) -> None:
+        read_head(sock)
+        for start in range(0, len(answer), 3):
+            sock.sendall(answer[start : start + 3])
+            if server.stopped.wait(0.002):  # pacing only: the answer is right however it arrives
+                return
+
+    server = serve(handler=dribble)
+    assert pool_for(server).request("GET", "/", {}, timeout=10).data == b"hello world"

@@ -104,3 +104,34 @@ def test_an_insecure_context_trusts_nothing_and_a_verifying_one_the_system_roots
     )
     assert client_ssl_context(identity, verify=False, system_roots=True).get_ca_certs() == []
     assert client_ssl_context(identity, verify=True, system_roots=False).get_ca_certs() == []
+
+
+def test_base64_data_wrapped_over_lines_is_read(pki: Pki) -> None:
+    """Some tools wrap base64 at 76 characters; the loader decodes it like Go's decoder."""
+    import base64
+
+    pem = (pki.directory / "client.crt").read_bytes()
+    wrapped = base64.encodebytes(pem).decode()  # with a newline every 76 characters
+    assert "\n" in wrapped.strip()
+    identity = client_identity(
+        {"client-certificate-data": wrapped, "client-key-data": base64.b64encode(b"key").decode()}, None
+    )
+    assert identity is not None and identity.certificate == pem
+
+
+def test_odd_entries_in_a_config_section_are_skipped(pki: Pki) -> None:
+    import base64
+
+    data = {
+        "client-certificate-data": base64.b64encode((pki.directory / "client.crt").read_bytes()).decode(),
+        "client-key-data": base64.b64encode((pki.directory / "client.key").read_bytes()).decode(),
+    }
+    config = {
+        "current-context": "c",
+        "contexts": ["junk", {"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [None, {"name": "k", "cluster": {"server": "https://k"}}],
+        "users": [7, {"name": "other"}, {"name": "u", "user": data}],
+    }
+    material = take_tls_material(config, None)
+    assert material.identity is not None
+    assert material.ca is None

@@ -500,3 +500,26 @@ def test_the_leader_steps_down_at_its_deadline_not_before(clock: FakeClock) -> N
     clock.step(0.5)  # t = 10.75
     assert cand.stopped.wait(WAIT)
     assert not cand.elector.holds_lease()
+
+
+def test_a_renewal_answered_after_the_deadline_does_not_count(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renewal's request hangs; the process is paused past the deadline (no timer fires),
+    then the request succeeds. The success comes too late: the deadline does not move and the
+    leader steps down, even though the watchdog has not run."""
+    store = ScriptedStore(hang_at=3)  # get + create, then the first renewal's get hangs
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    assert store.hanging.wait(WAIT)
+    clock.block_until_waiters(1, timeout=WAIT)  # the watchdog, due at t = 10
+    readings = clock.monotonic
+    monkeypatch.setattr(clock, "monotonic", lambda: readings() + 12.0)
+    try:
+        store.release.set()  # the get and the update succeed at t = 12
+        assert cand.lead_stop is not None
+        assert cand.lead_stop.wait(WAIT), "a renewal after the deadline moved it"
+        assert not cand.elector.holds_lease()
+    finally:
+        monkeypatch.undo()
+        cand.shutdown()
