@@ -61,3 +61,8 @@ def test_has_resource_skips_odd_entries(
 def test_a_group_version_without_resources_has_none(stub: StubServer, stub_client: ClusterClient) -> None:
     serve(stub, {"/apis/policy/v1": {"kind": "APIResourceList"}})
     assert stub_client.discovery().has_resource("policy/v1", "poddisruptionbudgets") is False
+
+
+def test_a_group_without_a_preferred_version_has_none(stub: StubServer, stub_client: ClusterClient) -> None:
+    serve(stub, {"/api": {}, "/apis": {"groups": [{"name": "policy", "versions": []}]}})
+    assert stub_client.discovery().preferred_version("policy") is None

@@ -18,6 +18,7 @@ from mcm.runtime.client.connection import Connection, kubeconfig_connection
 from mcm.runtime.client.ratelimit import NoRateLimiter
 from mcm.runtime.client.transport import DEFAULT_TIMEOUT, Transport, connection_failed, default_user_agent
 from mcm.runtime.clock import FakeClock
+from tests.runtime.client.raw_server import RawServer, fixed
 from tests.runtime.client.stub_server import Reply, StubServer, status_body
 
 WAIT = 5.0
@@ -209,3 +210,69 @@ def test_a_watch_after_the_pools_were_cleared_opens_a_new_pool(
         assert b"ADDED" in response.read()
         response.release_conn()
         connection.close()  # PoolManager.clear(): the host's pool is closed
+
+
+def _cause_only() -> BaseException:
+    outer = OSError("wrapped")
+    outer.__cause__ = ConnectionRefusedError(111, "refused")
+    return outer
+
+
+def test_a_refusal_given_as_the_cause_is_found() -> None:
+    assert connection_failed(_cause_only(), "GET /api").refused is True
+
+
+@pytest.mark.parametrize(
+    ("status_line", "message"),
+    [
+        (b"HTTP/1.1 503 Service Unavailable", "Service Unavailable"),
+        (b"HTTP/1.1 503", "the server answered HTTP 503"),
+    ],
+)
+def test_an_error_answer_without_a_body_is_named_by_its_reason_phrase(
+    tmp_path: Path, status_line: bytes, message: str
+) -> None:
+    server = RawServer(fixed(status_line + b"\r\nContent-Length: 0\r\n\r\n"))
+    try:
+        made = kubeconfig_connection(
+            {"server": f"http://127.0.0.1:{server.port}"},
+            {},
+            cluster_dir=str(tmp_path),
+            user_dir=str(tmp_path),
+        )
+        with pytest.raises(errors.ApiError) as raised:
+            transport(made).request("GET", "/api")
+        assert (raised.value.code, str(raised.value)) == (503, message)
+        made.close()
+    finally:
+        server.stop()
+
+
+def test_a_stopped_transport_does_not_wait_out_retry_after_even_with_a_cancel_event(
+    stub: StubServer, connection: Connection
+) -> None:
+    stop = threading.Event()
+    stop.set()
+    stub.handler = lambda r: Reply(
+        503, status_body(503, "ServiceUnavailable", "later"), {"Retry-After": "30"}
+    )
+    sender = transport(connection, clock=FakeClock(), stop=stop)
+    thread, outcome = in_thread(lambda: sender.request("GET", "/api/v1/pods", cancel=threading.Event()))
+    thread.join(WAIT)
+    assert not thread.is_alive(), "it waited although the transport was stopped"
+    assert outcome[0].code == 503 and len(stub.requests) == 1
+
+
+def test_stopping_during_a_wait_with_a_cancel_event_gives_up_when_the_wait_ends(
+    stub: StubServer, connection: Connection
+) -> None:
+    clock = FakeClock()
+    stop = threading.Event()
+    stub.handler = lambda r: Reply(503, status_body(503, "ServiceUnavailable", "later"), {"Retry-After": "2"})
+    sender = transport(connection, clock=clock, stop=stop)
+    thread, outcome = in_thread(lambda: sender.request("GET", "/api/v1/pods", cancel=threading.Event()))
+    clock.block_until_waiters(1, timeout=WAIT)
+    stop.set()  # the wait is on the cancel event; the stop is seen when it ends
+    clock.step(2)
+    thread.join(WAIT)
+    assert outcome[0].code == 503 and len(stub.requests) == 1

@@ -92,3 +92,13 @@ def test_parsed_times_are_utc(value: object, parsed: dt.datetime | None) -> None
     result = parse_micro_time(value)
     assert result == parsed
     assert result is None or result.utcoffset() == dt.timedelta(0)
+
+
+def test_a_record_is_immutable() -> None:
+    import dataclasses
+
+    record = LeaderElectionRecord("a", 15)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.holder_identity = "b"  # type: ignore[misc]
+    assert record.with_changes(holder_identity="b").holder_identity == "b"
+    assert record.holder_identity == "a"
