@@ -523,3 +523,15 @@ def test_a_renewal_answered_after_the_deadline_does_not_count(
     finally:
         monkeypatch.undo()
         cand.shutdown()
+
+
+def test_a_failed_create_is_not_leadership(clock: FakeClock) -> None:
+    store = ScriptedStore(fail_from=2)  # the get finds no Lease, the create fails
+    cand = Candidate(store, "a", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)  # waiting for the next attempt
+    try:
+        assert not cand.elector.holds_lease()
+        assert not cand.elector.is_leader()
+        assert store.record is None and not cand.started.is_set()
+    finally:
+        cand.shutdown()
