@@ -165,9 +165,8 @@ def _package_configuration(
         assert kubeconfig is not None
         namespace, material = _kubeconfig_configuration(configuration, kubeconfig, context)
     configuration.keep_alive = True
-    configuration.connection_pool_maxsize = max(
-        configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
-    )
+    # the package's default is 5 per CPU (its constructor never leaves it None)
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, CONNECTION_POOL_SIZE)
     return configuration, namespace, material
 
 

@@ -161,13 +161,26 @@ class Connection:
         return self._headers()
 
     def close(self) -> None:
-        """Close the pooled connections."""
+        """Close the pooled connections (idle ones at once; one in use when it is released)."""
         if self.http11 is not None:
             self.http11.close()
         if self.api_client is not None:
             self.api_client.close()
         else:
-            self.pool.clear()
+            _close_pools(self.pool)
+
+
+def _close_pools(manager: urllib3.PoolManager) -> None:
+    """Close every pool of ``manager`` and forget them: urllib3 2's ``clear`` only forgets them,
+    leaving their idle sockets open (and a transport's cached host pool usable)."""
+    pools = manager.pools
+    for key in pools.keys():  # noqa: SIM118 - iterating the container raises; keys() is a locked copy
+        try:
+            pool = pools[key]
+        except KeyError:  # removed meanwhile
+            continue
+        pool.close()
+    manager.clear()
 
 
 # --- TLS material -------------------------------------------------------------------------------
@@ -179,8 +192,14 @@ def _path(value: Any, base_dir: str) -> str | None:
     return value if os.path.isabs(value) else os.path.join(base_dir, value)
 
 
-def _tls_args(cluster: Mapping[str, Any], user: Mapping[str, Any], dirs: tuple[str, str]) -> dict[str, Any]:
-    """urllib3's TLS arguments for ``cluster`` and ``user``, their files read and checked now
+def _tls_args(
+    cluster: Mapping[str, Any],
+    user: Mapping[str, Any],
+    dirs: tuple[str, str],
+    identity: ClientIdentity | None,
+) -> dict[str, Any]:
+    """urllib3's TLS arguments for ``cluster`` and ``user`` (``identity``: the client identity
+    its ``client-certificate-data``/``client-key-data`` hold), their files read and checked now
     (``ValueError`` naming the entry and file), as client-go fails at start-up."""
     cluster_dir, user_dir = dirs
     verify = not cluster.get("insecure-skip-tls-verify")
@@ -192,12 +211,10 @@ def _tls_args(cluster: Mapping[str, Any], user: Mapping[str, Any], dirs: tuple[s
         args.update(_ca_args(cluster, cluster_dir))
     if cluster.get("tls-server-name"):
         args["server_hostname"] = cluster["tls-server-name"]
-    if user.get("client-certificate-data") or user.get("client-key-data"):
-        identity = client_identity(dict(user), user_dir)
-        if identity is not None:
-            check_identity(identity, "client-certificate-data/client-key-data")
-            has_ca = bool(args.get("ca_cert_data") or args.get("ca_certs"))
-            args["ssl_context"] = client_ssl_context(identity, verify=verify, system_roots=not has_ca)
+    if identity is not None:
+        check_identity(identity, "client-certificate-data/client-key-data")
+        has_ca = bool(args.get("ca_cert_data") or args.get("ca_certs"))
+        args["ssl_context"] = client_ssl_context(identity, verify=verify, system_roots=not has_ca)
         return args
     cert, key = _path(user.get("client-certificate"), user_dir), _path(user.get("client-key"), user_dir)
     if cert:
@@ -311,14 +328,14 @@ def kubeconfig_connection(
 
     ``cluster_dir``/``user_dir``: directories of the files that define them (relative paths);
     ``environ``: where ``HTTPS_PROXY`` and the like are read (``os.environ`` by default)."""
-    tls = _tls_args(cluster, user, (cluster_dir, user_dir))
-    proxy = cluster_proxy(cluster, environ)
-    server = str(cluster["server"])
     identity = (
         client_identity(dict(user), user_dir)
         if user.get("client-certificate-data") or user.get("client-key-data")
         else None
     )
+    tls = _tls_args(cluster, user, (cluster_dir, user_dir), identity)
+    proxy = cluster_proxy(cluster, environ)
+    server = str(cluster["server"])
     return Connection(
         server,
         _pool(proxy, tls),

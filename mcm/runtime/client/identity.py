@@ -214,7 +214,7 @@ def _load_cert_chain(context: ssl.SSLContext, identity: ClientIdentity) -> None:
     pem = identity.certificate.rstrip(b"\n") + b"\n" + identity.key
     memfd_create = getattr(os, "memfd_create", None)
     if memfd_create is not None and os.path.isdir("/proc/self/fd"):
-        fd = memfd_create("mcm-client-identity", getattr(os, "MFD_CLOEXEC", 0))
+        fd = memfd_create("mcm-client-identity", os.MFD_CLOEXEC)
         try:
             _write_all(fd, pem)
             context.load_cert_chain(f"/proc/self/fd/{fd}", password=_no_password)

@@ -130,7 +130,7 @@ def _matches(entry: str, host: str, port: str, address: Address | None) -> bool:
     entry_host, entry_port = _split_host_port(entry)
     if not entry_host:
         return False
-    entry_address = _address(entry_host.strip("[]"))
+    entry_address = _address(entry_host)  # "[v6]" without a port is a name to Go, never an address
     if entry_address is not None:
         return address is not None and address == entry_address and entry_port in ("", port)
     if address is not None:

@@ -320,10 +320,10 @@ class LeaderElector:
         self._set_observed(desired)
         return True
 
-    def _release(self) -> bool:
+    def _release(self) -> None:
         """Write an empty holder if we hold the lock, so others need not wait (``release``)."""
         if not self.is_leader():
-            return True
+            return
         now_wall = self._clock.now()
         released = LeaderElectionRecord(
             holder_identity="",
@@ -336,9 +336,8 @@ class LeaderElector:
             self._lock.update(released)
         except Exception as err:
             log.error("failed_to_release_lock", lease=self._lock.describe(), error=str(err))
-            return False
+            return
         self._set_observed(released)
-        return True
 
     def _maybe_report_transition(self) -> None:
         with self._mutex:

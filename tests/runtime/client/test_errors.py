@@ -241,3 +241,30 @@ def test_a_status_without_a_usable_message_reads_as_its_reason_and_code(message:
     code, never an empty or odd string."""
     err = errors.error_from_status({"kind": "Status", "message": message, "reason": "NotFound"}, 404)
     assert (type(err), str(err), err.message) == (errors.NotFound, "NotFound (404)", "NotFound (404)")
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "expected"),
+    [
+        (None, errors.InternalError, 500),
+        ("429", errors.InternalError, 500),
+        (429, errors.TooManyRequests, 429),
+    ],
+)
+def test_an_eviction_failure_without_a_numeric_code_is_an_internal_error(
+    stub: StubServer, stub_client: ClusterClient, code: object, error: type[errors.ApiError], expected: int
+) -> None:
+    failure: dict[str, object] = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "no"}
+    if code is not None:
+        failure["code"] = code
+    stub.handler = lambda r: Reply(201, failure)
+    with pytest.raises(error) as info:
+        stub_client.resource(PODS).evict("p", "ns")
+    assert info.value.code == expected
+
+
+def test_a_rest_client_exposes_its_transport_and_resource(stub_client: ClusterClient) -> None:
+    client = stub_client.resource(PODS)
+    assert client.transport is stub_client.transport
+    assert client.resource == PODS
+    assert client.with_cancel(threading.Event()).transport is stub_client.transport

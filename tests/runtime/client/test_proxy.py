@@ -283,3 +283,32 @@ def test_a_socks_proxy_without_pysocks_is_a_config_error(
     monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
     with pytest.raises(ConfigError, match="a SOCKS proxy needs the PySocks package"):
         load_config(_kubeconfig(tmp_path, {"server": "https://kube.example:6443"}))
+
+
+@pytest.mark.parametrize(
+    ("url", "environ", "expected"),
+    [
+        # a server URL without a host name is never proxied
+        ("https://:6443/api", {"HTTPS_PROXY": "p"}, None),
+        ("https:///api", {"HTTPS_PROXY": "p"}, None),
+        # a proxy value that names no host even with http:// before it is ignored
+        ("https://kube.example", {"HTTPS_PROXY": "//proxy.corp:3128"}, None),
+        ("https://kube.example", {"HTTPS_PROXY": "proxy.corp:port"}, None),
+        # an entry with a slash that is not a CIDR range matches nothing
+        ("https://10.96.0.1", {"HTTPS_PROXY": "p", "NO_PROXY": "10.96.0.0/bad"}, "http://p"),
+        ("https://kube.example", {"HTTPS_PROXY": "p", "NO_PROXY": "kube.example/24"}, "http://p"),
+        # Go's net.SplitHostPort refuses "[v6]" without a port: the entry is a name, which an
+        # address never matches; with a port it is an address
+        ("https://[2001:db8::1]", {"HTTPS_PROXY": "p", "NO_PROXY": "[2001:db8::1]"}, "http://p"),
+        ("https://[2001:db8::1]", {"HTTPS_PROXY": "p", "NO_PROXY": "[2001:db8::1]:443"}, None),
+        ("https://[2001:db8::1]", {"HTTPS_PROXY": "p", "NO_PROXY": "2001:db8::1"}, None),
+        ("https://[2001:db8::1]:6443", {"HTTPS_PROXY": "p", "NO_PROXY": "[2001:db8::1]:443"}, "http://p"),
+        # an entry with an empty host or a port alone matches nothing
+        ("https://kube.example", {"HTTPS_PROXY": "p", "NO_PROXY": ":443"}, "http://p"),
+        ("https://kube.example", {"HTTPS_PROXY": "p", "NO_PROXY": ", ,"}, "http://p"),
+    ],
+)
+def test_hostless_urls_unusable_values_and_odd_no_proxy_entries(
+    url: str, environ: dict[str, str], expected: str | None
+) -> None:
+    assert proxy_from_environment(url, environ) == expected

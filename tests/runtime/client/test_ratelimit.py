@@ -104,3 +104,41 @@ def test_one_set_of_defaults_each_named_after_its_upstream() -> None:
     for factory in (ClusterClient, load_config):
         parameters = inspect.signature(factory).parameters
         assert (parameters["qps"].default, parameters["burst"].default) == (20.0, 30)
+
+
+@pytest.mark.parametrize("with_cancel", [False, True])
+def test_accept_says_true_when_it_got_a_token(with_cancel: bool) -> None:
+    clock = FakeClock()
+    limiter = TokenBucketRateLimiter(4.0, 1, clock=clock)
+    cancel = threading.Event() if with_cancel else None
+    assert limiter.accept(cancel) is True  # from the full bucket
+    results: list[bool] = []
+    thread = threading.Thread(target=lambda: results.append(limiter.accept(cancel)), daemon=True)
+    thread.start()
+    clock.block_until_waiters(1)
+    clock.step(0.25)
+    thread.join(5)
+    assert results == [True]
+
+
+def test_a_cancelled_accept_says_false_and_gives_its_token_back() -> None:
+    clock = FakeClock()
+    limiter = TokenBucketRateLimiter(4.0, 1, clock=clock)
+    assert limiter.accept() is True
+    cancel = threading.Event()
+    results: list[bool] = []
+    thread = threading.Thread(target=lambda: results.append(limiter.accept(cancel)), daemon=True)
+    thread.start()
+    clock.block_until_waiters(1)
+    assert limiter.tokens() == pytest.approx(-1.0)
+    cancel.set()
+    thread.join(5)
+    assert results == [False]
+    assert limiter.tokens() == pytest.approx(0.0)
+
+
+def test_no_rate_limiter_lets_everything_through() -> None:
+    limiter = NoRateLimiter()
+    assert limiter.accept() is True
+    assert limiter.accept(threading.Event()) is True
+    assert limiter.try_accept() is True

@@ -302,3 +302,13 @@ def test_a_line_one_byte_over_the_limit_across_two_chunks_ends_the_watch_at_once
         assert "longer than maximum allowed size" in events[0].object["message"]
     finally:
         reply.hold.set()
+
+
+def test_a_watch_answered_with_a_content_length_body_is_read_too(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    stub.handler = lambda r: Reply(200, _event("ADDED", "5") + _event("DELETED", "6"))
+    with stub_client.resource(PODS).watch() as stream:
+        events = list(stream)
+    assert [e.type for e in events] == ["ADDED", "DELETED"]
+    assert stream.resource_version == "6"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -38,6 +39,8 @@ def test_defaults_are_client_go_and_mcm_defaults() -> None:
     cfg = LeaderElectionConfig(lock=FakeLock(LockStore(), "me"), callbacks=CALLBACKS)
     assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (15.0, 10.0, 2.0)
     assert cfg.release_on_cancel is False
+    assert cfg.fast_path is False  # client-go v0.28: every renewal reads the Lease first
+    assert (cfg.name, cfg.watchdog, CALLBACKS.on_new_leader) == ("", None, None)
     cfg.validate()
 
 
@@ -69,3 +72,20 @@ def test_invalid_settings_are_rejected(changes: dict[str, object], message: str)
 def test_renew_deadline_just_above_jittered_retry_period_is_valid() -> None:
     config(renew_deadline=2.41, lease_duration=2.5).validate()
     config(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1).validate()
+
+
+def test_settings_and_callbacks_cannot_change_once_built() -> None:
+    """An elector keeps its config: it must not change under a running election."""
+    settings = config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.lease_duration = 1.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CALLBACKS.on_new_leader = print  # type: ignore[misc]
+
+
+def test_the_watchdog_attached_is_not_part_of_the_settings() -> None:
+    from mcm.runtime.leaderelection import HealthzAdaptor
+
+    lock = FakeLock(LockStore(), "me")
+    watched = config(lock=lock, watchdog=HealthzAdaptor(20.0))
+    assert watched == config(lock=lock) == config(lock=lock, watchdog=HealthzAdaptor(5.0))

@@ -443,3 +443,95 @@ def test_an_attempt_that_raises_is_a_failed_attempt_not_leadership(
     assert not cand.started.is_set()
     assert store.record is None
     cand.shutdown()
+
+
+class ScriptedStore(LockStore):
+    """A lock store whose ``hang_at``-th request hangs until ``release`` is set, and whose
+    requests from the ``fail_from``-th on fail (both counted from 1)."""
+
+    def __init__(self, hang_at: int = 0, fail_from: int = 0) -> None:
+        super().__init__()
+        self.hang_at, self.fail_from = hang_at, fail_from
+        self.release = threading.Event()
+
+    def _gate(self) -> None:
+        self.requests += 1
+        if self.requests == self.hang_at:
+            self.hanging.set()
+            self.release.wait(10)
+        if self.fail_from and self.requests >= self.fail_from:
+            raise ConnectionError("server unreachable")
+
+
+def test_the_leader_that_took_over_is_the_observed_leader_before_any_renewal(clock: FakeClock) -> None:
+    """Right after a takeover, before the first renewal has read the lock again, the elector
+    reports itself as leader (IsLeader, GetLeader), from the record it wrote."""
+    store = ScriptedStore(hang_at=4)  # get (held), get + update (takeover), the renewal's get
+    store.put(held_by("other"))
+    cand = Candidate(store, "b", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)
+    clock.step(16.0)
+    assert cand.started.wait(WAIT)
+    try:
+        assert store.hanging.wait(WAIT)  # the renewer is parked in its first request
+        assert cand.elector.is_leader()
+        assert cand.elector.get_leader() == "b"
+    finally:
+        store.release.set()
+        cand.shutdown()
+
+
+def test_the_leader_steps_down_at_its_deadline_not_before(clock: FakeClock) -> None:
+    """The watchdog wakes at the deadline it last read (t = 10); a renewal at t = 0.25 moved
+    it to t = 10.75 (0.25 + retry period 0.5 + renew deadline 10), so the leader leads on until
+    then, and steps down at t = 10.75 when the renewals after it fail."""
+    store = ScriptedStore(hang_at=3, fail_from=5)  # get + create, the renewal's get hangs
+    cand = Candidate(store, "a", clock, retry_period=0.5).start()
+    assert cand.started.wait(WAIT)
+    assert store.hanging.wait(WAIT)
+    clock.block_until_waiters(1, timeout=WAIT)  # the watchdog, due at t = 10
+    clock.step(0.25)
+    store.release.set()  # the renewal succeeds at t = 0.25; every later request fails
+    clock.block_until_waiters(2, timeout=WAIT)
+    for _ in range(20):  # to t = 10.25
+        advance(clock, 0.5, 2)
+    assert cand.leading(), "stepped down before the deadline"
+    assert cand.elector.holds_lease()
+    clock.step(0.5)  # t = 10.75
+    assert cand.stopped.wait(WAIT)
+    assert not cand.elector.holds_lease()
+
+
+def test_a_renewal_answered_after_the_deadline_does_not_count(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renewal's request hangs; the process is paused past the deadline (no timer fires),
+    then the request succeeds. The success comes too late: the deadline does not move and the
+    leader steps down, even though the watchdog has not run."""
+    store = ScriptedStore(hang_at=3)  # get + create, then the first renewal's get hangs
+    cand = Candidate(store, "a", clock).start()
+    assert cand.started.wait(WAIT)
+    assert store.hanging.wait(WAIT)
+    clock.block_until_waiters(1, timeout=WAIT)  # the watchdog, due at t = 10
+    readings = clock.monotonic
+    monkeypatch.setattr(clock, "monotonic", lambda: readings() + 12.0)
+    try:
+        store.release.set()  # the get and the update succeed at t = 12
+        assert cand.lead_stop is not None
+        assert cand.lead_stop.wait(WAIT), "a renewal after the deadline moved it"
+        assert not cand.elector.holds_lease()
+    finally:
+        monkeypatch.undo()
+        cand.shutdown()
+
+
+def test_a_failed_create_is_not_leadership(clock: FakeClock) -> None:
+    store = ScriptedStore(fail_from=2)  # the get finds no Lease, the create fails
+    cand = Candidate(store, "a", clock).start()
+    clock.block_until_waiters(1, timeout=WAIT)  # waiting for the next attempt
+    try:
+        assert not cand.elector.holds_lease()
+        assert not cand.elector.is_leader()
+        assert store.record is None and not cand.started.is_set()
+    finally:
+        cand.shutdown()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from mcm.runtime.leaderelection.record import (
     LeaderElectionRecord,
     format_micro_time,
@@ -73,3 +75,30 @@ def test_raw_record_changes_with_every_renewal_even_within_one_second() -> None:
     assert raw_record(spec) != raw_record(later)
     assert raw_record(spec) == raw_record(dict(spec))
     assert raw_record({**spec, "preferredHolder": "x"}) == raw_record(spec)
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("2024-01-01T00:00:00", dt.datetime(2024, 1, 1, tzinfo=dt.UTC)),  # no zone: UTC
+        ("2024-01-01T02:00:00.25+02:00", dt.datetime(2024, 1, 1, 0, 0, 0, 250000, tzinfo=dt.UTC)),
+        ("2024-01-01T00:00:00.123456789Z", dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.UTC)),
+        ("", None),
+        (None, None),
+        (1704067200, None),
+    ],
+)
+def test_parsed_times_are_utc(value: object, parsed: dt.datetime | None) -> None:
+    result = parse_micro_time(value)
+    assert result == parsed
+    assert result is None or result.utcoffset() == dt.timedelta(0)
+
+
+def test_a_record_is_immutable() -> None:
+    import dataclasses
+
+    record = LeaderElectionRecord("a", 15)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.holder_identity = "b"  # type: ignore[misc]
+    assert record.with_changes(holder_identity="b").holder_identity == "b"
+    assert record.holder_identity == "a"
