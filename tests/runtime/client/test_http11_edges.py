@@ -166,18 +166,25 @@ def test_an_early_answer_leaves_no_connection_in_the_pool(serve: Serve) -> None:
     assert not pool._idle
 
 
-def unclosed_sockets(call: Callable[[], object]) -> list[str]:
-    """The sockets ``call`` left for the garbage collector to close (ResourceWarnings)."""
+def unclosed_sockets(server: RawServer, call: Callable[[], object]) -> list[str]:
+    """The sockets to ``server`` that ``call`` left for the garbage collector to close
+    (ResourceWarnings). Garbage left by earlier tests in this process is collected first, and
+    sockets to other servers are not counted (they are not this test's)."""
+    gc.collect()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         call()
         gc.collect()
-    return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    mine = f"raddr=('127.0.0.1', {server.port})"
+    return [
+        str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and mine in str(w.message)
+    ]
 
 
 def test_connections_beyond_maxsize_are_closed_not_left_to_the_collector(serve: Serve) -> None:
-    pool = pool_for(serve(fixed(OK)), maxsize=0)
-    assert unclosed_sockets(lambda: pool.request("GET", "/", {}, timeout=5)) == []
+    server = serve(fixed(OK))
+    pool = pool_for(server, maxsize=0)
+    assert unclosed_sockets(server, lambda: pool.request("GET", "/", {}, timeout=5)) == []
     assert not pool._idle
 
 
@@ -186,7 +193,7 @@ def test_an_idle_connection_the_server_closed_is_closed_before_a_fresh_one_is_us
     pool = pool_for(server)
     assert pool.request("GET", "/", {}, timeout=5).status == 200
     assert select.select([pool._idle[-1].sock], [], [], 10)[0]  # its end has arrived
-    assert unclosed_sockets(lambda: pool.request("GET", "/", {}, timeout=5)) == []
+    assert unclosed_sockets(server, lambda: pool.request("GET", "/", {}, timeout=5)) == []
     assert server.connections == 2
 
 
