@@ -913,3 +913,17 @@ def test_a_failed_node_read_stops_the_node_deletion_step() -> None:
     assert op(stored) == (description, c.STATE_FAILED, c.OPERATION_DELETE)
     assert result == Result.after(c.SHORT_RETRY)
     assert [v for v, _ in world.nodes.writes if v in ("patch", "delete")] == []
+
+
+def test_the_vm_deletion_without_a_target_cluster_deletes_a_vm_it_knows_no_node_of() -> None:
+    """Without a target cluster there is no Node to look for: a machine with neither a ``node``
+    label nor a provider ID still gets its VM deleted, and the flow goes on."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.DESC_NO_TARGET_SKIP_DRAIN, node=None, provider_id=None)
+    )
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=None)
+    world.deps.writers = dataclasses.replace(world.deps.writers, nodes=None)
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_VM_DELETED, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert world.driver.vms == {}
