@@ -180,6 +180,18 @@ def test_resource_exhausted_uses_its_own_retry() -> None:
     assert create(world, machine) == Result.after(c.LONG_RETRY)
 
 
+@pytest.mark.parametrize(("configured", "retry"), [(90.0, 90.0), (0.0, c.LONG_RETRY)])
+def test_resource_exhausted_retries_after_the_configured_period_or_the_long_one(
+    configured: float, retry: float
+) -> None:
+    import dataclasses
+
+    world, machine = setup(mk_machine(make_world().clock))
+    world.deps.options = dataclasses.replace(world.deps.options, resource_exhausted_retry=configured)
+    world.driver.script("create_machine", MachineError(Code.ResourceExhausted, "quota"))
+    assert create(world, machine) == Result.after(retry)
+
+
 def test_driver_raising_a_non_machine_error_is_internal() -> None:
     world = make_world()
     world, machine = setup(mk_machine(world.clock))
@@ -471,3 +483,13 @@ def test_bootstrap_token_secrets_are_uniform_over_the_alphabet() -> None:
     expected = 16 * 2000 / 36
     assert all(abs(n - expected) < 0.2 * expected for n in counts.values())  # 889 ± 178: > 5 sigma
     assert len(set(tokens)) == len(tokens)
+
+
+def test_a_name_that_cannot_be_a_label_value_is_failed_before_any_driver_call() -> None:
+    """The node label will carry the machine's name: a name longer than a label value is refused
+    (Failed, retried after the long period) before CreateMachine."""
+    name = "m" + "-x" * 126
+    world, machine = setup(mk_machine(make_world().clock, name))
+    assert create(world, machine) == Result.after(c.LONG_RETRY)
+    assert world.driver.calls == []
+    assert phase(world.machines.get(name)) == c.PHASE_FAILED
