@@ -574,7 +574,9 @@ def _preserved(world: World, name: str, phase: str) -> None:
         (1, [c.PHASE_RUNNING, c.PHASE_UNKNOWN], True),
     ],
 )
-def test_machines_in_replacement_are_counted_against_the_cap(cap: int, others: list[str], marked: bool) -> None:
+def test_machines_in_replacement_are_counted_against_the_cap(
+    cap: int, others: list[str], marked: bool
+) -> None:
     from mcm.controller import ControllerOptions
 
     from .fakes import NS
@@ -628,7 +630,9 @@ def test_a_mark_counts_until_the_cache_shows_its_machine_failed_or_gone(
 
 
 @pytest.mark.parametrize("timeout", [30.0, 90.0])
-def test_a_pending_machine_without_creation_timestamp_waits_its_whole_creation_timeout(timeout: float) -> None:
+def test_a_pending_machine_without_creation_timestamp_waits_its_whole_creation_timeout(
+    timeout: float,
+) -> None:
     """No creationTimestamp: nothing has elapsed, the machine is checked again when the whole
     timeout would have run out (at most a minute later)."""
     from mcm.controller import ControllerOptions

@@ -49,7 +49,8 @@ def _drain(world: World, drainer: StubDrainer, machine: dict[str, Any]) -> tuple
 def test_the_force_deletion_label_forces_the_drain_when_it_is_a_go_true(label: str, forced: bool) -> None:
     drainer = StubDrainer()
     world = make_world(drainer=drainer)
-    _drain(world, drainer, terminating(world, c.MARKER_INITIATE_DRAIN, labels={c.LABEL_FORCE_DELETION: label}))
+    machine = terminating(world, c.MARKER_INITIATE_DRAIN, labels={c.LABEL_FORCE_DELETION: label})
+    _drain(world, drainer, machine)
     assert drainer.drained[0].options.force is forced
 
 
@@ -122,7 +123,9 @@ def test_a_failed_forced_drain_records_a_warning_and_goes_on() -> None:
     drainer = StubDrainer(fail_with="pods left: default/app-0")
     world = make_world(drainer=drainer)
     events: list[dict[str, Any]] = []
-    world.deps.recorder = EventRecorder(lambda e: events.append(e) or True, "machine-controller", clock=world.clock)
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
     machine = terminating(world, c.MARKER_INITIATE_DRAIN, labels={c.LABEL_FORCE_DELETION: "true"})
     result, stored = _drain(world, drainer, machine)
     assert result is None
@@ -195,6 +198,8 @@ def test_the_drain_duration_is_exported_per_machine_deployment() -> None:
 # --- the Terminating condition ------------------------------------------------------------------
 
 OLD = 3600.0
+SCALE_DOWN, SCALE_DOWN_MESSAGE = c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE
+UNHEALTHY, UNHEALTHY_MESSAGE = c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE
 
 
 def _terminating_condition(world: World, status: str, reason: str, message: str = "m") -> dict[str, Any]:
@@ -211,16 +216,16 @@ def _terminating_condition(world: World, status: str, reason: str, message: str 
 @pytest.mark.parametrize(
     ("phase", "existing", "reason", "message", "transition_kept"),
     [
-        (c.PHASE_TERMINATING, None, c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, False),
-        (c.PHASE_FAILED, None, c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, False),
-        (c.PHASE_RUNNING, None, c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, False),
+        (c.PHASE_TERMINATING, None, SCALE_DOWN, SCALE_DOWN_MESSAGE, False),
+        (c.PHASE_FAILED, None, UNHEALTHY, UNHEALTHY_MESSAGE, False),
+        (c.PHASE_RUNNING, None, SCALE_DOWN, SCALE_DOWN_MESSAGE, False),
         # a Terminating machine keeps what the condition already says (set when it was Failed)
-        (c.PHASE_TERMINATING, ("True", c.NODE_UNHEALTHY_REASON, "why"), c.NODE_UNHEALTHY_REASON, "why", True),
-        (c.PHASE_TERMINATING, ("False", c.NODE_UNHEALTHY_REASON, "why"), c.NODE_UNHEALTHY_REASON, "why", False),
+        (c.PHASE_TERMINATING, ("True", UNHEALTHY, "why"), UNHEALTHY, "why", True),
+        (c.PHASE_TERMINATING, ("False", UNHEALTHY, "why"), UNHEALTHY, "why", False),
         # any other phase sets its own reason; the transition time moves when the reason does
-        (c.PHASE_FAILED, ("True", c.NODE_SCALED_DOWN_REASON, "m"), c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, False),
-        (c.PHASE_FAILED, ("True", c.NODE_UNHEALTHY_REASON, "m"), c.NODE_UNHEALTHY_REASON, c.NODE_UNHEALTHY_MESSAGE, True),
-        (c.PHASE_RUNNING, ("True", c.NODE_SCALED_DOWN_REASON, "m"), c.NODE_SCALED_DOWN_REASON, c.NODE_SCALED_DOWN_MESSAGE, True),
+        (c.PHASE_FAILED, ("True", SCALE_DOWN, "m"), UNHEALTHY, UNHEALTHY_MESSAGE, False),
+        (c.PHASE_FAILED, ("True", UNHEALTHY, "m"), UNHEALTHY, UNHEALTHY_MESSAGE, True),
+        (c.PHASE_RUNNING, ("True", SCALE_DOWN, "m"), SCALE_DOWN, SCALE_DOWN_MESSAGE, True),
     ],
 )
 def test_the_terminating_condition(
