@@ -357,6 +357,24 @@ def test_cache_lookup_error_keeps_vm() -> None:
     assert OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0")) == []
 
 
+def test_a_vm_whose_machine_the_cache_cannot_read_is_kept_without_holding_off_its_creation() -> None:
+    """The cheap cache look decides alone: an unreadable cache keeps the VM before the creation
+    hold-off is taken, so a creation pass of that machine is never deferred for it."""
+    world = world_with_class()
+    with_cache(world, cast(FakeResource, Raising(world.machines, internal())))
+    world.driver.add_vm("vm-1", "m1")
+    held: list[str] = []
+    hold_off = world.deps.creation.hold_off
+
+    def spied(key: str) -> Any:
+        held.append(key)
+        return hold_off(key)
+
+    world.deps.creation.hold_off = spied  # type: ignore[method-assign]
+    assert OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0")) == []
+    assert held == []
+
+
 def test_vm_in_creation_is_never_collected() -> None:
     """A VM whose machine is inside the creation flow is kept even if nothing knows it yet."""
     world = world_with_class()
