@@ -5,7 +5,8 @@ and for volumes. Fake cluster and FakeClock (tests/drain/fakes.py)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import threading
+from typing import Any, cast
 
 import pytest
 
@@ -20,10 +21,23 @@ from mcm.drain.pods import (
     UNREPLICATED_WARNING,
     select_pods,
 )
+from mcm.drain.shared import DrainRun
+from mcm.drain.state import (
+    LEFT_DEADLINE,
+    LEFT_STOPPED,
+    REASON_DRAIN_BLOCKED,
+    TERMINATION_BUFFER,
+    Deadline,
+    Tally,
+    aggregate,
+)
 from mcm.drain.types import PodOutcome
 from mcm.drain.volumes import TrackedVolume
+from mcm.driver import FakeDriver
+from mcm.runtime.clock import FakeClock
 from mcm.runtime.objects import Obj
-from tests.drain.fakes import listers
+from mcm.runtime.record import EventRecorder
+from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
 from tests.drain.scenario import NODE
 from tests.drain.scenario import pod as scenario_pod
 
@@ -113,3 +127,231 @@ def test_select_pods(
     assert selection.warnings == ({warning: ["victim"]} if warning else {})
     assert selection.fatal == ({fatal: ["victim"]} if fatal else {})
     assert selection.error() == (f"{fatal}: victim" if fatal else None)
+
+
+# --- one drain's shared pieces: Deadline, Tally, aggregate ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("errors", "aggregated"),
+    [
+        ([], None),
+        (["", ""], None),
+        (["a"], "a"),
+        (["a", "", "a"], "a"),
+        (["a", "b", "a"], "[a, b]"),
+    ],
+)
+def test_errors_are_aggregated_as_apimachinery_does(errors: list[str], aggregated: str | None) -> None:
+    assert aggregate(errors) == aggregated
+
+
+START = FakeClock().monotonic()
+
+
+def test_the_deadline_counts_down_on_its_clock_and_a_stop_ends_it() -> None:
+    clock, stop = FakeClock(), threading.Event()
+    deadline = Deadline(clock, stop, 10.0)
+    assert (deadline.remaining(), deadline.over(), deadline.reason()) == (10.0, False, LEFT_DEADLINE)
+    clock.step(4.0)
+    assert (deadline.remaining(), deadline.over()) == (6.0, False)
+    clock.step(6.0)
+    assert (deadline.remaining(), deadline.over(), deadline.reason()) == (0.0, True, LEFT_DEADLINE)
+    clock.step(1.0)
+    assert deadline.remaining() == 0.0  # never negative
+    stopped = Deadline(clock, stop, 10.0)
+    stop.set()
+    assert (stopped.over(), stopped.reason()) == (True, LEFT_STOPPED)
+    assert Deadline(clock, threading.Event(), -5.0).remaining() == 0.0  # a negative timeout is over at once
+
+
+def test_a_deadline_sleep_waits_at_most_until_the_deadline() -> None:
+    clock = FakeClock()
+    deadline = Deadline(clock, threading.Event(), 10.0)
+    with ClockDriver(clock):
+        assert deadline.sleep(4.0) is True
+        assert clock.monotonic() == pytest.approx(4.0 + START)
+        assert deadline.sleep(20.0) is False  # cut at the deadline, which is then over
+        assert clock.monotonic() == pytest.approx(10.0 + START)
+        assert deadline.sleep(1.0) is False  # over: no wait at all
+        assert clock.monotonic() == pytest.approx(10.0 + START)
+
+
+def test_the_tally_keeps_the_last_outcome_of_each_pod_and_every_error() -> None:
+    tally = Tally()
+    a, b = scenario_pod("a"), scenario_pod("b")
+    tally.record(a, "left", "refused", "first error")
+    tally.record(a, "evicted")
+    tally.record(b, "left", "timed out", "second error")
+    tally.record(b, "left", "again", "")
+    assert tally.of("evicted") == ("default/a",)
+    assert tally.left() == (PodOutcome("default", "b", "left", "again"),)
+    assert tally.errors == ["first error", "second error"]
+
+
+# --- DrainRun: one evict or delete call, a refused eviction, the termination wait's bounds -------
+
+
+class _Recorded:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: Any, event_type: str, reason: str, message: str) -> None:
+        self.events.append((event_type, reason, message))
+
+
+def _run(cluster: FakeCluster | None = None, pdbs: tuple[Obj, ...] = (), **options: Any) -> DrainRun:
+    cluster = cluster or FakeCluster()
+    cluster.nodes.setdefault(NODE, {"metadata": {"name": NODE}})
+    return DrainRun(
+        cluster.as_client(),
+        listers(pdbs=pdbs),
+        FakeDriver(),
+        NODE,
+        DrainOptions(**{"timeout": 100.0, **options}),
+        FakeClock(),
+        threading.Event(),
+        recorder=cast(EventRecorder, _Recorded()),
+        machine_ref={"kind": "Machine", "metadata": {"name": "m"}},
+    )
+
+
+class _PodsSpy:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str, Any]] = []
+
+    def evict(self, name: str, namespace: str, body: Any) -> None:
+        self.calls.append(("evict", name, namespace, body))
+
+    def delete(self, name: str, *, namespace: str, grace_period_seconds: int) -> None:
+        self.calls.append(("delete", name, namespace, grace_period_seconds))
+
+
+@pytest.mark.parametrize(
+    ("grace", "body"),
+    [
+        (None, None),  # the pod's own grace period
+        (-1, None),  # negative: the pod's own too
+        (0, {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}),
+        (30, {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 30}),
+    ],
+)
+def test_an_eviction_carries_the_configured_grace_period(grace: int | None, body: Any) -> None:
+    run = _run(grace_period=grace)
+    spy = _PodsSpy()
+    run.pods_api = spy
+    assert run.act(scenario_pod("p"), evict=True) == "evicted"
+    assert spy.calls == [("evict", "p", "default", body)]
+
+
+def test_a_delete_is_immediate_whatever_the_grace_period() -> None:
+    run = _run(grace_period=30)
+    spy = _PodsSpy()
+    run.pods_api = spy
+    assert run.act(scenario_pod("p"), evict=False) == "deleted"
+    assert spy.calls == [("delete", "p", "default", 0)]
+
+
+def _budget(name: str, app: str, **status: Any) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default", "generation": 1},
+        "spec": {"selector": {"matchLabels": {"app": app}}},
+        "status": {"observedGeneration": 1, **status},
+    }
+
+
+HEALTHY_BUDGET = {"expectedPods": 3, "currentHealthy": 3, "disruptionsAllowed": 1}
+MISCONFIGURED = {"expectedPods": 3, "currentHealthy": 3, "disruptionsAllowed": 0}
+
+
+def test_a_refused_eviction_without_a_pdb_is_retried_without_an_event() -> None:
+    run = _run()
+    assert run.refused_by_pdb(scenario_pod("p", labels={"app": "db"}), too_many_requests()) is None
+    assert run.blocked_pdbs == set()
+    assert cast(_Recorded, run.recorder).events == []
+
+
+def test_a_pdb_blocking_evictions_is_announced_once_per_drain() -> None:
+    run = _run(pdbs=(_budget("db", "db", **HEALTHY_BUDGET),))
+    for name in ("db-0", "db-1", "db-0"):
+        assert run.refused_by_pdb(scenario_pod(name, labels={"app": "db"}), too_many_requests()) is None
+    assert run.blocked_pdbs == {"default/db"}
+    assert cast(_Recorded, run.recorder).events == [
+        (
+            "Warning",
+            REASON_DRAIN_BLOCKED,
+            "Eviction of pod default/db-0 from node 'old-node' blocked by PodDisruptionBudget default/db",
+        )
+    ]
+
+
+def test_each_blocking_pdb_is_announced() -> None:
+    run = _run(pdbs=(_budget("db", "db", **HEALTHY_BUDGET), _budget("web", "web", **HEALTHY_BUDGET)))
+    run.refused_by_pdb(scenario_pod("db-0", labels={"app": "db"}), too_many_requests())
+    run.refused_by_pdb(scenario_pod("web-0", labels={"app": "web"}), too_many_requests())
+    assert [message.rsplit(" ", 1)[-1] for _, _, message in cast(_Recorded, run.recorder).events] == [
+        "default/db",
+        "default/web",
+    ]
+
+
+def test_a_misconfigured_pdb_fails_the_pod_with_upstreams_text() -> None:
+    run = _run(pdbs=(_budget("db", "db", **MISCONFIGURED),))
+    assert run.refused_by_pdb(scenario_pod("db-0", labels={"app": "db"}), too_many_requests()) == (
+        'error while evicting pod "db-0": pod disruption budget default/db is misconfigured and '
+        "requires zero voluntary evictions"
+    )
+
+
+def test_events_need_a_recorder_and_a_machine() -> None:
+    run = _run(pdbs=(_budget("db", "db", **HEALTHY_BUDGET),))
+    run.machine_ref = None
+    run.refused_by_pdb(scenario_pod("db-0", labels={"app": "db"}), too_many_requests())
+    assert cast(_Recorded, run.recorder).events == []
+    run.machine_ref, run.recorder = {"metadata": {"name": "m"}}, None
+    run.event("Normal", "R", "m")  # no recorder: nothing to do, no failure
+
+
+@pytest.mark.parametrize(
+    ("grace", "timeout", "waited"),
+    [
+        (5, 100.0, 5 + TERMINATION_BUFFER),
+        (None, 100.0, TERMINATION_BUFFER),  # no grace period: the buffer only
+        (3600, 100.0, 100.0),  # the grace period is capped by the drain timeout, then the deadline
+        (50, 60.0, 60.0),  # never past the drain's deadline
+    ],
+)
+def test_a_removed_pod_is_waited_for_its_grace_period_and_a_buffer_within_the_deadline(
+    grace: int | None, timeout: float, waited: float
+) -> None:
+    run = _run(timeout=timeout)
+    victim = scenario_pod("p")
+    victim["spec"]["terminationGracePeriodSeconds"] = grace
+    assert run.termination_deadline(victim) - run.clock.monotonic() == pytest.approx(waited)
+
+
+def test_a_pod_is_gone_when_not_found_or_replaced_under_its_name() -> None:
+    cluster = FakeCluster()
+    run = _run(cluster)
+    victim = scenario_pod("p")
+    assert run.is_gone(victim) is True
+    cluster.add_pod(victim)
+    assert run.is_gone(victim) is False
+    replaced = scenario_pod("p")  # same name, new UID
+    cluster.add_pod(replaced)
+    assert run.is_gone(victim) is True
+
+
+def test_the_node_is_missing_only_when_not_found() -> None:
+    cluster = FakeCluster()
+    run = _run(cluster)
+    assert (run.node_missing(), run.tally.node_gone) == (False, False)
+
+    def failing(_name: str) -> None:
+        raise server_error()
+
+    cluster.node_get_reactor = failing
+    assert (run.node_missing(), run.tally.node_gone) == (False, False)  # an API error: still there
+    cluster.node_get_reactor = None
+    del cluster.nodes[NODE]
+    assert (run.node_missing(), run.tally.node_gone) == (True, True)
