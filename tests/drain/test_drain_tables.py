@@ -32,13 +32,14 @@ from mcm.drain.state import (
     aggregate,
 )
 from mcm.drain.types import PodOutcome
-from mcm.drain.volumes import TrackedVolume
-from mcm.driver import FakeDriver
+from mcm.drain.volumes import TrackedVolume, VolumeAttachmentHub, attachment_pv_name, is_attached, pod_volumes
+from mcm.driver import FakeDriver, GetVolumeIDsResponse
+from mcm.runtime.cache.keys import DeletedFinalStateUnknown
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
-from tests.drain.fakes import ClockDriver, FakeCluster, listers, server_error, too_many_requests
-from tests.drain.scenario import NODE
+from tests.drain.fakes import ClockDriver, FakeCluster, lister, listers, server_error, too_many_requests
+from tests.drain.scenario import NEW_NODE, NODE, attachment, pv, pvc
 from tests.drain.scenario import pod as scenario_pod
 
 
@@ -355,3 +356,143 @@ def test_the_node_is_missing_only_when_not_found() -> None:
     cluster.node_get_reactor = None
     del cluster.nodes[NODE]
     assert (run.node_missing(), run.tally.node_gone) == (True, True)
+
+
+# --- which volumes a PV pod is waited on for ------------------------------------------------------
+
+
+def _volumes(pods: list[Obj], pvcs: list[Obj], pvs: list[Obj], driver: FakeDriver | None = None) -> Any:
+    if driver is None:
+        driver = FakeDriver()
+        driver.always(
+            "get_volume_ids",
+            lambda _ctx, request: GetVolumeIDsResponse(
+                volume_ids=[f"id-{spec['csi']['volumeHandle']}" for spec in request.pv_specs]
+            ),
+        )
+    return pod_volumes(
+        pods,
+        lister(pvcs, "persistentvolumeclaim", namespaced=True),
+        lister(pvs, "persistentvolume", namespaced=False),
+        driver,
+        clock=FakeClock(),
+        deadline=FakeClock().monotonic() + 60.0,
+    )
+
+
+def test_only_volumes_one_pod_alone_uses_are_tracked() -> None:
+    """A PV two pods of the node share is skipped for both (upstream's shared-volume rule); a
+    claim or PV that cannot be found, and a claim not bound yet, add nothing."""
+    a = scenario_pod("a", claims=["own-a", "shared"])
+    b = scenario_pod("b", claims=["shared", "missing-claim", "unbound", "missing-pv"])
+    pvcs = [pvc("own-a"), pvc("shared"), pvc("unbound", volume=""), pvc("missing-pv")]
+    pvs = [pv("own-a"), pv("shared")]
+    assert _volumes([a, b], pvcs, pvs) == {
+        "default/a": [TrackedVolume("own-a", "id-own-a")],
+        "default/b": [],
+    }
+
+
+def test_a_claim_in_another_namespace_is_not_the_pods() -> None:
+    victim = scenario_pod("p", claims=["data"])
+    elsewhere = {**pvc("data"), "metadata": {"name": "data", "namespace": "other"}}
+    assert _volumes([victim], [elsewhere], [pv("data")]) == {"default/p": []}
+
+
+def test_a_failing_volume_id_lookup_skips_only_that_volume() -> None:
+    driver = FakeDriver()
+
+    def answer(_ctx: Any, request: Any) -> GetVolumeIDsResponse:
+        handle = request.pv_specs[0]["csi"]["volumeHandle"]
+        if handle == "bad":
+            raise RuntimeError("driver down")
+        return GetVolumeIDsResponse(volume_ids=[handle])
+
+    driver.always("get_volume_ids", answer)
+    victim = scenario_pod("p", claims=["bad", "good"])
+    assert _volumes([victim], [pvc("bad"), pvc("good")], [pv("bad"), pv("good")], driver) == {
+        "default/p": [TrackedVolume("good", "good")]
+    }
+
+
+@pytest.mark.parametrize(("deadline_in", "bound"), [(60.0, 30.0), (10.0, 10.0)])
+def test_a_volume_id_lookup_is_bounded_by_its_timeout_and_the_drain_deadline(
+    deadline_in: float, bound: float
+) -> None:
+    clock = FakeClock()
+    seen: list[float | None] = []
+
+    def answer(ctx: Any, _request: Any) -> GetVolumeIDsResponse:
+        seen.append(ctx.deadline)
+        return GetVolumeIDsResponse(volume_ids=["v"])
+
+    driver = FakeDriver()
+    driver.always("get_volume_ids", answer)
+    pod_volumes(
+        [scenario_pod("p", claims=["data"])],
+        lister([pvc("data")], "persistentvolumeclaim", namespaced=True),
+        lister([pv("data")], "persistentvolume", namespaced=False),
+        driver,
+        clock=clock,
+        deadline=clock.monotonic() + deadline_in,
+    )
+    assert seen == [pytest.approx(clock.monotonic() + bound)]
+
+
+@pytest.mark.parametrize(
+    ("name", "attached"),
+    [
+        ("vol-1", True),
+        ("kubernetes.io/csi/test.csi^vol-1", True),  # CSI: driver^handle
+        ("kubernetes.io/aws-ebs/vol-1", True),  # in-tree: plugin/volume
+        ("vol-10", False),
+        ("xvol-1", False),
+        ("kubernetes.io/csi/test.csi^vol-1/extra", False),
+    ],
+)
+def test_a_volume_is_attached_when_a_node_entry_names_it(name: str, attached: bool) -> None:
+    assert is_attached("vol-1", [{"name": name}]) is attached
+
+
+def test_malformed_node_volume_entries_are_skipped() -> None:
+    assert is_attached("vol-1", ["vol-1", {"name": None}, {"name": 1}, {"devicePath": "x"}]) is False
+    assert is_attached("vol-1", ["junk", {"name": "vol-1"}]) is True
+
+
+@pytest.mark.parametrize(
+    ("attachment", "pv_name"),
+    [
+        ({"spec": {"source": {"persistentVolumeName": "pv-a"}}}, "pv-a"),
+        ({"spec": {"source": {"persistentVolumeName": ""}}}, None),
+        ({"spec": {"source": {"persistentVolumeName": 7}}}, None),
+        ({"spec": {"source": {"inlineVolumeSpec": {}}}}, None),
+        ({"spec": {"source": "junk"}}, None),
+        ({"spec": {"source": None}}, None),
+        ({"spec": None}, None),
+        ({}, None),
+        ("junk", None),
+    ],
+)
+def test_the_pv_of_a_volume_attachment(attachment: Any, pv_name: str | None) -> None:
+    assert attachment_pv_name(attachment) == pv_name
+
+
+def test_a_watch_is_heard_until_it_is_removed() -> None:
+    hub = VolumeAttachmentHub()
+    first = hub.watch(NODE, ["pv-a"])
+    second = hub.watch(NODE, ["pv-a"])
+    assert hub.watch_count == 2
+    hub.unwatch(first)
+    hub.unwatch(first)  # twice: no error
+    assert hub.watch_count == 1
+    hub.dispatch(attachment("pv-a", NEW_NODE))
+    assert (first.changed.is_set(), second.changed.is_set()) == (False, True)
+    hub.unwatch(second)
+    assert hub.watch_count == 0
+
+
+def test_a_tombstone_is_unwrapped() -> None:
+    hub = VolumeAttachmentHub()
+    watch = hub.watch(NODE, ["pv-a"])
+    hub.on_delete(DeletedFinalStateUnknown("va", attachment("pv-a", NEW_NODE)))
+    assert (watch.changed.is_set(), watch.reattached.is_set()) == (True, False)
