@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 
 from mcm.drain import DrainOptions, DrainResult
+from mcm.drain.parallel import _evict_with_retries, remove_in_parallel
 from mcm.drain.pods import (
     DAEMONSET_FATAL,
     DAEMONSET_WARNING,
@@ -23,6 +24,7 @@ from mcm.drain.pods import (
 )
 from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
+    EVICTION_RETRY_INTERVAL,
     LEFT_DEADLINE,
     LEFT_STOPPED,
     REASON_DRAIN_BLOCKED,
@@ -496,3 +498,137 @@ def test_a_tombstone_is_unwrapped() -> None:
     watch = hub.watch(NODE, ["pv-a"])
     hub.on_delete(DeletedFinalStateUnknown("va", attachment("pv-a", NEW_NODE)))
     assert (watch.changed.is_set(), watch.reattached.is_set()) == (True, False)
+
+
+# --- pods without PVs: one pod's evictions, retries and final delete ------------------------------
+
+
+def _refusing(cluster: FakeCluster, error: Any, times: int = 1000) -> list[str]:
+    """Refuse evictions (``times``) with ``error()``; returns the log of evict/delete attempts."""
+    attempts: list[str] = []
+    left = [times]
+
+    def evict(victim: Obj) -> None:
+        attempts.append("evict")
+        if left[0] > 0:
+            left[0] -= 1
+            raise error()
+
+    def delete(_victim: Obj) -> None:
+        attempts.append("delete")
+
+    cluster.evict_reactor, cluster.delete_reactor = evict, delete
+    return attempts
+
+
+@pytest.mark.parametrize(
+    ("supported", "retries", "refusals", "attempts", "action"),
+    [
+        (True, 3, 0, ["evict"], "evicted"),
+        (True, 3, 2, ["evict", "evict", "evict"], "evicted"),
+        (True, 3, 1000, ["evict", "evict", "evict", "delete"], "deleted"),  # then one delete
+        (True, 1, 1000, ["evict", "delete"], "deleted"),
+        (True, 0, 1000, ["delete"], "deleted"),  # no eviction attempt at all
+        (False, 3, 1000, ["delete"], "deleted"),  # the API server cannot evict
+    ],
+)
+def test_a_pod_is_evicted_until_its_attempts_are_used_then_deleted(
+    supported: bool, retries: int, refusals: int, attempts: list[str], action: str
+) -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    log = _refusing(cluster, too_many_requests, refusals)
+    run = _run(cluster, max_evict_retries=retries, timeout=3600.0)
+    run.evict_supported = supported
+    with ClockDriver(run.clock):
+        removed = _evict_with_retries(run, victim)
+    assert log == attempts
+    assert removed is not None and (removed.action, removed.pod) == (action, victim)
+    assert run.clock.monotonic() - START == pytest.approx(EVICTION_RETRY_INTERVAL * (len(attempts) - 1))
+
+
+@pytest.mark.parametrize(
+    ("supported", "error", "left"),
+    [
+        (
+            True,
+            server_error,
+            ("left", "boom", 'error when evicting pod "p": boom scheduled on node old-node'),
+        ),
+        (
+            False,
+            server_error,
+            ("left", "boom", 'error when deleting pod "p": boom scheduled on node old-node'),
+        ),
+        (
+            False,
+            too_many_requests,
+            ("left", "Cannot evict pod", 'error when deleting pod "p": Cannot evict pod'),
+        ),
+    ],
+)
+def test_a_failed_call_leaves_the_pod_with_upstreams_error(
+    supported: bool, error: Any, left: tuple[str, ...]
+) -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    _refusing(cluster, error)
+
+    def refuse_delete(_victim: Obj) -> None:
+        raise error()
+
+    cluster.delete_reactor = refuse_delete
+    run = _run(cluster)
+    run.evict_supported = supported
+    assert _evict_with_retries(run, victim) is None
+    (outcome,) = run.tally.left()
+    assert (outcome.action, outcome.reason[: len(left[1])]) == left[:2]
+    assert run.tally.errors[0].startswith(left[2])
+
+
+def test_a_pod_gone_before_its_eviction_is_counted_gone() -> None:
+    run = _run()
+    run.evict_supported = True
+    assert _evict_with_retries(run, scenario_pod("p")) is None
+    assert run.tally.of("gone") == ("default/p",)
+
+
+def test_a_pod_behind_a_misconfigured_pdb_is_left_at_once() -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("db-0", labels={"app": "db"})
+    cluster.add_pod(victim)
+    log = _refusing(cluster, too_many_requests)
+    run = _run(cluster, pdbs=(_budget("db", "db", **MISCONFIGURED),))
+    run.evict_supported = True
+    assert _evict_with_retries(run, victim) is None
+    assert log == ["evict"]
+    assert [(o.key, o.reason) for o in run.tally.left()] == [
+        ("default/db-0", "misconfigured PodDisruptionBudget")
+    ]
+
+
+def test_no_attempt_is_made_once_the_deadline_is_over() -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    log = _refusing(cluster, too_many_requests, 0)
+    run = _run(cluster, timeout=0.0)
+    run.evict_supported = True
+    assert _evict_with_retries(run, victim) is None
+    assert log == []
+    assert [(o.key, o.reason) for o in run.tally.left()] == [("default/p", LEFT_DEADLINE)]
+
+
+def test_a_forced_removal_counts_each_accepted_delete_and_waits_for_nothing() -> None:
+    cluster = FakeCluster()
+    pods = [scenario_pod(f"p-{i}") for i in range(3)]
+    for victim in pods:
+        cluster.add_pod(victim)
+    cluster.pods.pop("default/p-2")  # gone before its delete
+    run = _run(cluster, force=True, max_parallel_evictions=0)
+    remove_in_parallel(run, pods)
+    assert sorted(run.tally.of("deleted")) == ["default/p-0", "default/p-1"]
+    assert run.tally.of("gone") == ("default/p-2",)
+    assert cluster.count("pods.get") == 0  # no termination wait
