@@ -493,3 +493,24 @@ def test_a_name_that_cannot_be_a_label_value_is_failed_before_any_driver_call() 
     assert create(world, machine) == Result.after(c.LONG_RETRY)
     assert world.driver.calls == []
     assert phase(world.machines.get(name)) == c.PHASE_FAILED
+
+
+@pytest.mark.parametrize("implemented", [True, False])
+def test_the_initialization_time_is_exported_only_for_an_initialize_machine_that_ran(
+    implemented: bool,
+) -> None:
+    from mcm.driver import InitializeMachineResponse
+
+    world, machine = setup(mk_machine(make_world().clock))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    if implemented:
+        world.driver.script("initialize_machine", InitializeMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert phase(stored(world)) == c.PHASE_PENDING
+    samples = [
+        sample
+        for metric in world.deps.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == "mcm_machine_initialize_duration_seconds"
+    ]
+    assert len(samples) == (1 if implemented else 0)
