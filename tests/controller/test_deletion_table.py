@@ -927,3 +927,44 @@ def test_the_vm_deletion_without_a_target_cluster_deletes_a_vm_it_knows_no_node_
     assert result is None
     assert op(stored) == (c.DESC_VM_DELETED, c.STATE_PROCESSING, c.OPERATION_DELETE)
     assert world.driver.vms == {}
+
+
+@pytest.mark.parametrize("machine_provider_id", ["fakeID-0", None])
+def test_a_node_found_by_its_machine_name_label_never_changes_the_machines_provider_id(
+    machine_provider_id: str | None,
+) -> None:
+    """The provider ID is taken from the Node only when the driver's listing found it; a Node
+    found by its machine-name label gives the node label and nothing else."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=machine_provider_id)
+    )
+    labels = {c.LABEL_NODE_MACHINE_NAME: "machine-0"}
+    world.nodes.put(mk_node("fakeNode-0", metadata={"labels": labels}, spec={"providerID": "fakeID-other"}))
+    step(world, machine)
+    stored = world.machines.get("machine-0")
+    assert stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert stored["spec"].get("providerID") == machine_provider_id
+
+
+def test_a_drain_step_without_deletion_timestamp_is_not_forced() -> None:
+    """The drain is forced by a deletion older than the drain timeout; a machine whose deletion
+    time cannot be read has no age and is drained normally."""
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN, deleting_ago=None))
+    world.nodes.put(mk_node("fakeNode-0"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
+    assert drainer.drained[0].options.force is False
+
+
+def test_the_drain_step_leaves_a_node_of_another_vm_alone() -> None:
+    """A Node whose providerID is not the machine's is neither cordoned nor drained: the step
+    goes on to the VolumeAttachments with the mismatch in its description."""
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-other"}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_DRAIN_SKIPPED_FOREIGN_NODE.format(
+        node="fakeNode-0", node_provider_id="fakeID-other", provider_id="fakeID-0"
+    )
+    assert (drainer.cordoned, drainer.drained) == ([], [])
