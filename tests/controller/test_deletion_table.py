@@ -968,3 +968,18 @@ def test_the_drain_step_leaves_a_node_of_another_vm_alone() -> None:
         node="fakeNode-0", node_provider_id="fakeID-other", provider_id="fakeID-0"
     )
     assert (drainer.cordoned, drainer.drained) == ([], [])
+
+
+def test_the_deletion_time_is_exported_when_the_finalizer_is_removed() -> None:
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.DESC_NODE_DELETED.format(node="fakeNode-0"), deleting_ago=42.0)
+    )
+    result, stored = step(world, machine)
+    assert (result, stored) == (DONE, None)
+    samples = [
+        sample.value
+        for metric in world.deps.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == "mcm_machine_delete_duration_seconds"
+    ]
+    assert samples == [42.0]
