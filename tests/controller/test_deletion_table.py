@@ -960,7 +960,13 @@ def test_a_drain_step_without_deletion_timestamp_is_not_forced() -> None:
 def test_the_drain_step_leaves_a_node_of_another_vm_alone() -> None:
     """A Node whose providerID is not the machine's is neither cordoned nor drained: the step
     goes on to the VolumeAttachments with the mismatch in its description."""
+    from mcm.runtime.record import EventRecorder
+
     world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
     world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-other"}))
     result, stored = step(world, machine)
     assert result is None
@@ -968,6 +974,14 @@ def test_the_drain_step_leaves_a_node_of_another_vm_alone() -> None:
         node="fakeNode-0", node_provider_id="fakeID-other", provider_id="fakeID-0"
     )
     assert (drainer.cordoned, drainer.drained) == ([], [])
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "NodeProviderIDMismatch")]
+
+
+def test_the_volume_attachment_step_of_a_machine_without_node_label_names_the_missing_node() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL, node=None))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VA_NODE_MISSING.format(err='nodes "" not found')
 
 
 def test_the_deletion_time_is_exported_when_the_finalizer_is_removed() -> None:
