@@ -997,3 +997,19 @@ def test_the_deletion_time_is_exported_when_the_finalizer_is_removed() -> None:
         if sample.name == "mcm_machine_delete_duration_seconds"
     ]
     assert samples == [42.0]
+
+
+def test_the_node_step_leaves_a_node_of_another_vm_in_place() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED))
+    world.nodes.put(
+        mk_node(
+            "fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}, spec={"providerID": "fakeID-other"}
+        )
+    )
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(
+        node="fakeNode-0", node_provider_id="fakeID-other", provider_id="fakeID-0"
+    )
+    assert world.nodes.get("fakeNode-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
+    assert [v for v, _ in world.nodes.writes] == []
