@@ -10,7 +10,9 @@ from typing import Any, cast
 
 import pytest
 
-from mcm.drain import DrainOptions, DrainResult
+from mcm.drain import DrainOptions, DrainResult, run_drain
+from mcm.drain.drain import _eviction_supported, _result
+from mcm.drain.metrics import DrainMetrics
 from mcm.drain.parallel import _evict_with_retries, remove_in_parallel
 from mcm.drain.pods import (
     DAEMONSET_FATAL,
@@ -28,6 +30,9 @@ from mcm.drain.state import (
     LEFT_DEADLINE,
     LEFT_STOPPED,
     REASON_DRAIN_BLOCKED,
+    REASON_DRAIN_FAILED,
+    REASON_DRAIN_STARTED,
+    REASON_DRAIN_SUCCEEDED,
     TERMINATION_BUFFER,
     Deadline,
     Tally,
@@ -632,3 +637,164 @@ def test_a_forced_removal_counts_each_accepted_delete_and_waits_for_nothing() ->
     assert sorted(run.tally.of("deleted")) == ["default/p-0", "default/p-1"]
     assert run.tally.of("gone") == ("default/p-2",)
     assert cluster.count("pods.get") == 0  # no termination wait
+
+
+# --- run_drain: before any pod, and what it hands back ------------------------------------------
+
+
+def _drain(cluster: FakeCluster, pods: list[Obj], **kw: Any) -> tuple[DrainResult, _Recorded]:
+    recorded = _Recorded()
+    clock = FakeClock()
+    drain_listers = kw.pop("listers", None) or listers(pods)
+    options = DrainOptions(**{"timeout": 600.0, "pv_reattach_timeout": 0.001, **kw.pop("options", {})})
+    with ClockDriver(clock, lambda: sum(cluster.calls.values())):
+        result = run_drain(
+            cluster.as_client(),
+            drain_listers,
+            FakeDriver(),
+            NODE,
+            options,
+            clock=clock,
+            stop=threading.Event(),
+            recorder=cast(EventRecorder, recorded),
+            machine_ref={"kind": "Machine", "metadata": {"name": "m"}},
+            **kw,
+        )
+    return result, recorded
+
+
+def test_a_pod_cache_that_never_syncs_fails_the_drain_before_any_call() -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    never = dataclasses.replace(listers([victim]), pods_synced=lambda: False)
+    result, recorded = _drain(cluster, [victim], listers=never, options={"timeout": 0.05})
+    assert result.error == "timed out waiting for pod cache to sync"
+    assert sum(cluster.calls.values()) == 0
+    assert [reason for _, reason, _ in recorded.events] == [REASON_DRAIN_STARTED, REASON_DRAIN_FAILED]
+    assert recorded.events[-1][2] == f"Drain of node {NODE!r} failed: timed out waiting for pod cache to sync"
+
+
+def test_a_synced_pod_cache_lets_the_drain_go_on() -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    cluster.handlers.append(cluster.remove_pod)
+    synced = dataclasses.replace(listers([victim]), pods_synced=lambda: True)
+    result, recorded = _drain(cluster, [victim], listers=synced)
+    assert (result.ok, result.evicted) == (True, ("default/p",))
+    assert recorded.events[-1] == ("Normal", REASON_DRAIN_SUCCEEDED, f"Drain of node {NODE!r} successful")
+
+
+class _Discovery:
+    def __init__(self, version: str | None, resource: bool, error: Exception | None = None) -> None:
+        self.version, self.resource, self.error = version, resource, error
+        self.asked: list[str] = []
+
+    def preferred_version(self, group: str) -> str | None:
+        self.asked.append(f"version {group}")
+        if self.error is not None:
+            raise self.error
+        return self.version
+
+    def has_resource(self, group_version: str, name: str, kind: str | None = None) -> bool:
+        self.asked.append(f"resource {group_version} {name} {kind}")
+        return self.resource
+
+
+@pytest.mark.parametrize(
+    ("version", "resource", "supported", "asked"),
+    [
+        ("policy/v1", True, True, ["version policy", "resource v1 pods/eviction Eviction"]),
+        ("policy/v1", False, False, ["version policy", "resource v1 pods/eviction Eviction"]),
+        (None, True, False, ["version policy"]),  # no policy group: the eviction resource is not asked
+    ],
+)
+def test_eviction_support_needs_the_policy_group_and_the_eviction_subresource(
+    version: str | None, resource: bool, supported: bool, asked: list[str]
+) -> None:
+    discovery = _Discovery(version, resource)
+
+    class Client:
+        def discovery(self) -> _Discovery:
+            return discovery
+
+    assert _eviction_supported(cast(Any, Client())) is supported
+    assert discovery.asked == asked
+
+
+def test_without_eviction_support_every_pod_is_deleted() -> None:
+    cluster = FakeCluster(eviction=False)
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    result, _ = _drain(cluster, [victim])
+    assert (result.ok, result.deleted, result.evicted) == (True, ("default/p",), ())
+    assert cluster.count("pods.evict.attempt") == 0
+
+
+def test_a_failed_eviction_discovery_fails_the_drain_before_any_pod() -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    broken = _Discovery(None, False, server_error("discovery down"))
+    cluster.discovery = lambda: broken  # type: ignore[method-assign]
+    result, _ = _drain(cluster, [victim])
+    assert result.error == "error discovering eviction support: discovery down"
+    assert cluster.count("pods.evict.attempt") + cluster.count("pods.delete.attempt") == 0
+
+
+def test_a_forced_drain_asks_no_discovery_and_deletes() -> None:
+    cluster = FakeCluster()
+    victim = scenario_pod("p")
+    cluster.add_pod(victim)
+    result, _ = _drain(cluster, [victim], options={"force": True})
+    assert (result.ok, result.forced, result.deleted) == (True, True, ("default/p",))
+    assert cluster.count("discovery") == 0
+    assert cluster.count("pods.delete.grace0") == 1
+
+
+def test_the_result_lists_warnings_and_skipped_pods_and_feeds_the_metrics() -> None:
+    from prometheus_client import CollectorRegistry
+
+    cluster = FakeCluster()
+    bare = scenario_pod("bare", owner_kind=None)
+    ds = scenario_pod("ds", owner_kind="DaemonSet")
+    for victim in (bare, ds):
+        cluster.add_pod(victim)
+    cluster.handlers.append(cluster.remove_pod)
+    registry = CollectorRegistry()
+    result, _ = _drain(cluster, [bare, ds], metrics=DrainMetrics(registry))
+    assert result.ok and result.evicted == ("default/bare",)
+    assert result.skipped == ("default/ds",)
+    assert result.warnings == (
+        f"{UNREPLICATED_WARNING}: bare",
+        f"{DAEMONSET_WARNING}: ds",
+    )
+    assert registry.get_sample_value("mcm_machine_drain_evicted_pods_total") == 1.0
+    assert registry.get_sample_value("mcm_machine_drain_deleted_pods_total") == 0.0
+    assert registry.get_sample_value("mcm_machine_drain_duration_seconds_count") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "error", "timed_out"),
+    [
+        ([("a", "evicted", "")], None, False),
+        ([("a", "left", LEFT_DEADLINE)], f"{LEFT_DEADLINE} for node {NODE!r}; pods left: default/a", True),
+        (
+            [("a", "left", LEFT_STOPPED), ("b", "left", LEFT_STOPPED)],
+            f"{LEFT_STOPPED} for node {NODE!r}; pods left: default/a, default/b",
+            False,
+        ),
+        ([("a", "left", "refused")], None, False),  # its own error is in the tally's errors
+    ],
+)
+def test_pods_left_at_the_deadline_or_a_stop_are_named_in_the_error(
+    outcomes: list[tuple[str, str, str]], error: str | None, timed_out: bool
+) -> None:
+    run = _run()
+    for name, action, reason in outcomes:
+        run.tally.record(scenario_pod(name), action, reason)
+    result = _result(run, None)
+    assert (result.error, result.timed_out) == (error, timed_out)
+    assert [p.key for p in result.left_behind] == [f"default/{n}" for n, a, _ in outcomes if a == "left"]
+    assert _result(run, "early").error == (f"[early, {error}]" if error else "early")
