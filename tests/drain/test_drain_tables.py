@@ -798,3 +798,34 @@ def test_pods_left_at_the_deadline_or_a_stop_are_named_in_the_error(
     assert (result.error, result.timed_out) == (error, timed_out)
     assert [p.key for p in result.left_behind] == [f"default/{n}" for n, a, _ in outcomes if a == "left"]
     assert _result(run, "early").error == (f"[early, {error}]" if error else "early")
+
+
+@pytest.mark.parametrize("with_stop", [False, True])
+def test_a_wait_on_a_watch_returns_once_another_thread_sets_it(with_stop: bool) -> None:
+    """The detach and reattach waits block on a watch's events until the hub (the informer's
+    thread) sets them; a set during the wait ends it with True."""
+    watch = VolumeAttachmentHub().watch(NODE, ["pv-a"], threading.Event() if with_stop else None)
+    timer = threading.Timer(0.05, watch.changed.set)
+    timer.start()
+    try:
+        assert watch.changed.wait(30) is True
+    finally:
+        timer.cancel()
+
+
+def test_a_stop_during_a_wait_on_a_watch_ends_it() -> None:
+    stop = threading.Event()
+    watch = VolumeAttachmentHub().watch(NODE, ["pv-a"], stop)
+    timer = threading.Timer(0.05, stop.set)
+    timer.start()
+    try:
+        assert watch.reattached.wait(30) is True
+    finally:
+        timer.cancel()
+
+
+@pytest.mark.parametrize("with_stop", [False, True])
+def test_a_wait_on_a_watch_nothing_sets_ends_false_at_its_timeout(with_stop: bool) -> None:
+    watch = VolumeAttachmentHub().watch(NODE, ["pv-a"], threading.Event() if with_stop else None)
+    assert watch.changed.wait(0.12) is False
+    assert watch.changed.wait(0) is False
