@@ -46,7 +46,7 @@ from mcm.runtime.clock import FakeClock
 from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
 from tests.drain.fakes import ClockDriver, FakeCluster, lister, listers, server_error, too_many_requests
-from tests.drain.scenario import NEW_NODE, NODE, attachment, pv, pvc
+from tests.drain.scenario import NEW_NODE, NODE, Scenario, attachment, build, pv, pvc
 from tests.drain.scenario import pod as scenario_pod
 
 
@@ -829,3 +829,111 @@ def test_a_wait_on_a_watch_nothing_sets_ends_false_at_its_timeout(with_stop: boo
     watch = VolumeAttachmentHub().watch(NODE, ["pv-a"], threading.Event() if with_stop else None)
     assert watch.changed.wait(0.12) is False
     assert watch.changed.wait(0) is False
+
+
+# --- pods with PVs, one at a time ---------------------------------------------------------------
+
+
+def _pv_run(s: Scenario, **changes: Any) -> tuple[DrainResult, float]:
+    base: dict[str, Any] = {"timeout": 600, "max_evict_retries": 3, "pv_detach_timeout": 30}
+    base["pv_reattach_timeout"] = 0.001
+    base.update(changes)
+    with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
+        result = run_drain(
+            s.cluster.as_client(),
+            s.listers(),
+            FakeDriver(),
+            NODE,
+            DrainOptions(**base),
+            clock=s.clock,
+            stop=threading.Event(),
+            hub=s.hub,
+        )
+    return result, clock_driver.elapsed
+
+
+def _evictions_detach(s: Scenario) -> None:
+    s.cluster.handlers.append(s.delete_pod)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))
+
+
+@pytest.mark.parametrize(
+    ("refusals", "evicts", "deletes", "elapsed"),
+    [
+        (0, 1, 0, (0.5, 5.5)),  # evicted at once, volumes detach after 0.5 s
+        (2, 3, 0, (40.5, 45.5)),  # two passes refused: two 20 s pauses
+        (3, 3, 1, (40.5, 45.5)),  # every pass refused: the delete pass follows without a pause
+    ],
+)
+def test_a_pv_pod_gets_one_eviction_per_pass_then_one_delete(
+    refusals: int, evicts: int, deletes: int, elapsed: tuple[float, float]
+) -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    _evictions_detach(s)
+    left = [refusals]
+
+    def refuse(_pod: Obj) -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse
+    result, took = _pv_run(s)
+    assert result.ok, result
+    assert (s.cluster.count("pods.evict.attempt"), s.cluster.count("pods.delete")) == (evicts, deletes)
+    assert (result.evicted, result.deleted) == (
+        (("default/expv-0",), ()) if not deletes else ((), ("default/expv-0",))
+    )
+    assert elapsed[0] <= took < elapsed[1]
+
+
+def test_a_failing_node_read_while_volumes_detach_leaves_the_pod_with_the_error() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.cluster.handlers.append(s.delete_pod)
+
+    def failing(_name: str) -> None:
+        raise server_error("node read failed")
+
+    s.cluster.node_get_reactor = failing
+    result, _ = _pv_run(s)
+    assert [(p.key, p.reason) for p in result.left_behind] == [("default/expv-0", "node read failed")]
+    assert result.error == "error waiting for PVs to detach: node read failed"
+    assert not result.node_gone
+
+
+def test_a_pv_pod_whose_delete_keeps_failing_is_left_with_upstreams_text() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+
+    def refuse(_pod: Obj) -> None:
+        raise too_many_requests()
+
+    s.cluster.evict_reactor = refuse
+    s.cluster.delete_reactor = refuse  # a 429 on the delete: retried, never done
+    result, _ = _pv_run(s, max_evict_retries=1)
+    assert [(p.key, p.reason) for p in result.left_behind] == [
+        ("default/expv-0", "could not be evicted or deleted")
+    ]
+    assert result.error == 'error deleting pod default/expv-0 from node "old-node"'
+    assert s.cluster.count("pods.delete.attempt") == 1
+
+
+def test_pv_pods_are_handled_one_at_a_time_by_priority() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=3)
+    for i, prio in enumerate((5, 100, -1)):
+        s.pods[i]["spec"]["priority"] = prio
+    _evictions_detach(s)
+    order: list[str] = []
+    s.cluster.evict_reactor = lambda victim: order.append(victim["metadata"]["name"])
+    result, _ = _pv_run(s)
+    assert result.ok, result
+    assert order == ["expv-1", "expv-0", "expv-2"]
+
+
+def test_without_eviction_support_pv_pods_are_deleted_in_one_pass() -> None:
+    s = build(FakeCluster(eviction=False), FakeClock(), expv=2)
+    s.cluster.handlers.append(s.sleep_then(0.5, "detach"))
+    result, took = _pv_run(s)
+    assert result.ok, result
+    assert sorted(result.deleted) == ["default/expv-0", "default/expv-1"]
+    assert s.cluster.count("pods.evict.attempt") == 0
+    assert took < 20  # no eviction pass, no 20 s pause
