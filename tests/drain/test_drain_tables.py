@@ -26,8 +26,10 @@ from mcm.drain.pods import (
 )
 from mcm.drain.shared import DrainRun
 from mcm.drain.state import (
+    DETACH_TIMEOUT_TEXT,
     EVICTION_RETRY_INTERVAL,
     LEFT_DEADLINE,
+    LEFT_NODE_GONE,
     LEFT_STOPPED,
     REASON_DRAIN_BLOCKED,
     REASON_DRAIN_FAILED,
@@ -937,3 +939,33 @@ def test_without_eviction_support_pv_pods_are_deleted_in_one_pass() -> None:
     assert sorted(result.deleted) == ["default/expv-0", "default/expv-1"]
     assert s.cluster.count("pods.evict.attempt") == 0
     assert took < 20  # no eviction pass, no 20 s pause
+
+
+def test_a_pv_pod_without_grace_period_waits_the_detach_timeout_only() -> None:
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    del s.pods[0]["spec"]["terminationGracePeriodSeconds"]
+    s.cluster.handlers.append(s.delete_pod)  # the volume never detaches
+    result, took = _pv_run(s, pv_detach_timeout=30)
+    assert [(p.key, p.reason) for p in result.left_behind] == [("default/expv-0", DETACH_TIMEOUT_TEXT)]
+    assert 30 <= took < 31
+
+
+def test_a_node_gone_at_the_deadline_leaves_the_remaining_pv_pods_as_node_gone() -> None:
+    """The first reason that halts the PV path is the one its remaining pods are left with: a
+    Node found gone at the very moment the deadline passes stays the reason."""
+    s = build(FakeCluster(), FakeClock(), expv=2)
+
+    def node_goes_late(victim: Obj) -> None:
+        if victim["metadata"]["name"] == "expv-0":
+            s.clock.sleep(9.5)
+            with s.cluster.lock:
+                s.cluster.nodes.pop(NODE, None)
+
+    s.cluster.handlers.append(node_goes_late)
+    result, _ = _pv_run(s, timeout=10)
+    assert result.node_gone
+    assert sorted((p.key, p.reason) for p in result.left_behind) == [
+        ("default/expv-0", LEFT_NODE_GONE),
+        ("default/expv-1", LEFT_NODE_GONE),
+    ]
+    assert s.cluster.count("pods.evict.attempt") == 1
