@@ -37,6 +37,7 @@ from mcm.drain.state import (
     REASON_DRAIN_SUCCEEDED,
     TERMINATION_BUFFER,
     Deadline,
+    Removed,
     Tally,
     aggregate,
 )
@@ -44,6 +45,7 @@ from mcm.drain.types import PodOutcome
 from mcm.drain.volumes import TrackedVolume, VolumeAttachmentHub, attachment_pv_name, is_attached, pod_volumes
 from mcm.driver import FakeDriver, GetVolumeIDsResponse
 from mcm.runtime.cache.keys import DeletedFinalStateUnknown
+from mcm.runtime.cache.listers import new_not_found
 from mcm.runtime.clock import FakeClock
 from mcm.runtime.objects import Obj
 from mcm.runtime.record import EventRecorder
@@ -969,3 +971,58 @@ def test_a_node_gone_at_the_deadline_leaves_the_remaining_pv_pods_as_node_gone()
         ("default/expv-1", LEFT_NODE_GONE),
     ]
     assert s.cluster.count("pods.evict.attempt") == 1
+
+
+# --- the wait for removed pods to terminate ------------------------------------------------------
+
+
+class _PodsGet:
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def get(self, name: str, *, namespace: str) -> Obj:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return cast(Obj, self.answer)
+
+
+def test_a_removed_pod_that_cannot_be_read_is_left_with_the_error() -> None:
+    run = _run()
+    victim = scenario_pod("p")
+    run.pods_api = _PodsGet(server_error("pods down"))
+    run.wait_for_termination([Removed(victim, "evicted", run.clock.monotonic() + 60)])
+    assert [(o.key, o.action, o.reason) for o in run.tally.left()] == [("default/p", "left", "pods down")]
+    assert run.tally.errors == [f'error when waiting for pod "p"/{NODE} terminating: pods down']
+
+
+@pytest.mark.parametrize(
+    ("answer", "outcome"),
+    [
+        (new_not_found("", "pods", "p"), ("evicted", "")),  # gone
+        ("replaced", ("evicted", "")),  # another pod under its name
+        ("same", ("left", "timed out waiting for termination")),  # still there, its wait is over
+    ],
+)
+def test_a_removed_pod_is_settled_by_the_api_servers_answer(answer: Any, outcome: tuple[str, str]) -> None:
+    run = _run()
+    victim = scenario_pod("p")
+    if answer == "replaced":
+        answer = scenario_pod("p")
+    elif answer == "same":
+        answer = victim
+    run.pods_api = _PodsGet(answer)
+    run.wait_for_termination([Removed(victim, "evicted", run.clock.monotonic())])
+    assert [(o.action, o.reason) for o in run.tally.outcomes.values()] == [outcome]
+    if outcome[0] == "left":
+        assert run.tally.errors == [
+            f'error when waiting for pod "p"/{NODE} terminating: timed out waiting for the condition'
+        ]
+
+
+def test_a_removed_pod_still_there_at_the_drain_deadline_is_left_with_the_deadline() -> None:
+    run = _run(timeout=0.0)
+    victim = scenario_pod("p")
+    run.pods_api = _PodsGet(victim)
+    run.wait_for_termination([Removed(victim, "deleted", run.clock.monotonic())])
+    assert [(o.action, o.reason) for o in run.tally.outcomes.values()] == [("left", LEFT_DEADLINE)]
+    assert run.tally.errors == []
