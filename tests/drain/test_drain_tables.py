@@ -1026,3 +1026,40 @@ def test_a_removed_pod_still_there_at_the_drain_deadline_is_left_with_the_deadli
     run.wait_for_termination([Removed(victim, "deleted", run.clock.monotonic())])
     assert [(o.action, o.reason) for o in run.tally.outcomes.values()] == [("left", LEFT_DEADLINE)]
     assert run.tally.errors == []
+
+
+@pytest.mark.parametrize("with_hub", [False, True])
+def test_a_reattach_wait_nobody_answers_ends_at_its_timeout(with_hub: bool) -> None:
+    """The volumes detached but no attachment elsewhere is ever seen: the pod is drained after
+    the reattach timeout (a warning only), whether or not VolumeAttachment events arrive."""
+    s = build(FakeCluster(), FakeClock(), expv=1)
+    s.hub = VolumeAttachmentHub() if with_hub else None
+    _evictions_detach(s)
+    stop = threading.Event()
+    results: list[DrainResult] = []
+
+    def drain() -> None:
+        options = DrainOptions(timeout=600, max_evict_retries=3, pv_detach_timeout=30, pv_reattach_timeout=5)
+        results.append(
+            run_drain(
+                s.cluster.as_client(),
+                s.listers(),
+                FakeDriver(),
+                NODE,
+                options,
+                clock=s.clock,
+                stop=stop,
+                hub=s.hub,
+            )
+        )
+
+    thread = threading.Thread(target=drain, daemon=True)
+    with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
+        thread.start()
+        thread.join(timeout=10)  # milliseconds when it works
+        finished = not thread.is_alive()
+        stop.set()  # ends a wait that never would
+        thread.join(timeout=30)
+    assert finished, "the reattach wait did not end at its timeout"
+    assert results[0].ok and results[0].evicted == ("default/expv-0",)
+    assert 5.5 <= clock_driver.elapsed < 10.5
