@@ -839,21 +839,30 @@ def test_a_wait_on_a_watch_nothing_sets_ends_false_at_its_timeout(with_stop: boo
 
 
 def _pv_run(s: Scenario, **changes: Any) -> tuple[DrainResult, float]:
+    """``run_drain`` in a thread, bounded: a wait that never ends fails the test (its drain is
+    then stopped) instead of hanging it."""
     base: dict[str, Any] = {"timeout": 600, "max_evict_retries": 3, "pv_detach_timeout": 30}
     base["pv_reattach_timeout"] = 0.001
     base.update(changes)
-    with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
-        result = run_drain(
-            s.cluster.as_client(),
-            s.listers(),
-            FakeDriver(),
-            NODE,
-            DrainOptions(**base),
-            clock=s.clock,
-            stop=threading.Event(),
-            hub=s.hub,
+    stop = threading.Event()
+    results: list[DrainResult] = []
+
+    def drain() -> None:
+        client, drain_listers = s.cluster.as_client(), s.listers()
+        options = DrainOptions(**base)
+        results.append(
+            run_drain(client, drain_listers, FakeDriver(), NODE, options, clock=s.clock, stop=stop, hub=s.hub)
         )
-    return result, clock_driver.elapsed
+
+    thread = threading.Thread(target=drain, daemon=True)
+    with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
+        thread.start()
+        thread.join(timeout=10)  # milliseconds when it works
+        finished = not thread.is_alive()
+        stop.set()  # ends a wait that never would
+        thread.join(timeout=10)
+    assert finished, "the drain did not end"
+    return results[0], clock_driver.elapsed
 
 
 def _evictions_detach(s: Scenario) -> None:
@@ -1035,31 +1044,6 @@ def test_a_reattach_wait_nobody_answers_ends_at_its_timeout(with_hub: bool) -> N
     s = build(FakeCluster(), FakeClock(), expv=1)
     s.hub = VolumeAttachmentHub() if with_hub else None
     _evictions_detach(s)
-    stop = threading.Event()
-    results: list[DrainResult] = []
-
-    def drain() -> None:
-        options = DrainOptions(timeout=600, max_evict_retries=3, pv_detach_timeout=30, pv_reattach_timeout=5)
-        results.append(
-            run_drain(
-                s.cluster.as_client(),
-                s.listers(),
-                FakeDriver(),
-                NODE,
-                options,
-                clock=s.clock,
-                stop=stop,
-                hub=s.hub,
-            )
-        )
-
-    thread = threading.Thread(target=drain, daemon=True)
-    with ClockDriver(s.clock, lambda: sum(s.cluster.calls.values())) as clock_driver:
-        thread.start()
-        thread.join(timeout=10)  # milliseconds when it works
-        finished = not thread.is_alive()
-        stop.set()  # ends a wait that never would
-        thread.join(timeout=30)
-    assert finished, "the reattach wait did not end at its timeout"
-    assert results[0].ok and results[0].evicted == ("default/expv-0",)
-    assert 5.5 <= clock_driver.elapsed < 10.5
+    result, took = _pv_run(s, pv_reattach_timeout=5)
+    assert result.ok and result.evicted == ("default/expv-0",)
+    assert 5.5 <= took < 10.5
