@@ -514,3 +514,13 @@ def test_the_initialization_time_is_exported_only_for_an_initialize_machine_that
         if sample.name == "mcm_machine_initialize_duration_seconds"
     ]
     assert len(samples) == (1 if implemented else 0)
+
+
+def test_a_failed_create_of_a_machine_without_creation_time_is_a_crash_loop() -> None:
+    """No creationTimestamp: the creation timeout cannot have passed."""
+    machine = mk_machine(make_world().clock)
+    del machine["metadata"]["creationTimestamp"]
+    world, stored_machine = setup(machine)
+    world.driver.script("create_machine", MachineError(Code.Internal, "quota"))
+    assert create(world, stored_machine) == Result.after(c.MEDIUM_RETRY)
+    assert phase(stored(world)) == c.PHASE_CRASH_LOOP_BACK_OFF

@@ -691,3 +691,24 @@ def test_the_join_time_is_given_to_the_millisecond() -> None:
     assert phase == c.PHASE_RUNNING
     description = world.machines.get(TARGET)["status"]["lastOperation"]["description"]
     assert description == c.DESC_JOINED_IN.format(machine=TARGET, duration="42s")
+
+
+def test_the_deployment_permit_is_free_again_after_a_failed_mark() -> None:
+    world = make_world()
+    _, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == c.PHASE_FAILED
+    assert world.deps.permits.is_held("testWorkerPool-z1") is False
+
+
+def test_a_changed_reason_of_another_condition_is_no_change() -> None:
+    """Only the InPlaceUpdate condition's reason counts (HEAD): a new reason of the same Ready
+    status writes nothing."""
+    old = [{**k, "reason": "KubeletReady"} if k["type"] == "Ready" else k for k in HEALTHY]
+    new = [{**k, "reason": "KubeletReadyAgain"} if k["type"] == "Ready" else k for k in HEALTHY]
+    assert health.conditions_changed(old, new) is False
+    world = make_world()
+    world.nodes.put(mk_node("node-0", new))
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=old)
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    assert world.machines.writes == []
