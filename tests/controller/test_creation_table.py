@@ -524,3 +524,32 @@ def test_a_failed_create_of_a_machine_without_creation_time_is_a_crash_loop() ->
     world.driver.script("create_machine", MachineError(Code.Internal, "quota"))
     assert create(world, stored_machine) == Result.after(c.MEDIUM_RETRY)
     assert phase(stored(world)) == c.PHASE_CRASH_LOOP_BACK_OFF
+
+
+@pytest.mark.parametrize(
+    ("code", "initialized"), [(Code.Uninitialized, True), (Code.NotFound, False), (Code.Unimplemented, False)]
+)
+def test_an_adopted_vm_is_initialized_only_when_the_driver_says_uninitialized(
+    code: Code, initialized: bool
+) -> None:
+    clock = make_world().clock
+    world, machine = setup(mk_machine(clock, provider_id="fakeID-0", node="fakeNode-0"))
+    world.driver.script("get_machine_status", MachineError(code, "status"))
+    create(world, machine)
+    assert ("initialize_machine" in [call.method for call in world.driver.calls]) is initialized
+    assert "create_machine" not in [call.method for call in world.driver.calls]
+
+
+def test_a_failed_metadata_write_records_a_warning() -> None:
+    from mcm.runtime.client.errors import InternalError
+    from mcm.runtime.record import EventRecorder
+
+    world, machine = setup(mk_machine(make_world().clock))
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    world.machines.fail("update", InternalError({"message": "etcd down", "code": 500}), 1)
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert ("Warning", "UpdateFailed") in [(e["type"], e["reason"]) for e in events]

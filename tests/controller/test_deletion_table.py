@@ -1013,3 +1013,15 @@ def test_the_node_step_leaves_a_node_of_another_vm_in_place() -> None:
     )
     assert world.nodes.get("fakeNode-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
     assert [v for v, _ in world.nodes.writes] == []
+
+
+def test_the_vm_deletion_looks_for_no_node_when_the_machine_has_a_provider_id() -> None:
+    """Only a machine with neither node label nor provider ID looks for its Node again before
+    DeleteMachine; one with a provider ID is deleted as it is."""
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL, node=None))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"labels": {c.LABEL_NODE_MACHINE_NAME: "machine-0"}}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VM_DELETED
+    assert stored is not None and c.LABEL_NODE not in stored["metadata"]["labels"]
+    assert [verb for verb, _ in world.machines.writes] == ["update_status"]
