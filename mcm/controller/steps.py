@@ -47,7 +47,7 @@ def advance(
     *,
     state: str = c.STATE_PROCESSING,
     retry: float = c.SHORT_RETRY,
-    reason: str = "",
+    reason: str = "DeletionStepFailed",
     op_type: str = c.OPERATION_DELETE,
     last_known_state: str = "",
 ) -> StepOutcome:
@@ -67,7 +67,7 @@ def advance(
     if not write.ok:
         return StepOutcome(machine, Result.after(write.retry(c.SHORT_RETRY)))
     if state == c.STATE_FAILED:
-        record_warning(deps, machine, reason or "DeletionStepFailed", description)
+        record_warning(deps, machine, reason, description)
         return StepOutcome(write.obj, Result.after(retry))
     return StepOutcome(write.obj)
 

@@ -98,7 +98,7 @@ def _mirror(pod: Obj, _options: DrainOptions, _selection: PodSelection) -> bool:
 
 
 def _local_storage(pod: Obj, options: DrainOptions, selection: PodSelection) -> bool:
-    volumes = (pod.get("spec") or {}).get("volumes") or []
+    volumes = pod["spec"].get("volumes") or []  # select_pods only checks pods with a spec
     if not any(isinstance(v, Mapping) and v.get("emptyDir") is not None for v in volumes):
         return True
     if options.delete_local_data:

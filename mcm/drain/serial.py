@@ -133,7 +133,7 @@ class SerialPass:
         self, pod: Obj, tracked: list[TrackedVolume], watch: VolumeWatch | None
     ) -> str | None:
         """Wait until no tracked volume is attached to the node; record and return any failure."""
-        grace = float((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 0)
+        grace = float(pod["spec"].get("terminationGracePeriodSeconds") or 0)  # a selected pod has a spec
         until = min(self.d.clock.monotonic() + grace + self.d.options.pv_detach_timeout, self.d.deadline.at)
         while True:
             if watch is not None:

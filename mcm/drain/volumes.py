@@ -154,7 +154,7 @@ def attachment_pv_name(attachment: Any) -> str | None:
     """``spec.source.persistentVolumeName`` of a VolumeAttachment, or None (inline or malformed)."""
     if not isinstance(attachment, Mapping):
         return None
-    source = (attachment.get("spec") or {}).get("source") or {}
+    source = (attachment.get("spec") or {}).get("source")
     name = source.get("persistentVolumeName") if isinstance(source, Mapping) else None
     return name if isinstance(name, str) and name else None
 

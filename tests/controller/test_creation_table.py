@@ -180,6 +180,18 @@ def test_resource_exhausted_uses_its_own_retry() -> None:
     assert create(world, machine) == Result.after(c.LONG_RETRY)
 
 
+@pytest.mark.parametrize(("configured", "retry"), [(90.0, 90.0), (0.0, c.LONG_RETRY)])
+def test_resource_exhausted_retries_after_the_configured_period_or_the_long_one(
+    configured: float, retry: float
+) -> None:
+    import dataclasses
+
+    world, machine = setup(mk_machine(make_world().clock))
+    world.deps.options = dataclasses.replace(world.deps.options, resource_exhausted_retry=configured)
+    world.driver.script("create_machine", MachineError(Code.ResourceExhausted, "quota"))
+    assert create(world, machine) == Result.after(retry)
+
+
 def test_driver_raising_a_non_machine_error_is_internal() -> None:
     world = make_world()
     world, machine = setup(mk_machine(world.clock))
@@ -471,3 +483,73 @@ def test_bootstrap_token_secrets_are_uniform_over_the_alphabet() -> None:
     expected = 16 * 2000 / 36
     assert all(abs(n - expected) < 0.2 * expected for n in counts.values())  # 889 ± 178: > 5 sigma
     assert len(set(tokens)) == len(tokens)
+
+
+def test_a_name_that_cannot_be_a_label_value_is_failed_before_any_driver_call() -> None:
+    """The node label will carry the machine's name: a name longer than a label value is refused
+    (Failed, retried after the long period) before CreateMachine."""
+    name = "m" + "-x" * 126
+    world, machine = setup(mk_machine(make_world().clock, name))
+    assert create(world, machine) == Result.after(c.LONG_RETRY)
+    assert world.driver.calls == []
+    assert phase(world.machines.get(name)) == c.PHASE_FAILED
+
+
+@pytest.mark.parametrize("implemented", [True, False])
+def test_the_initialization_time_is_exported_only_for_an_initialize_machine_that_ran(
+    implemented: bool,
+) -> None:
+    from mcm.driver import InitializeMachineResponse
+
+    world, machine = setup(mk_machine(make_world().clock))
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    if implemented:
+        world.driver.script("initialize_machine", InitializeMachineResponse("fakeID-0", "fakeNode-0"))
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert phase(stored(world)) == c.PHASE_PENDING
+    samples = [
+        sample
+        for metric in world.deps.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == "mcm_machine_initialize_duration_seconds"
+    ]
+    assert len(samples) == (1 if implemented else 0)
+
+
+def test_a_failed_create_of_a_machine_without_creation_time_is_a_crash_loop() -> None:
+    """No creationTimestamp: the creation timeout cannot have passed."""
+    machine = mk_machine(make_world().clock)
+    del machine["metadata"]["creationTimestamp"]
+    world, stored_machine = setup(machine)
+    world.driver.script("create_machine", MachineError(Code.Internal, "quota"))
+    assert create(world, stored_machine) == Result.after(c.MEDIUM_RETRY)
+    assert phase(stored(world)) == c.PHASE_CRASH_LOOP_BACK_OFF
+
+
+@pytest.mark.parametrize(
+    ("code", "initialized"), [(Code.Uninitialized, True), (Code.NotFound, False), (Code.Unimplemented, False)]
+)
+def test_an_adopted_vm_is_initialized_only_when_the_driver_says_uninitialized(
+    code: Code, initialized: bool
+) -> None:
+    clock = make_world().clock
+    world, machine = setup(mk_machine(clock, provider_id="fakeID-0", node="fakeNode-0"))
+    world.driver.script("get_machine_status", MachineError(code, "status"))
+    create(world, machine)
+    assert ("initialize_machine" in [call.method for call in world.driver.calls]) is initialized
+    assert "create_machine" not in [call.method for call in world.driver.calls]
+
+
+def test_a_failed_metadata_write_records_a_warning() -> None:
+    from mcm.runtime.client.errors import InternalError
+    from mcm.runtime.record import EventRecorder
+
+    world, machine = setup(mk_machine(make_world().clock))
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    world.driver.script("create_machine", CreateMachineResponse("fakeID-0", "fakeNode-0"))
+    world.machines.fail("update", InternalError({"message": "etcd down", "code": 500}), 1)
+    assert create(world, machine) == Result.after(c.SHORT_RETRY)
+    assert ("Warning", "UpdateFailed") in [(e["type"], e["reason"]) for e in events]

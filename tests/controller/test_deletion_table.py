@@ -913,3 +913,115 @@ def test_a_failed_node_read_stops_the_node_deletion_step() -> None:
     assert op(stored) == (description, c.STATE_FAILED, c.OPERATION_DELETE)
     assert result == Result.after(c.SHORT_RETRY)
     assert [v for v, _ in world.nodes.writes if v in ("patch", "delete")] == []
+
+
+def test_the_vm_deletion_without_a_target_cluster_deletes_a_vm_it_knows_no_node_of() -> None:
+    """Without a target cluster there is no Node to look for: a machine with neither a ``node``
+    label nor a provider ID still gets its VM deleted, and the flow goes on."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.DESC_NO_TARGET_SKIP_DRAIN, node=None, provider_id=None)
+    )
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=None)
+    world.deps.writers = dataclasses.replace(world.deps.writers, nodes=None)
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored) == (c.DESC_VM_DELETED, c.STATE_PROCESSING, c.OPERATION_DELETE)
+    assert world.driver.vms == {}
+
+
+@pytest.mark.parametrize("machine_provider_id", ["fakeID-0", None])
+def test_a_node_found_by_its_machine_name_label_never_changes_the_machines_provider_id(
+    machine_provider_id: str | None,
+) -> None:
+    """The provider ID is taken from the Node only when the driver's listing found it; a Node
+    found by its machine-name label gives the node label and nothing else."""
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.MARKER_GET_VM_STATUS, node=None, provider_id=machine_provider_id)
+    )
+    labels = {c.LABEL_NODE_MACHINE_NAME: "machine-0"}
+    world.nodes.put(mk_node("fakeNode-0", metadata={"labels": labels}, spec={"providerID": "fakeID-other"}))
+    step(world, machine)
+    stored = world.machines.get("machine-0")
+    assert stored["metadata"]["labels"][c.LABEL_NODE] == "fakeNode-0"
+    assert stored["spec"].get("providerID") == machine_provider_id
+
+
+def test_a_drain_step_without_deletion_timestamp_is_not_forced() -> None:
+    """The drain is forced by a deletion older than the drain timeout; a machine whose deletion
+    time cannot be read has no age and is drained normally."""
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN, deleting_ago=None))
+    world.nodes.put(mk_node("fakeNode-0"))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_DRAIN_SUCCESSFUL
+    assert drainer.drained[0].options.force is False
+
+
+def test_the_drain_step_leaves_a_node_of_another_vm_alone() -> None:
+    """A Node whose providerID is not the machine's is neither cordoned nor drained: the step
+    goes on to the VolumeAttachments with the mismatch in its description."""
+    from mcm.runtime.record import EventRecorder
+
+    world, drainer, machine = world_for(lambda w: terminating(w, c.MARKER_INITIATE_DRAIN))
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    world.nodes.put(mk_node("fakeNode-0", spec={"providerID": "fakeID-other"}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_DRAIN_SKIPPED_FOREIGN_NODE.format(
+        node="fakeNode-0", node_provider_id="fakeID-other", provider_id="fakeID-0"
+    )
+    assert (drainer.cordoned, drainer.drained) == ([], [])
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "NodeProviderIDMismatch")]
+
+
+def test_the_volume_attachment_step_of_a_machine_without_node_label_names_the_missing_node() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL, node=None))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VA_NODE_MISSING.format(err='nodes "" not found')
+
+
+def test_the_deletion_time_is_exported_when_the_finalizer_is_removed() -> None:
+    world, _, machine = world_for(
+        lambda w: terminating(w, c.DESC_NODE_DELETED.format(node="fakeNode-0"), deleting_ago=42.0)
+    )
+    result, stored = step(world, machine)
+    assert (result, stored) == (DONE, None)
+    samples = [
+        sample.value
+        for metric in world.deps.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == "mcm_machine_delete_duration_seconds"
+    ]
+    assert samples == [42.0]
+
+
+def test_the_node_step_leaves_a_node_of_another_vm_in_place() -> None:
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_VM_DELETED))
+    world.nodes.put(
+        mk_node(
+            "fakeNode-0", metadata={"finalizers": [c.NODE_FINALIZER]}, spec={"providerID": "fakeID-other"}
+        )
+    )
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_NODE_DELETION_SKIPPED_FOREIGN_NODE.format(
+        node="fakeNode-0", node_provider_id="fakeID-other", provider_id="fakeID-0"
+    )
+    assert world.nodes.get("fakeNode-0")["metadata"]["finalizers"] == [c.NODE_FINALIZER]
+    assert [v for v, _ in world.nodes.writes] == []
+
+
+def test_the_vm_deletion_looks_for_no_node_when_the_machine_has_a_provider_id() -> None:
+    """Only a machine with neither node label nor provider ID looks for its Node again before
+    DeleteMachine; one with a provider ID is deleted as it is."""
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_DRAIN_SUCCESSFUL, node=None))
+    world.nodes.put(mk_node("fakeNode-0", metadata={"labels": {c.LABEL_NODE_MACHINE_NAME: "machine-0"}}))
+    result, stored = step(world, machine)
+    assert result is None
+    assert op(stored)[0] == c.DESC_VM_DELETED
+    assert stored is not None and c.LABEL_NODE not in stored["metadata"]["labels"]
+    assert [verb for verb, _ in world.machines.writes] == ["update_status"]

@@ -296,3 +296,41 @@ def test_secret_and_class_delete_handlers_accept_tombstones_and_junk() -> None:
         h.class_added_or_deleted(junk)
         h.node_deleted(junk)
     assert seen == [("secret", f"{NS}/secret-0", 0.0)]
+
+
+def test_node_loop_adds_no_finalizer_to_the_node_of_a_deleting_machine() -> None:
+    """The deletion flow removes the node finalizer: the node loop must not put it back."""
+    world = make_world()
+    world.nodes.put(mk_node("node-0"))
+    world.machines.put(mk_machine(world.clock, node="node-0", deleting_ago=0.0))
+    assert reconcile_node_key(world.deps, "node-0") == DONE
+    assert world.nodes.writes == []
+
+
+def test_the_foreign_node_warning_names_both_provider_ids() -> None:
+    world = make_world()
+    machine = mk_machine(world.clock, node="node-0", provider_id="vm-a")
+    foreign = mk_node("node-0", spec={"providerID": "vm-b"})
+    assert node.foreign_node_message(
+        machine, foreign, "not drained"
+    ) == c.MSG_NODE_PROVIDER_ID_MISMATCH.format(
+        node="node-0", node_provider_id="vm-b", provider_id="vm-a", left_alone="not drained"
+    )
+
+
+def test_a_failed_node_finalizer_patch_is_retried_by_its_kind() -> None:
+    """A conflict comes back soon with fresh data, another error after ShortRetry; a Node gone
+    meanwhile needs nothing more."""
+    from mcm.runtime.cache.listers import new_not_found
+    from mcm.runtime.client.errors import Conflict, InternalError
+
+    for error, result in (
+        (Conflict({"message": "modified", "code": 409}), Result.after(c.CONFLICT_RETRY)),
+        (InternalError({"message": "etcd down", "code": 500}), Result.after(c.SHORT_RETRY)),
+        (new_not_found("", "nodes", "node-0"), DONE),
+    ):
+        world = make_world()
+        world.nodes.put(mk_node("node-0"))
+        world.machines.put(mk_machine(world.clock, node="node-0"))
+        world.nodes.fail("patch", error, 1)
+        assert reconcile_node_key(world.deps, "node-0") == result

@@ -15,7 +15,7 @@ from mcm.controller.health import FailedMarks, is_healthy, reconcile_machine_hea
 from mcm.runtime.worker import Result
 
 from .builders import HEALTHY, mk_machine, mk_node
-from .fakes import World, make_world
+from .fakes import World, make_world, ts
 
 CONTROLLER_LIST = ["ReadonlyFilesystem", "KernelDeadlock", "DiskPressure", "NetworkUnavailable"]
 MIN = 60.0
@@ -499,3 +499,216 @@ def test_a_status_change_with_the_same_condition_types_is_seen() -> None:
     assert [(k["type"], k["status"]) for k in stored["status"]["conditions"]] == [
         (k["type"], k["status"]) for k in unhealthy
     ]
+
+
+# --- machine controller and drain mutation run (after the second sample) -----------------------
+
+
+def _recorded(world: World) -> list[dict[str, Any]]:
+    from mcm.runtime.record import EventRecorder
+
+    events: list[dict[str, Any]] = []
+
+    def submit(event: dict[str, Any]) -> bool:
+        events.append(event)
+        return True
+
+    world.deps.recorder = EventRecorder(submit, "machine-controller", clock=world.clock)
+    return events
+
+
+def _failed_joins(world: World) -> float:
+    return sum(
+        sample.value
+        for metric in world.deps.metrics.registry.collect()
+        for sample in metric.samples
+        if sample.name == "mcm_machine_num_failed_join_total"
+    )
+
+
+def test_an_unknown_machine_with_the_health_timeout_disabled_is_never_marked_failed() -> None:
+    world = make_world()
+    machine = timed_out(world)
+    machine["spec"]["disableHealthTimeout"] = True
+    result, phase = run(world, machine)
+    assert (result, phase) == (None, c.PHASE_UNKNOWN)
+    assert world.machines.writes == []
+
+
+def test_a_creation_timeout_whose_failed_write_fails_counts_and_records_nothing() -> None:
+    """The Failed mark is counted (failed joins) and announced (Warning Event) only once written;
+    a write that failed leaves the machine Pending and is retried."""
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    world = make_world()
+    events = _recorded(world)
+    world.machines.fail("update_status", ConnectionFailed("connection reset by peer"), 1)
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_PENDING, node="node-0", created_ago=25 * MIN)
+    result, phase = run(world, machine)
+    assert (result, phase) == (Result.after(c.SHORT_RETRY), c.PHASE_PENDING)
+    assert events == []
+    assert _failed_joins(world) == 0
+    result, phase = run(world, world.machines.get(TARGET))
+    assert (result, phase) == (Result.after(c.SHORT_RETRY), c.PHASE_FAILED)
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "MachineFailed")]
+    assert _failed_joins(world) == 1
+
+
+def _preserved(world: World, name: str, phase: str) -> None:
+    machine = mk_machine(world.clock, name, phase=phase, labels=DEPLOYMENT)
+    machine["status"]["currentStatus"]["preserveExpiryTime"] = ts(world.clock, -3600)
+    world.machines.put(machine)
+
+
+@pytest.mark.parametrize(
+    ("cap", "others", "marked"),
+    [
+        # a Terminating machine counts twice: under a cap of 2 it fills both places
+        (2, [c.PHASE_TERMINATING], False),
+        (3, [c.PHASE_TERMINATING], True),
+        # any other phase but Running and Unknown counts once
+        (2, [c.PHASE_PENDING], True),
+        (2, [c.PHASE_PENDING, c.PHASE_FAILED], False),
+        (3, [c.PHASE_PENDING, c.PHASE_FAILED], True),
+        # Running and Unknown machines are not in replacement
+        (1, [c.PHASE_RUNNING, c.PHASE_UNKNOWN], True),
+    ],
+)
+def test_machines_in_replacement_are_counted_against_the_cap(
+    cap: int, others: list[str], marked: bool
+) -> None:
+    from mcm.controller import ControllerOptions
+
+    from .fakes import NS
+
+    world = make_world(ControllerOptions(namespace=NS, max_failed_machines_per_deployment=cap))
+    for i, phase in enumerate(others):
+        other(world, f"other-{i}", phase, DEPLOYMENT)
+    _, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == (c.PHASE_FAILED if marked else c.PHASE_UNKNOWN)
+
+
+@pytest.mark.parametrize(("preserved_phase", "marked"), [(c.PHASE_FAILED, True), (c.PHASE_PENDING, False)])
+def test_a_preserved_failed_machine_is_not_in_replacement(preserved_phase: str, marked: bool) -> None:
+    """A Failed machine kept for inspection (preserveExpiryTime set) is not being replaced; a
+    machine in another phase counts whether preserved or not."""
+    world = make_world()
+    _preserved(world, "preserved", preserved_phase)
+    _, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == (c.PHASE_FAILED if marked else c.PHASE_UNKNOWN)
+
+
+@pytest.mark.parametrize(
+    ("cached_phase", "cap", "marked"),
+    [
+        # the cache shows the mark's Failed write: it counts once, as a Failed machine
+        (c.PHASE_FAILED, 2, True),
+        (c.PHASE_TERMINATING, 3, True),
+        # the cache does not show it yet: the mark counts
+        (c.PHASE_UNKNOWN, 1, False),
+        # the marked machine is gone from the cache: its mark no longer counts
+        (None, 1, True),
+    ],
+)
+def test_a_mark_counts_until_the_cache_shows_its_machine_failed_or_gone(
+    cached_phase: str | None, cap: int, marked: bool
+) -> None:
+    from mcm.controller import ControllerOptions
+
+    from .fakes import NS
+
+    world = make_world(ControllerOptions(namespace=NS, max_failed_machines_per_deployment=cap))
+    marks = FailedMarks()
+    marks.add("testWorkerPool-z1", "first")
+    if cached_phase is not None:
+        other(world, "first", cached_phase, DEPLOYMENT)
+    _, phase = run(world, timed_out(world, DEPLOYMENT), marks)
+    assert phase == (c.PHASE_FAILED if marked else c.PHASE_UNKNOWN)
+    assert marks.pending("testWorkerPool-z1", {"first": c.PHASE_UNKNOWN}) == (
+        set() if cached_phase in (None, c.PHASE_FAILED, c.PHASE_TERMINATING) else {"first"}
+    )
+
+
+@pytest.mark.parametrize("timeout", [30.0, 90.0])
+def test_a_pending_machine_without_creation_timestamp_waits_its_whole_creation_timeout(
+    timeout: float,
+) -> None:
+    """No creationTimestamp: nothing has elapsed, the machine is checked again when the whole
+    timeout would have run out (at most a minute later)."""
+    from mcm.controller import ControllerOptions
+
+    from .fakes import NS
+
+    world = make_world(ControllerOptions(namespace=NS, machine_creation_timeout=timeout))
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_PENDING, node="node-0")
+    del machine["metadata"]["creationTimestamp"]
+    result, phase = run(world, machine)
+    assert phase == c.PHASE_PENDING
+    assert result is not None and result.requeue_after == pytest.approx(min(timeout, MIN) + 0.001)
+
+
+def test_an_unknown_machine_without_a_phase_time_is_not_failed() -> None:
+    world = make_world()
+    machine = timed_out(world)
+    del machine["status"]["currentStatus"]["lastUpdateTime"]
+    result, phase = run(world, machine)
+    assert phase == c.PHASE_UNKNOWN
+    assert result is not None and result.requeue_after == pytest.approx(MIN + 0.001)
+
+
+@pytest.mark.parametrize(("ago", "phase"), [(10 * MIN, c.PHASE_UNKNOWN), (10 * MIN + 1, c.PHASE_FAILED)])
+def test_the_health_timeout_is_passed_only_after_it_has_run_out(ago: float, phase: str) -> None:
+    world = make_world()
+    machine = mk_machine(
+        world.clock, TARGET, phase=c.PHASE_UNKNOWN, node="node-0", conditions=UNHEALTHY, phase_ago=ago
+    )
+    _, after = run(world, machine)
+    assert after == phase
+
+
+def test_a_phase_change_whose_write_fails_is_retried_and_announced_only_once_written() -> None:
+    from mcm.runtime.client.errors import ConnectionFailed
+
+    world = make_world()
+    events = _recorded(world)
+    world.machines.fail("update_status", ConnectionFailed("connection reset by peer"), 1)
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=HEALTHY)
+    result, phase = run(world, machine)
+    assert (result, phase) == (Result.after(c.SHORT_RETRY), c.PHASE_RUNNING)
+    assert [e["reason"] for e in events] == ["StatusUpdateFailed"]
+    result, phase = run(world, world.machines.get(TARGET))
+    assert (result, phase) == (None, c.PHASE_UNKNOWN)
+    assert [e["reason"] for e in events] == ["StatusUpdateFailed", "MachineUnknown"]
+
+
+def test_the_join_time_is_given_to_the_millisecond() -> None:
+    world = make_world()
+    world.nodes.put(mk_node("node-0", HEALTHY))
+    machine = pending_after_create(world)
+    machine["metadata"]["creationTimestamp"] = ts(world.clock, 42)
+    world.clock.step(0.00049)
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    description = world.machines.get(TARGET)["status"]["lastOperation"]["description"]
+    assert description == c.DESC_JOINED_IN.format(machine=TARGET, duration="42s")
+
+
+def test_the_deployment_permit_is_free_again_after_a_failed_mark() -> None:
+    world = make_world()
+    _, phase = run(world, timed_out(world, DEPLOYMENT))
+    assert phase == c.PHASE_FAILED
+    assert world.deps.permits.is_held("testWorkerPool-z1") is False
+
+
+def test_a_changed_reason_of_another_condition_is_no_change() -> None:
+    """Only the InPlaceUpdate condition's reason counts (HEAD): a new reason of the same Ready
+    status writes nothing."""
+    old = [{**k, "reason": "KubeletReady"} if k["type"] == "Ready" else k for k in HEALTHY]
+    new = [{**k, "reason": "KubeletReadyAgain"} if k["type"] == "Ready" else k for k in HEALTHY]
+    assert health.conditions_changed(old, new) is False
+    world = make_world()
+    world.nodes.put(mk_node("node-0", new))
+    machine = mk_machine(world.clock, TARGET, phase=c.PHASE_RUNNING, node="node-0", conditions=old)
+    _, phase = run(world, machine)
+    assert phase == c.PHASE_RUNNING
+    assert world.machines.writes == []

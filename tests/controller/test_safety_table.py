@@ -357,6 +357,24 @@ def test_cache_lookup_error_keeps_vm() -> None:
     assert OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0")) == []
 
 
+def test_a_vm_whose_machine_the_cache_cannot_read_is_kept_without_holding_off_its_creation() -> None:
+    """The cheap cache look decides alone: an unreadable cache keeps the VM before the creation
+    hold-off is taken, so a creation pass of that machine is never deferred for it."""
+    world = world_with_class()
+    with_cache(world, cast(FakeResource, Raising(world.machines, internal())))
+    world.driver.add_vm("vm-1", "m1")
+    held: list[str] = []
+    hold_off = world.deps.creation.hold_off
+
+    def spied(key: str) -> Any:
+        held.append(key)
+        return hold_off(key)
+
+    world.deps.creation.hold_off = spied  # type: ignore[method-assign]
+    assert OrphanCollector(world.deps).check_machine_class(world.classes.get("class-0")) == []
+    assert held == []
+
+
 def test_vm_in_creation_is_never_collected() -> None:
     """A VM whose machine is inside the creation flow is kept even if nothing knows it yet."""
     world = world_with_class()
@@ -650,3 +668,72 @@ def test_update_node_with_annotations_remove() -> None:
     )
     assert isinstance(stored, Mapping)
     assert stored["metadata"]["annotations"] == {"a": "1"}
+
+
+# --- the class's Secret data (machine controller mutation run, after the second sample) ---------
+
+
+def _secret_data(world: World, klass: dict[str, Any]) -> dict[str, bytes]:
+    from mcm.apis.machine.v1alpha1 import MachineClass
+    from mcm.controller.safety import class_secret_data
+
+    return class_secret_data(world.deps, MachineClass.from_dict(klass))
+
+
+def _raw_secret(name: str, data: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS}, "data": data}
+
+
+@pytest.mark.parametrize(
+    ("refs", "secrets", "merged"),
+    [
+        # secretRef first, credentialsSecretRef merged over it
+        (
+            {"secretRef": "a", "credentialsSecretRef": "b"},
+            [mk_secret("a", userData="u", key="from-a"), mk_secret("b", key="from-b")],
+            {"userData": b"u", "key": b"from-b"},
+        ),
+        ({"credentialsSecretRef": "b"}, [mk_secret("b", key="from-b")], {"key": b"from-b"}),
+        ({"secretRef": "a"}, [], {}),  # a missing Secret adds nothing
+        ({"secretRef": ""}, [mk_secret("", key="nameless")], {}),  # a reference without a name
+        ({"secretRef": "a"}, [_raw_secret("a", "not a map")], {}),
+        ({"secretRef": "a"}, [_raw_secret("a", {"empty": None})], {"empty": b""}),
+    ],
+)
+def test_class_secret_data(
+    refs: dict[str, str], secrets: list[dict[str, Any]], merged: dict[str, bytes]
+) -> None:
+    world = make_world()
+    for secret in secrets:
+        world.secrets.objects[secret["metadata"]["name"]] = secret
+    klass = mk_class("class-0")
+    del klass["secretRef"]
+    for field_name, name in refs.items():
+        klass[field_name] = {"name": name, "namespace": NS}
+    assert _secret_data(world, klass) == merged
+
+
+def test_a_secret_reference_into_another_namespace_adds_nothing() -> None:
+    world = make_world()
+    world.secrets.put(mk_secret("a", key="here"))
+    klass = mk_class("class-0")
+    klass["secretRef"] = {"name": "a", "namespace": "elsewhere"}
+    assert _secret_data(world, klass) == {}
+    klass["secretRef"] = {"name": "a"}  # no namespace: the controller's
+    assert _secret_data(world, klass) == {"key": b"here"}
+
+
+@pytest.mark.parametrize("value", ["@@@@", "YWJj!"], ids=["not-base64", "trailing-junk"])
+def test_secret_data_that_is_not_base64_skips_the_class_with_an_event(value: str) -> None:
+    world = world_with_class(secret=False)
+    world.secrets.objects["secret-0"] = _raw_secret("secret-0", {"userData": value})
+    events: list[dict[str, Any]] = []
+    world.deps.recorder = EventRecorder(
+        lambda e: events.append(e) or True, "machine-controller", clock=world.clock
+    )
+    world.driver.add_vm("vm-1", "gone")
+    assert OrphanCollector(world.deps).check_machine_classes() == c.LONG_RETRY
+    assert deleted_ids(world) == set()
+    assert [(e["reason"], e["message"]) for e in events] == [
+        ("OrphanCollectionFailed", "Secret 'secret-0' holds data that is not valid base64")
+    ]
