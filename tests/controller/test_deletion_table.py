@@ -1025,3 +1025,31 @@ def test_the_vm_deletion_looks_for_no_node_when_the_machine_has_a_provider_id() 
     assert op(stored)[0] == c.DESC_VM_DELETED
     assert stored is not None and c.LABEL_NODE not in stored["metadata"]["labels"]
     assert [verb for verb, _ in world.machines.writes] == ["update_status"]
+
+
+def test_the_volume_attachment_step_without_a_target_cluster_goes_on_to_the_vm_deletion() -> None:
+    """A machine that was force-drained before the target cluster went away (a restart without
+    --target-kubeconfig) has no VolumeAttachments to wait for: the step says why and goes on."""
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL))
+    world.deps.listers = dataclasses.replace(world.deps.listers, nodes=None)
+    result, stored = step(world, machine)
+    assert result is None
+    description = c.DESC_VA_NODE_MISSING.format(err="no target cluster")
+    assert op(stored) == (description, c.STATE_PROCESSING, c.OPERATION_DELETE)
+
+
+def test_the_volume_attachment_step_leaves_the_attachments_of_another_vms_node_alone() -> None:
+    """A Node whose providerID is not the machine's is another VM's: its VolumeAttachments are
+    not deleted, and the step goes on with the mismatch in its description."""
+    world, _, machine = world_for(lambda w: terminating(w, c.DESC_FORCE_DRAIN_SUCCESSFUL))
+    world.nodes.put(
+        mk_node(
+            "fakeNode-0",
+            spec={"providerID": "fakeID-other"},
+            status={"volumesAttached": [{"name": "kubernetes.io/csi/x^vol-1", "devicePath": ""}]},
+        )
+    )
+    result, stored = step(world, machine)
+    assert result is None
+    reason = "node fakeNode-0 has providerID fakeID-other, not the machine's"
+    assert op(stored) == (c.DESC_VA_NODE_MISSING.format(err=reason), c.STATE_PROCESSING, c.OPERATION_DELETE)

@@ -381,3 +381,10 @@ def test_the_commands_enable_disable_and_restart_units_with_systemctl(
         "restart a.service",
         "daemon-reload",
     ]
+
+
+@pytest.mark.parametrize("systemctl", ["", "   ", "mcm-no-such-systemctl --user"])
+def test_a_systemctl_that_is_empty_or_not_installed_is_none(systemctl: str) -> None:
+    """An empty ``--systemctl`` or one naming no installed program means no systemctl (units
+    are then written but not started), not an error at start-up."""
+    assert Commands(systemctl=systemctl).has_systemctl is False

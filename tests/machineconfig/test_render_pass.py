@@ -236,6 +236,7 @@ def test_nothing_is_rendered_until_the_templates_are(h: Harness) -> None:
     wait_controller_config()
     render(h)
     assert target(h) == "", "templates not rendered"
+    assert h.mcc.render._templates_pending() == "templates not rendered: rendering"
     controllers.update_status(
         {
             **controllers.get(api.CONTROLLER_CONFIG_NAME),

@@ -115,6 +115,26 @@ def test_non_status_body_keeps_code_and_text(stub: StubServer, stub_client: Clus
     assert "404 page not found" in str(info.value)
 
 
+def test_a_json_body_that_is_not_a_status_is_kept_as_text(
+    stub: StubServer, stub_client: ClusterClient
+) -> None:
+    """A proxy or webhook in front of the API server may answer JSON of its own: only a
+    ``Status`` is read as one; anything else is the error's text, as client-go keeps it."""
+    stub.handler = lambda r: Reply(404, b'{"error": "no such route"}')
+    with pytest.raises(errors.NotFound) as info:
+        stub_client.resource(NODES).get("x")
+    assert "no such route" in str(info.value)
+    assert info.value.code == 404
+
+
+@pytest.mark.parametrize("code", [300, 304])
+def test_only_a_2xx_answer_is_a_success(stub: StubServer, stub_client: ClusterClient, code: int) -> None:
+    stub.handler = lambda r: Reply(code, b'{"kind": "Node", "metadata": {"name": "x"}}')
+    with pytest.raises(errors.ApiError) as info:
+        stub_client.resource(NODES).get("x")
+    assert info.value.code == code
+
+
 def test_unknown_code_is_a_plain_api_error(stub: StubServer, stub_client: ClusterClient) -> None:
     stub.handler = lambda r: Reply(418, b"teapot")
     with pytest.raises(errors.ApiError) as info:
