@@ -42,6 +42,16 @@ def eventually(check: Callable[[], Any], timeout: float | None = None, what: str
         time.sleep(0.02)
 
 
+def wait_until_cached(server: Any, cache: Any, name: str, what: str = "") -> None:
+    """Until ``cache`` (a lister: ``get`` answers None when absent) holds ``name`` at least at the
+    resourceVersion ``server`` (a REST client) answers now."""
+    version = int(server.get(name)["metadata"]["resourceVersion"])
+    eventually(
+        lambda: (c := cache.get(name)) is not None and int(c["metadata"]["resourceVersion"]) >= version,
+        what=what or f"{name} in the cache",
+    )
+
+
 def role_label(role: str) -> dict[str, str]:
     return {f"node-role.kubernetes.io/{role}": ""}
 

@@ -14,7 +14,7 @@ from mcm.machineconfig import api
 from mcm.machineconfig.ignition import file_text
 from mcm.runtime.client import ClusterClient, Object
 
-from .fixtures import eventually, machine_config
+from .fixtures import eventually, machine_config, wait_until_cached
 from .test_update_pass import Harness
 
 BASE = (
@@ -47,14 +47,7 @@ def setup(h: Harness, kubelet_conf: str | None = BASE) -> None:
 
 
 def wait_config(h: Harness, name: str) -> None:
-    version = h.client.resource(api.MACHINE_CONFIGS).get(name)["metadata"]["resourceVersion"]
-    eventually(
-        lambda: (
-            (c := h.mcc.kubelet.configs.get(name)) is not None
-            and int(c["metadata"]["resourceVersion"]) >= int(version)
-        ),
-        what=f"config {name} in the cache",
-    )
+    wait_until_cached(h.client.resource(api.MACHINE_CONFIGS), h.mcc.kubelet.configs, name)
 
 
 def add(h: Harness, obj: Object) -> None:
@@ -63,14 +56,7 @@ def add(h: Harness, obj: Object) -> None:
 
 
 def wait_kc(h: Harness, name: str) -> None:
-    version = h.client.resource(api.KUBELET_CONFIGS).get(name)["metadata"]["resourceVersion"]
-    eventually(
-        lambda: (
-            (c := h.mcc.kubelet.kubelet_configs.get(name)) is not None
-            and int(c["metadata"]["resourceVersion"]) >= int(version)
-        ),
-        what=f"KubeletConfig {name} in the cache",
-    )
+    wait_until_cached(h.client.resource(api.KUBELET_CONFIGS), h.mcc.kubelet.kubelet_configs, name)
 
 
 def sync(h: Harness, name: str) -> None:

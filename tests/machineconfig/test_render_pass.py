@@ -13,7 +13,7 @@ from mcm.machineconfig import api
 from mcm.runtime.client import ClusterClient, Object
 from mcm.testing.machineconfig import controller_config
 
-from .fixtures import eventually, machine_config
+from .fixtures import eventually, machine_config, wait_until_cached
 from .test_update_pass import Harness
 
 
@@ -40,14 +40,7 @@ def add_config(
 
 
 def wait_config(h: Harness, name: str) -> None:
-    version = h.client.resource(api.MACHINE_CONFIGS).get(name)["metadata"]["resourceVersion"]
-    eventually(
-        lambda: (
-            (c := h.mcc.render.configs.get(name)) is not None
-            and int(c["metadata"]["resourceVersion"]) >= int(version)
-        ),
-        what=f"config {name} in the cache",
-    )
+    wait_until_cached(h.client.resource(api.MACHINE_CONFIGS), h.mcc.render.configs, name)
 
 
 def rendered(h: Harness) -> list[Object]:
@@ -213,14 +206,7 @@ def test_nothing_is_rendered_until_the_templates_are(h: Harness) -> None:
     created = controllers.create(controller_config())
 
     def wait_controller_config() -> None:
-        version = controllers.get(api.CONTROLLER_CONFIG_NAME)["metadata"]["resourceVersion"]
-        eventually(
-            lambda: (
-                (c := h.mcc.render.controller_configs.get(api.CONTROLLER_CONFIG_NAME)) is not None
-                and int(c["metadata"]["resourceVersion"]) >= int(version)
-            ),
-            what="the ControllerConfig in the cache",
-        )
+        wait_until_cached(controllers, h.mcc.render.controller_configs, api.CONTROLLER_CONFIG_NAME)
 
     wait_controller_config()
     render(h)

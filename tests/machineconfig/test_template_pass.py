@@ -11,7 +11,7 @@ from mcm.machineconfig import api
 from mcm.runtime.client import ClusterClient
 from mcm.testing.machineconfig import controller_config
 
-from .fixtures import eventually
+from .fixtures import eventually, wait_until_cached
 from .test_update_pass import Harness
 
 
@@ -25,14 +25,7 @@ def h(client: ClusterClient) -> Iterator[Harness]:
 
 
 def wait_cached(h: Harness, name: str) -> None:
-    version = h.client.resource(api.MACHINE_CONFIGS).get(name)["metadata"]["resourceVersion"]
-    eventually(
-        lambda: (
-            (c := h.mcc.template.configs.get(name)) is not None
-            and int(c["metadata"]["resourceVersion"]) >= int(version)
-        ),
-        what=f"{name} in the cache",
-    )
+    wait_until_cached(h.client.resource(api.MACHINE_CONFIGS), h.mcc.template.configs, name)
 
 
 def sync(h: Harness) -> None:
@@ -40,20 +33,8 @@ def sync(h: Harness) -> None:
     for name in h.mcc.ctx.template_names:
         if any(api.name_of(c) == name for c in h.client.resource(api.MACHINE_CONFIGS).list()["items"]):
             wait_cached(h, name)
-    version = h.client.resource(api.CONTROLLER_CONFIGS).get(api.CONTROLLER_CONFIG_NAME)["metadata"][
-        "resourceVersion"
-    ]
-    eventually(
-        lambda: (
-            int(
-                h.mcc.template.controller_configs.get(api.CONTROLLER_CONFIG_NAME)["metadata"][
-                    "resourceVersion"
-                ]
-            )  # type: ignore[index]
-            >= int(version)
-        ),
-        what="the ControllerConfig in the cache",
-    )
+    controller_configs = h.client.resource(api.CONTROLLER_CONFIGS)
+    wait_until_cached(controller_configs, h.mcc.template.controller_configs, api.CONTROLLER_CONFIG_NAME)
 
 
 def conditions(h: Harness) -> dict[str, str]:
