@@ -140,22 +140,9 @@ def serve(
     calls = MachineCalls()
     handlers = {rpc.name: _handler(driver, rpc, calls, budget) for rpc in ALL_RPCS}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
-    if credentials is None:
-        port = server.add_insecure_port(endpoint)
-    else:
-        port = server.add_secure_port(endpoint, credentials)
-    if port == 0:
-        raise RuntimeError(f"cannot listen on {endpoint}")
+    bound = _listen(server, endpoint, credentials)
     server.start()
-    bound = endpoint if endpoint.startswith("unix:") else _with_port(endpoint, port)
-    if transport == "insecure":
-        log.warning("driver_server_insecure", endpoint=bound, reason="plaintext on a non-loopback address")
-    if transport == "tls" and not verifies_clients and not is_local_endpoint(endpoint):
-        log.warning(
-            "driver_server_accepts_any_client",
-            endpoint=bound,
-            reason="TLS without a client CA: whoever reaches the port may call CreateMachine, DeleteMachine",
-        )
+    _warn_about_exposure(transport, bound, endpoint, verifies_clients)
     log.info(
         "driver_server_started",
         endpoint=bound,
@@ -166,6 +153,30 @@ def serve(
         max_message_bytes=MAX_MESSAGE_BYTES,
     )
     return DriverServer(server, bound)
+
+
+def _listen(server: grpc.Server, endpoint: str, credentials: grpc.ServerCredentials | None) -> str:
+    """Bind ``endpoint`` (with TLS when ``credentials``); the address bound, with the port the
+    system chose for ``:0``. Raises ``RuntimeError`` when it cannot be bound."""
+    if credentials is None:
+        port = server.add_insecure_port(endpoint)
+    else:
+        port = server.add_secure_port(endpoint, credentials)
+    if port == 0:
+        raise RuntimeError(f"cannot listen on {endpoint}")
+    return endpoint if endpoint.startswith("unix:") else _with_port(endpoint, port)
+
+
+def _warn_about_exposure(transport: str, bound: str, endpoint: str, verifies_clients: bool) -> None:
+    """A warning for plaintext off loopback, and for TLS there that lets any client in."""
+    if transport == "insecure":
+        log.warning("driver_server_insecure", endpoint=bound, reason="plaintext on a non-loopback address")
+    if transport == "tls" and not verifies_clients and not is_local_endpoint(endpoint):
+        log.warning(
+            "driver_server_accepts_any_client",
+            endpoint=bound,
+            reason="TLS without a client CA: whoever reaches the port may call CreateMachine, DeleteMachine",
+        )
 
 
 def _transport(
